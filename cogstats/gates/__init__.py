@@ -1,0 +1,9 @@
+"""Gates: turn evidence about lessons into decisions (promote, evict, hold, retire).
+
+Production code may import this package with numpy, scipy, polars and statsmodels only.
+"""
+
+from cogstats.gates._report import DECISIONS, GateReport
+from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
+
+__all__ = ["CYCGRAPH_DECISION_COLUMNS", "DECISIONS", "CycgraphGate", "GateReport"]
