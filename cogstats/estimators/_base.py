@@ -200,13 +200,39 @@ def _series(name: str, values: Any, dtype: Any) -> pl.Series:
 
 @dataclass(frozen=True)
 class EstimatorSpec:
-    """One registry entry: the function, its option defaults, and a one-line description."""
+    """One registry entry.
+
+    Attributes
+    ----------
+    name : str
+        The method name.
+    function : callable
+        ``function(ledger, [rng=...,] **options) -> Attribution``.
+    defaults : mapping
+        Every option with its default; :func:`attribute` rejects other names.
+    description : str
+        One line for listings.
+    uses_rng : bool
+        Whether the method draws (then it receives ``rng``).
+    invalid : mapping
+        For the conformance suite: an invalid value of each option that the estimator
+        must reject with a :class:`~cogstats._validation.ParameterError` naming it.
+    requires : tuple of str
+        Ledger columns the method needs beyond run_id, score, fact_ids (the conformance
+        suite provides them; e.g. ``("propensities",)``).
+    conservative : bool
+        True when the method's tests are valid but conservative by design (anytime-valid
+        methods), so calibration checks only bound the error rate from above.
+    """
 
     name: str
     function: Callable[..., Attribution]
     defaults: Mapping[str, Any]
     description: str
     uses_rng: bool = False
+    invalid: Mapping[str, Any] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    conservative: bool = False
 
 
 #: The registry: method name -> spec.  Filled by the estimator modules at import.
@@ -214,14 +240,30 @@ METHODS: dict[str, EstimatorSpec] = {}
 
 
 def register(
-    name: str, *, defaults: Mapping[str, Any], description: str, uses_rng: bool = False
+    name: str,
+    *,
+    defaults: Mapping[str, Any],
+    description: str,
+    uses_rng: bool = False,
+    invalid: Mapping[str, Any] | None = None,
+    requires: tuple[str, ...] = (),
+    conservative: bool = False,
 ) -> Callable[[Callable[..., Attribution]], Callable[..., Attribution]]:
-    """Decorator adding an estimator function to :data:`METHODS`."""
+    """Decorator adding an estimator function to :data:`METHODS` (see :class:`EstimatorSpec`)."""
 
     def deco(fn: Callable[..., Attribution]) -> Callable[..., Attribution]:
         if name in METHODS:
             raise RuntimeError(f"estimator {name!r} registered twice")
-        METHODS[name] = EstimatorSpec(name, fn, dict(defaults), description, uses_rng)
+        METHODS[name] = EstimatorSpec(
+            name,
+            fn,
+            dict(defaults),
+            description,
+            uses_rng,
+            dict(invalid or {}),
+            tuple(requires),
+            conservative,
+        )
         return fn
 
     return deco

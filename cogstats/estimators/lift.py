@@ -197,6 +197,7 @@ def _interval(
     "lift",
     defaults={"confidence_level": 0.95},
     description="leave-one-fact-out mean difference (cycgraph's lift) with a Welch t test",
+    invalid={"confidence_level": 1.5},
 )
 def lift(ledger: Ledger, *, confidence_level: float) -> Attribution:
     """Leave-one-fact-out lift with Welch standard errors, no noise floor.
@@ -250,6 +251,12 @@ def lift(ledger: Ledger, *, confidence_level: float) -> Attribution:
         "evict_margin": 0.05,
     },
     description="cycgraph's inference statistics: Welch with a noise floor, p_promote, p_evict",
+    invalid={
+        "confidence_level": 0.0,
+        "noise_floor_sd": -0.1,
+        "promote_margin": float("nan"),
+        "evict_margin": "0.05",
+    },
 )
 def welch(
     ledger: Ledger,
