@@ -7,6 +7,8 @@ scipy, polars and statsmodels only.
 
 from cogstats.estimators import lift as _lift  # noqa: F401  (registers lift, welch)
 from cogstats.estimators import propensity as _propensity  # noqa: F401  (registers ipw, aipw)
+from cogstats.estimators import regression as _regression  # noqa: F401  (ols, ridge, ...)
+from cogstats.estimators import sequential as _sequential  # noqa: F401  (confseq, anytime_ols)
 from cogstats.estimators._base import (
     ATTRIBUTION_COLUMNS,
     METHODS,
@@ -14,6 +16,7 @@ from cogstats.estimators._base import (
     EstimatorSpec,
     attribute,
 )
+from cogstats.estimators.identifiability import check_identifiability
 from cogstats.estimators.lift import WelchResult, required_trials, student_t_cdf, welch_lift
 from cogstats.estimators.multiplicity import (
     LOND,
@@ -24,6 +27,16 @@ from cogstats.estimators.multiplicity import (
     e_bh,
 )
 from cogstats.estimators.propensity import aipw, ipw
+from cogstats.estimators.regression import MixedFallbackWarning
+from cogstats.estimators.sequential import (
+    SequencePaths,
+    SpendingBoundaries,
+    anytime_ols_paths,
+    anytime_ols_sequence,
+    confidence_sequence,
+    confseq_paths,
+    spending_boundaries,
+)
 
 __all__ = [
     "ATTRIBUTION_COLUMNS",
@@ -32,15 +45,24 @@ __all__ = [
     "Attribution",
     "EstimatorSpec",
     "LORDpp",
+    "MixedFallbackWarning",
     "MultipleTestingResult",
+    "SequencePaths",
+    "SpendingBoundaries",
     "WelchResult",
     "adjust",
     "aipw",
+    "anytime_ols_paths",
+    "anytime_ols_sequence",
     "attribute",
     "benjamini_hochberg",
+    "check_identifiability",
+    "confidence_sequence",
+    "confseq_paths",
     "e_bh",
     "ipw",
     "required_trials",
+    "spending_boundaries",
     "student_t_cdf",
     "welch_lift",
 ]

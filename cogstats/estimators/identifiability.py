@@ -1,0 +1,448 @@
+"""Which lessons' effects a regression on the ledger can separate, and the covariate design.
+
+A lesson's coefficient in ``score ~ 1 + lessons + covariates`` is identifiable only when
+its inclusion pattern carries a contrast that no other column of the design reproduces.
+:func:`check_identifiability` flags, for every lesson:
+
+* **no contrast**: the lesson is in every run or in none (its column is constant, so it is
+  confounded with the intercept);
+* **duplicate inclusion pattern**: another lesson went into exactly the same runs (found
+  by hashing the columns), as cycgraph's recorded poisoning demo shows: the genuine L4, L5
+  were injected in exactly the runs that carried the three poisons P1-P3, so no estimator
+  can tell their effects apart;
+* **collinear**: the lesson is (nearly) a linear combination of other lessons and the
+  covariates.  The singular value decomposition of the centred design with unit-length
+  columns gives every column's variance inflation factor,
+  ``VIF_j = sum_k V_jk^2 / s_k^2`` (the diagonal of the inverse correlation matrix; the
+  same number as ``1 / (1 - R_j^2)`` from regressing the column on all the others and an
+  intercept, statsmodels' ``variance_inflation_factor``).  A lesson is flagged when its
+  VIF exceeds ``vif_threshold`` or it loads on a direction whose singular value is below
+  ``tol`` times the largest (exact rank deficiency, ``VIF = inf``).
+
+``aliased_with`` lists the other flagged lessons that share the pattern or a weak
+direction of the design with the lesson.  :func:`covariate_design` turns ledger covariates
+into regression columns (numbers enter linearly, strings and booleans as dummies with a
+reference level); the regression estimators use both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+
+from cogstats._validation import ParameterError, check_real
+from cogstats.ledger import Ledger
+
+__all__ = [
+    "DEFAULT_TOL",
+    "DEFAULT_VIF_THRESHOLD",
+    "CovariateDesign",
+    "check_identifiability",
+    "covariate_design",
+    "group_codes",
+    "lesson_identifiability",
+]
+
+#: Relative singular value below which a direction of the centred, unit-column design
+#: counts as exactly singular (rank deficiency).
+DEFAULT_TOL = 1e-10
+#: Variance inflation factor above which a lesson counts as not identifiable.
+DEFAULT_VIF_THRESHOLD = 1e3
+
+
+@dataclass(frozen=True)
+class CovariateDesign:
+    """Regression columns built from ledger covariates.
+
+    Attributes
+    ----------
+    matrix : numpy.ndarray
+        ``(n_runs, n_columns)`` float64, no intercept column.
+    columns : tuple of str
+        Column labels: the covariate name for a numeric covariate, ``name[level]`` for the
+        dummy of a level of a string or boolean covariate.
+    sources : tuple of str
+        The covariate each column came from.
+    covariates : tuple of str
+        The covariates asked for, in order.
+    reference_levels : dict
+        For each string or boolean covariate, the level without a dummy (the smallest
+        level in sorted order; ``False`` for booleans).
+    """
+
+    matrix: np.ndarray
+    columns: tuple[str, ...]
+    sources: tuple[str, ...]
+    covariates: tuple[str, ...]
+    reference_levels: dict[str, Any]
+
+
+def _check_names(
+    ledger: Ledger, names: Any, parameter: str, *, single: bool = False
+) -> tuple[str, ...]:
+    """Validate covariate names against the ledger (lists the ledger's covariates)."""
+    if single:
+        names = (names,)
+    elif isinstance(names, str) or not isinstance(names, Sequence):
+        raise ParameterError(
+            f"{parameter} must be a tuple of covariate names, e.g. ('difficulty_proxy',); "
+            f"got {names!r}"
+        )
+    out: list[str] = []
+    for name in names:
+        if not isinstance(name, str) or name not in ledger.covariates:
+            raise ParameterError(
+                f"{parameter}: {name!r} is not a covariate of the ledger; "
+                f"it has {ledger.covariates!r}"
+            )
+        if name in ("eligible_ids", "propensities"):
+            raise ParameterError(
+                f"{parameter}: {name!r} holds logged propensities (lists), not a covariate "
+                "a regression can adjust for"
+            )
+        if name in out:
+            raise ParameterError(f"{parameter}: {name!r} is listed twice; got {names!r}")
+        out.append(name)
+    return tuple(out)
+
+
+def _no_nulls(series: pl.Series, name: str, ledger: Ledger, parameter: str) -> None:
+    nulls = series.is_null()
+    if nulls.any():
+        i = int(nulls.arg_true()[0])
+        raise ParameterError(
+            f"{parameter}: covariate {name!r} is null in row {i + 1} "
+            f"(run_id {ledger.run_ids[i]!r}) and {int(nulls.sum()) - 1} other run(s); "
+            "a regression needs every value (fill them in or leave those runs out of the ledger)"
+        )
+
+
+def covariate_design(
+    ledger: Ledger, covariates: Sequence[str] = (), *, parameter: str = "covariates"
+) -> CovariateDesign:
+    """Regression columns for ledger covariates.
+
+    Integer and float covariates enter linearly.  String and boolean covariates enter as
+    fixed effects: one 0/1 dummy per level except the reference level (the first level in
+    sorted order, ``False`` for booleans).  A dummy or numeric column that is constant over
+    the runs is left out (the intercept carries it).
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The runs.
+    covariates : sequence of str
+        Covariate names of the ledger.
+    parameter : str
+        The option name used in error messages.
+
+    Raises
+    ------
+    ParameterError
+        For a name the ledger lacks (naming it and listing the ledger's covariates), a
+        list-valued column, or a null value (naming the covariate, the first row and its
+        run_id; nothing is dropped silently).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": "r1", "score": 0.5, "fact_ids": [], "d": 0.1, "family": "b"},
+    ...     {"run_id": "r2", "score": 0.6, "fact_ids": [], "d": 0.3, "family": "a"},
+    ...     {"run_id": "r3", "score": 0.7, "fact_ids": [], "d": 0.2, "family": "c"},
+    ... ])
+    >>> design = covariate_design(ledger, ("d", "family"))
+    >>> design.columns, design.reference_levels
+    (('d', 'family[b]', 'family[c]'), {'family': 'a'})
+    >>> design.matrix.tolist()
+    [[0.1, 1.0, 0.0], [0.3, 0.0, 0.0], [0.2, 0.0, 1.0]]
+    """
+    names = _check_names(ledger, covariates, parameter)
+    n = len(ledger)
+    blocks: list[np.ndarray] = []
+    columns: list[str] = []
+    sources: list[str] = []
+    references: dict[str, Any] = {}
+    for name in names:
+        series = ledger.covariate(name)
+        _no_nulls(series, name, ledger, parameter)
+        if series.dtype.is_numeric():
+            col = series.cast(pl.Float64).to_numpy().reshape(n, 1)
+            if n and np.ptp(col) > 0:
+                blocks.append(col)
+                columns.append(name)
+                sources.append(name)
+            continue
+        codes, levels = _codes(series)
+        references[name] = levels[0] if levels else None
+        if len(levels) > 1:
+            dummies = (codes[:, None] == np.arange(1, len(levels))[None, :]).astype(np.float64)
+            blocks.append(dummies)
+            columns.extend(f"{name}[{lev}]" for lev in levels[1:])
+            sources.extend([name] * (len(levels) - 1))
+    matrix = np.hstack(blocks) if blocks else np.zeros((n, 0))
+    return CovariateDesign(
+        np.ascontiguousarray(matrix, dtype=np.float64),
+        tuple(columns),
+        tuple(sources),
+        names,
+        references,
+    )
+
+
+def _codes(series: pl.Series) -> tuple[np.ndarray, list[Any]]:
+    values = series.to_list()
+    levels = sorted(set(values))
+    pos = {lev: k for k, lev in enumerate(levels)}
+    return np.fromiter((pos[v] for v in values), dtype=np.int64, count=len(values)), levels
+
+
+def group_codes(ledger: Ledger, name: Any, *, parameter: str) -> tuple[np.ndarray, list[Any]]:
+    """Integer group codes (0..G-1, levels sorted) of a covariate used to group runs.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name (naming ``parameter`` and listing the ledger's covariates) or a
+        null value (naming the covariate and the first row).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": f"r{i}", "score": 0.5, "fact_ids": [], "family": f}
+    ...     for i, f in enumerate(["b", "a", "b"])
+    ... ])
+    >>> codes, levels = group_codes(ledger, "family", parameter="groups")
+    >>> codes.tolist(), levels
+    ([1, 0, 1], ['a', 'b'])
+    """
+    (checked,) = _check_names(ledger, name, parameter, single=True)
+    series = ledger.covariate(checked)
+    _no_nulls(series, checked, ledger, parameter)
+    return _codes(series)
+
+
+def _frame(
+    fact_ids: Sequence[str],
+    identifiable: np.ndarray,
+    aliased: list[list[str]],
+    vif: np.ndarray,
+    reason: list[str | None],
+    aliased_covariates: list[list[str]],
+) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "fact_id": pl.Series(list(fact_ids), dtype=pl.String),
+            "identifiable": pl.Series(identifiable.tolist(), dtype=pl.Boolean),
+            "aliased_with": pl.Series(aliased, dtype=pl.List(pl.String)),
+            "vif": pl.Series(vif, dtype=pl.Float64, nan_to_null=True),
+            "reason": pl.Series(reason, dtype=pl.String),
+            "aliased_covariates": pl.Series(aliased_covariates, dtype=pl.List(pl.String)),
+        }
+    )
+
+
+def lesson_identifiability(
+    lessons: np.ndarray | sparse.sparray,
+    fact_ids: Sequence[str],
+    *,
+    controls: np.ndarray | None = None,
+    control_sources: Sequence[str] = (),
+    tol: float = DEFAULT_TOL,
+    vif_threshold: float = DEFAULT_VIF_THRESHOLD,
+) -> pl.DataFrame:
+    """Identifiability of lesson columns next to control columns (the array-level check).
+
+    Parameters
+    ----------
+    lessons : array or sparse array
+        ``(n_runs, n_lessons)`` 0/1 inclusion matrix.
+    fact_ids : sequence of str
+        Lesson labels.
+    controls : array, optional
+        ``(n_runs, q)`` covariate columns (no intercept: the design is centred).
+    control_sources : sequence of str
+        The covariate each control column came from (reported in ``aliased_covariates``).
+    tol : float
+        Relative singular value tolerance for exact rank deficiency.
+    vif_threshold : float
+        VIF above which a lesson is flagged.
+
+    Returns
+    -------
+    polars.DataFrame
+        As :func:`check_identifiability`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[1, 1, 0], [0, 0, 1], [1, 1, 1], [0, 0, 0]], dtype=float)
+    >>> lesson_identifiability(x, ["a", "b", "c"])["identifiable"].to_list()
+    [False, False, True]
+    """
+    tol = cast(float, check_real("tol", tol, minimum=0.0, exclusive_minimum=True))
+    vif_threshold = cast(
+        float, check_real("vif_threshold", vif_threshold, minimum=1.0, exclusive_minimum=True)
+    )
+    raw: Any = lessons
+    x = np.asarray(raw.toarray() if sparse.issparse(raw) else raw, dtype=np.float64)
+    n, p = x.shape
+    ids = list(fact_ids)
+    if len(ids) != p:
+        raise ParameterError(f"fact_ids has {len(ids)} labels for {p} lesson columns")
+    z = np.zeros((n, 0)) if controls is None else np.asarray(controls, dtype=np.float64)
+    sources = list(control_sources) if control_sources else [f"x{k}" for k in range(z.shape[1])]
+
+    present = x != 0
+    counts = present.sum(axis=0)
+    every, none = counts == n, counts == 0
+    constant = every | none
+    # exact duplicates: hash each column's packed inclusion bits (a loop over lessons)
+    groups: dict[bytes, list[int]] = {}
+    for j in range(p):
+        groups.setdefault(np.packbits(present[:, j]).tobytes(), []).append(j)
+    rep = np.empty(p, dtype=np.int64)
+    members: dict[int, list[int]] = {}
+    for group in groups.values():
+        rep[group] = group[0]
+        members[group[0]] = group
+    reps = [j for j in members if not constant[j]]
+
+    # weak directions of the centred design with unit-length columns
+    d = np.hstack([x[:, reps], z]) if n else np.zeros((0, len(reps) + z.shape[1]))
+    d = d - d.mean(axis=0) if n else d
+    norms = np.sqrt((d * d).sum(axis=0))
+    usable = norms > 0  # lesson reps are non-constant; constant controls carry nothing
+    usable[: len(reps)] = True
+    d = d[:, usable] / norms[usable]
+    col_sources = ["" for _ in reps] + [
+        s for s, u in zip(sources, usable[len(reps) :], strict=True) if u
+    ]
+    m = d.shape[1]
+    vif_cols = np.ones(m)
+    member = np.zeros((m, 0), dtype=bool)
+    if m:
+        _, s, vt = np.linalg.svd(d, full_matrices=m > n)
+        s = np.concatenate([s, np.zeros(m - s.size)])
+        s_max = s[0] if s.size else 0.0
+        floor = max(s_max * np.finfo(float).eps * max(n, m), np.finfo(float).tiny)
+        contrib = vt.T**2 / np.maximum(s, floor)[None, :] ** 2
+        singular = s <= tol * s_max
+        weak = singular | (s**2 < 1.0 / vif_threshold)
+        vif_cols = contrib.sum(axis=1)
+        exact = (contrib[:, singular] > vif_threshold).any(axis=1)
+        vif_cols = np.where(exact, np.inf, vif_cols)
+        member = (contrib[:, weak] > 1.0) & (vif_cols > vif_threshold)[:, None]
+
+    vif = np.full(p, np.nan)
+    flagged = constant.copy()
+    reason: list[str | None] = [None] * p
+    for j in np.flatnonzero(every).tolist():
+        reason[j] = "no contrast: in every run"
+    for j in np.flatnonzero(none).tolist():
+        reason[j] = "no contrast: in no run"
+    rep_pos = {j: k for k, j in enumerate(reps)}
+    for j in range(p):
+        if constant[j]:
+            continue
+        k = rep_pos[int(rep[j])]
+        vif[j] = vif_cols[k]
+        if len(members[int(rep[j])]) > 1:
+            vif[j] = np.inf
+            flagged[j] = True
+            reason[j] = "duplicate inclusion pattern"
+        elif vif_cols[k] > vif_threshold:
+            flagged[j] = True
+            reason[j] = "exactly collinear" if np.isinf(vif_cols[k]) else "near collinear"
+
+    aliased: list[list[str]] = [[] for _ in range(p)]
+    aliased_cov: list[list[str]] = [[] for _ in range(p)]
+    n_rep = len(reps)
+    for j in range(p):
+        if not flagged[j]:
+            continue
+        partners: set[int] = {i for i in members[int(rep[j])] if i != j}
+        if constant[j]:
+            aliased[j] = [ids[i] for i in sorted(partners)]
+            continue
+        k = rep_pos[int(rep[j])]
+        if member.shape[1]:
+            linked = np.asarray(member[:, member[k]].any(axis=1))
+            linked[k] = False
+            for c in np.flatnonzero(linked):
+                if c < n_rep:
+                    partners.update(members[reps[c]])
+                else:
+                    aliased_cov[j].append(col_sources[c])
+        partners.discard(j)
+        aliased[j] = [ids[i] for i in sorted(partners)]
+        aliased_cov[j] = sorted(set(aliased_cov[j]))
+    return _frame(ids, ~flagged, aliased, vif, reason, aliased_cov)
+
+
+def check_identifiability(
+    ledger: Ledger,
+    fact_ids: Sequence[str] | None = None,
+    *,
+    covariates: Sequence[str] = (),
+    tol: float = DEFAULT_TOL,
+    vif_threshold: float = DEFAULT_VIF_THRESHOLD,
+) -> pl.DataFrame:
+    """Which lessons' effects ``score ~ 1 + lessons + covariates`` can separate.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The runs.
+    fact_ids : sequence of str, optional
+        Lessons to put in the design (default: every lesson of the ledger).
+    covariates : sequence of str
+        Ledger covariates in the design, coded as :func:`covariate_design` does.
+    tol : float
+        A direction of the centred design with unit-length columns whose singular value
+        is below ``tol`` times the largest counts as exact rank deficiency.
+    vif_threshold : float
+        A lesson whose variance inflation factor exceeds this (> 1) is not identifiable.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per lesson: ``fact_id``, ``identifiable`` (bool), ``aliased_with``
+        (list of the other non-identifiable lessons with the same inclusion pattern or in
+        the same (near-)collinear group), ``vif`` (``inf`` for exact duplicates and exact
+        rank deficiency; null for a lesson in every run or in none), ``reason`` (null when
+        identifiable), ``aliased_covariates`` (covariates in the lesson's collinear group).
+
+    Notes
+    -----
+    The VIFs are validated against statsmodels' ``variance_inflation_factor`` and the
+    flags against cycgraph's recorded poisoning demo (tests/unit/test_identifiability.py).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": "r1", "score": 0.9, "fact_ids": ["a", "b", "c"]},
+    ...     {"run_id": "r2", "score": 0.4, "fact_ids": ["a", "b"]},
+    ...     {"run_id": "r3", "score": 0.6, "fact_ids": ["c"]},
+    ...     {"run_id": "r4", "score": 0.5, "fact_ids": []},
+    ... ])
+    >>> check_identifiability(ledger).select("fact_id", "identifiable", "aliased_with").rows()
+    [('a', False, ['b']), ('b', False, ['a']), ('c', True, [])]
+    """
+    design = ledger.design(None if fact_ids is None else list(fact_ids))
+    controls = covariate_design(ledger, covariates)
+    return lesson_identifiability(
+        design.matrix,
+        design.fact_ids,
+        controls=controls.matrix,
+        control_sources=controls.sources,
+        tol=tol,
+        vif_threshold=vif_threshold,
+    )
