@@ -4,6 +4,14 @@ Production code may import this package with numpy, scipy, polars and statsmodel
 """
 
 from cogstats.gates._report import DECISIONS, GateReport
+from cogstats.gates.audit import AuditGate, audit_entries_from_ledger
 from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
 
-__all__ = ["CYCGRAPH_DECISION_COLUMNS", "DECISIONS", "CycgraphGate", "GateReport"]
+__all__ = [
+    "CYCGRAPH_DECISION_COLUMNS",
+    "DECISIONS",
+    "AuditGate",
+    "CycgraphGate",
+    "GateReport",
+    "audit_entries_from_ledger",
+]

@@ -57,13 +57,19 @@ class Selection:
 class RetrievalPolicy(Protocol):
     """A retrieval policy picks the lessons for the next run.
 
-    ``select(lessons, ledger=None, *, rng=None) -> Selection``: ``lessons`` is a lesson
-    table (see :func:`lesson_table`), ``ledger`` the outcomes so far (policies that
-    ignore it accept ``None``), ``rng`` a seed or generator for randomized policies.
+    ``select(lessons, ledger=None, *, rng=None, context=None) -> Selection``: ``lessons``
+    is a lesson table (see :func:`lesson_table`), ``ledger`` the outcomes so far (policies
+    that ignore it accept ``None``), ``rng`` a seed or generator for randomized policies,
+    ``context`` facts about the coming run (e.g. ``{"family": "billing"}`` for UCB1).
     """
 
     def select(
-        self, lessons: pl.DataFrame, ledger: Ledger | None = None, *, rng: Any = None
+        self,
+        lessons: pl.DataFrame,
+        ledger: Ledger | None = None,
+        *,
+        rng: Any = None,
+        context: Mapping[str, Any] | None = None,
     ) -> Selection:  # pragma: no cover - protocol
         ...
 

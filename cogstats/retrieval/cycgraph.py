@@ -10,6 +10,7 @@ respectively) and are kept for simulation.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,9 +58,14 @@ class _Gated(ABC):
         """Eligible candidates in priority order."""
 
     def select(
-        self, lessons: pl.DataFrame | Any, ledger: Ledger | None = None, *, rng: Any = None
+        self,
+        lessons: pl.DataFrame | Any,
+        ledger: Ledger | None = None,
+        *,
+        rng: Any = None,
+        context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """Choose the lessons for the next run (deterministic; ``rng`` is ignored).
+        """Choose the lessons for the next run (deterministic; ``rng`` and ``context`` unused).
 
         The output is the verified block (newest first) followed by the chosen
         candidates; verified lessons fill ``max_facts`` minus the candidates taken.

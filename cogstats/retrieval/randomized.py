@@ -1,0 +1,169 @@
+"""Randomized and designed candidate schedules that separate co-injected lessons.
+
+cycgraph's in-progress-first retrieval injects candidates in fixed cohorts, so lessons
+that arrive together share every run and no estimator can tell them apart.  These
+policies break the cohorts:
+
+- :class:`Randomized`: every run, a simple random sample of ``candidate_slots`` lessons
+  from the active pool (the oldest ``pool`` candidates); each pool lesson's inclusion
+  probability (``k / n``) is logged, so IPW/AIPW estimators can use it.
+- :class:`Designed`: a paired balanced schedule: in the first run of each pair a random
+  half of the pool (at most ``candidate_slots``) is injected, in the second run the
+  complement.  Every candidate gets runs with and without it, and pairs of adjacent runs
+  cancel slow difficulty drift.
+
+Both consume a fixed number of uniforms per run (one per pool position), in pool order, so
+the simulator's compiled engine and its plain-Python reference draw the same schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cogstats._validation import ParameterError, check_int
+from cogstats.ledger import Ledger
+from cogstats.retrieval._base import Selection, check_slots, lesson_table
+
+__all__ = ["Designed", "Randomized"]
+
+
+def _pool_and_verified(table: pl.DataFrame, pool_size: int) -> tuple[list[str], pl.DataFrame]:
+    is_cand = (pl.col("status") == "candidate").fill_null(False)
+    cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)
+    verified = table.filter(~is_cand).sort(
+        ["created_at", "id"], descending=[True, False], maintain_order=True
+    )
+    return cands["id"].to_list()[:pool_size], verified
+
+
+def _smallest(u: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k smallest uniforms (stable: ties go to the earlier position)."""
+    return np.sort(np.argsort(u, kind="stable")[:k])
+
+
+@dataclass(frozen=True)
+class _Pooled:
+    max_facts: int = 10
+    candidate_slots: int = 2
+    pool: int | None = None
+
+    def __post_init__(self) -> None:
+        mf, cs = check_slots(self.max_facts, self.candidate_slots)
+        object.__setattr__(self, "max_facts", mf)
+        object.__setattr__(self, "candidate_slots", cs)
+        pool = check_int("pool", self.pool, minimum=1, optional=True)
+        object.__setattr__(self, "pool", pool if pool is not None else max(1, 2 * cs))
+
+    @property
+    def pool_size(self) -> int:
+        """Active pool size (default twice the candidate slots)."""
+        return int(self.pool or 1)
+
+    def select(
+        self,
+        lessons: pl.DataFrame | Any,
+        ledger: Ledger | None = None,
+        *,
+        rng: Any = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> Selection:
+        """Choose the lessons for the next run, drawing ``pool`` uniforms from ``rng``."""
+        u = np.random.default_rng(rng).random(self.pool_size)
+        return self.select_with_uniforms(lessons, ledger, u)
+
+    def select_with_uniforms(
+        self, lessons: pl.DataFrame | Any, ledger: Ledger | None, uniforms: np.ndarray
+    ) -> Selection:
+        """As :meth:`select` with the run's uniforms given (one per pool position)."""
+        u = np.asarray(uniforms, dtype=float)
+        if u.shape[0] < self.pool_size:
+            raise ParameterError(f"uniforms must hold {self.pool_size} values; got {u.shape[0]}")
+        table = lesson_table(lessons)
+        pool, verified = _pool_and_verified(table, self.pool_size)
+        chosen, props = self._choose(pool, ledger, u[: len(pool)])
+        room = self.max_facts - len(chosen)
+        ver = verified["id"].to_list()[:room]
+        fact_ids = tuple(ver) + tuple(chosen)
+        if props is None:
+            return Selection(fact_ids)
+        logged = dict(props)
+        logged.update({f: 1.0 for f in ver})
+        return Selection(fact_ids, logged)
+
+    def _choose(
+        self, pool: list[str], ledger: Ledger | None, u: np.ndarray
+    ) -> tuple[list[str], dict[str, float] | None]:
+        raise ParameterError("abstract")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class Randomized(_Pooled):
+    """Simple random sampling of candidates from the active pool, propensities logged.
+
+    Parameters
+    ----------
+    max_facts : int
+        Lessons per run; verified lessons (newest first) fill what candidates leave.
+    candidate_slots : int
+        Candidates per run: ``k = min(candidate_slots, n)`` of the ``n`` pool lessons.
+    pool : int, optional
+        Active pool: the oldest ``pool`` live candidates (default ``2 * candidate_slots``,
+        so each has inclusion probability 1/2 when the pool is full).
+
+    Examples
+    --------
+    >>> lessons = [{"id": f"c{i}", "status": "candidate", "created_at": i} for i in range(4)]
+    >>> sel = Randomized(max_facts=2, candidate_slots=2).select(lessons, rng=1)
+    >>> len(sel.fact_ids), sel.propensities["c0"]
+    (2, 0.5)
+    """
+
+    def _choose(
+        self, pool: list[str], ledger: Ledger | None, u: np.ndarray
+    ) -> tuple[list[str], dict[str, float] | None]:
+        n = len(pool)
+        k = min(self.candidate_slots, n)
+        picked = _smallest(u, k)
+        return [pool[i] for i in picked], {f: k / n for f in pool}
+
+
+@dataclass(frozen=True)
+class Designed(_Pooled):
+    """Paired balanced schedule: a random half of the pool, then its complement.
+
+    The pair position is the parity of the number of recorded runs in ``ledger``: at an
+    even count the policy injects a random ``min(candidate_slots, ceil(n / 2))`` of the
+    ``n`` pool lessons; at an odd count it injects the pool lessons that were not in the
+    ledger's last run (at most ``candidate_slots``, in pool order).  Inclusions are
+    balanced and no two lessons share a fixed cohort.  Propensities are not logged (the
+    second run of a pair is determined by the first).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> lessons = [{"id": f"c{i}", "status": "candidate", "created_at": i} for i in range(4)]
+    >>> policy = Designed(max_facts=2, candidate_slots=2)
+    >>> first = policy.select(lessons, Ledger(), rng=3).fact_ids
+    >>> ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": list(first)}])
+    >>> second = policy.select(lessons, ledger, rng=4).fact_ids
+    >>> sorted(first + second)
+    ['c0', 'c1', 'c2', 'c3']
+    """
+
+    def _choose(
+        self, pool: list[str], ledger: Ledger | None, u: np.ndarray
+    ) -> tuple[list[str], dict[str, float] | None]:
+        n = len(pool)
+        recorded = 0 if ledger is None else len(ledger)
+        if recorded % 2 == 0 or ledger is None:
+            k = min(self.candidate_slots, math.ceil(n / 2))
+            return [pool[i] for i in _smallest(u, k)], None
+        last = set(ledger.frame["fact_ids"][-1].to_list())
+        rest = [f for f in pool if f not in last]
+        return rest[: self.candidate_slots], None

@@ -1,0 +1,544 @@
+"""The compiled simulation loop (numba).
+
+One call simulates a chunk of replicates of one scenario.  Inside a replicate the loop is
+sequential (retrieval depends on the ledger so far); per-lesson sufficient statistics
+(count, sum, sum of squares, wins) are updated incrementally instead of rescanning the
+ledger.  Every random number comes in pre-drawn (see :mod:`cogstats.sim.draws`), so the
+plain-Python reference engine in :mod:`cogstats.sim.reference` consumes exactly the same
+draws; the two must make the same decisions (tests/unit/test_sim_engines.py).
+
+The policies and gates here are re-implementations of :mod:`cogstats.retrieval` and
+:mod:`cogstats.gates` (cycgraph margin and inference rules, the audit rule) in array form.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from cogstats.sim._tdist import t_cdf
+
+# ip (int parameters) layout
+IP_RUNS, IP_L, IP_POLICY, IP_MAXF, IP_SLOTS, IP_REST, IP_POOL, IP_GATE = 0, 1, 2, 3, 4, 5, 6, 7
+IP_MINT, IP_MAXT, IP_MAXB, IP_BH, IP_DOUBLING, IP_EVERY, IP_FROM = 8, 9, 10, 11, 12, 13, 14
+IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P = 15, 16, 17, 18, 19
+N_IP = 20
+# fp (float parameters) layout
+FP_BASE, FP_NOISE, FP_PM, FP_EM, FP_PC, FP_EC, FP_FLOOR, FP_SAT = 0, 1, 2, 3, 4, 5, 6, 7
+FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE = 8, 9, 10, 11, 12, 13
+N_FP = 14
+
+POLICY_CODES = {
+    "in_progress_first": 0,
+    "newest_first": 1,
+    "fewest_trials_first": 2,
+    "randomized": 3,
+    "designed": 4,
+    "ucb1": 5,
+}
+GATE_NONE, GATE_MARGIN, GATE_INFERENCE, GATE_AUDIT = 0, 1, 2, 3
+REASON_NONE, REASON_HARMFUL, REASON_NO_LIFT, REASON_AUDIT = 0, 1, 2, 3
+ST_FUTURE, ST_CANDIDATE, ST_VERIFIED, ST_EVICTED, ST_RETIRED = 0, 1, 2, 3, 4
+KIND_GENUINE, KIND_NEUTRAL, KIND_POISON = 0, 1, 2
+
+
+@njit(cache=True)
+def _bh(p: np.ndarray, q: float) -> np.ndarray:
+    """Benjamini-Hochberg rejections (inclusive ``p_(k) <= (k / m) * q``)."""
+    m = p.shape[0]
+    order = np.argsort(p, kind="mergesort")
+    max_rank = 0
+    for rank in range(1, m + 1):
+        if p[order[rank - 1]] <= (rank / m) * q:
+            max_rank = rank
+    out = np.zeros(m, dtype=np.bool_)
+    for rank in range(max_rank):
+        out[order[rank]] = True
+    return out
+
+
+@njit(cache=True)
+def _select(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    status: np.ndarray,
+    trials: np.ndarray,
+    wins: np.ndarray,
+    last_in: np.ndarray,
+    age_rank: np.ndarray,
+    newest_rank: np.ndarray,
+    applies: np.ndarray,
+    family: int,
+    rec_count: int,
+    u: np.ndarray,
+    inj: np.ndarray,
+    pid: np.ndarray,
+    pval: np.ndarray,
+) -> tuple[int, int]:
+    """Fill ``inj`` with the lessons of the next run; return (count, logged propensities)."""
+    n_les = status.shape[0]
+    policy = ip[IP_POLICY]
+    max_facts = ip[IP_MAXF]
+    slots = ip[IP_SLOTS]
+    count = 0
+    n_logged = 0
+    # lessons in age order (oldest first)
+    by_age = np.argsort(age_rank)
+    if policy == 5:  # UCB1 over every live lesson
+        live = np.empty(n_les, dtype=np.int64)
+        n = 0
+        for jj in range(n_les):
+            j = by_age[jj]
+            if status[j] == ST_CANDIDATE or status[j] == ST_VERIFIED:
+                live[n] = j
+                n += 1
+        k = min(max_facts, n)
+        score = np.empty(n)
+        total = max(rec_count, 1)
+        for i in range(n):
+            j = live[i]
+            h = max(trials[j], 1)
+            sim = 1.0 if applies[j] < 0 or applies[j] == family else fp[FP_XSIM]
+            score[i] = sim + wins[j] / h + math.sqrt(fp[FP_EXPL] * math.log(total) / h)
+        order = np.argsort(-score, kind="mergesort")
+        in_top = np.zeros(n, dtype=np.bool_)
+        for i in range(k):
+            in_top[order[i]] = True
+        eps = fp[FP_EPS]
+        chosen = in_top
+        if eps > 0 and u[0] < eps:
+            chosen = np.zeros(n, dtype=np.bool_)
+            rand_order = np.argsort(u[1 : n + 1], kind="mergesort")
+            for i in range(k):
+                chosen[rand_order[i]] = True
+        for i in range(n):
+            if chosen[i]:
+                inj[count] = live[i]
+                count += 1
+        if eps > 0:
+            for i in range(n):
+                pid[n_logged] = live[i]
+                pval[n_logged] = (1 - eps) * (1.0 if in_top[i] else 0.0) + eps * (k / n)
+                n_logged += 1
+        return count, n_logged
+
+    # candidate block
+    cand = np.empty(n_les, dtype=np.int64)
+    n = 0
+    if policy <= 2:  # cycgraph-style orderings with the rest bench
+        rest = ip[IP_REST]
+        keys = np.empty(n_les, dtype=np.int64)
+        for j in range(n_les):
+            if status[j] != ST_CANDIDATE:
+                continue
+            if rest > 0 and trials[j] >= rest:
+                continue
+            cand[n] = j
+            if policy == 0:
+                keys[n] = -trials[j] * (n_les + 1) + age_rank[j]
+            elif policy == 1:
+                keys[n] = newest_rank[j]
+            else:
+                keys[n] = trials[j] * (n_les + 1) + age_rank[j]
+            n += 1
+        order = np.argsort(keys[:n], kind="mergesort")
+        take = min(slots, n)
+        for i in range(take):
+            inj[count] = cand[order[i]]
+            count += 1
+    else:  # randomized / designed over the active pool (oldest candidates first)
+        pool_cap = ip[IP_POOL]
+        for jj in range(n_les):
+            j = by_age[jj]
+            if status[j] == ST_CANDIDATE and n < pool_cap:
+                cand[n] = j
+                n += 1
+        if policy == 3:
+            k = min(slots, n)
+            order = np.argsort(u[1 : n + 1], kind="mergesort")
+            picked = np.zeros(n, dtype=np.bool_)
+            for i in range(k):
+                picked[order[i]] = True
+            for i in range(n):
+                if picked[i]:
+                    inj[count] = cand[i]
+                    count += 1
+                pid[n_logged] = cand[i]
+                pval[n_logged] = k / n
+                n_logged += 1
+        else:
+            if rec_count % 2 == 0:
+                k = min(slots, (n + 1) // 2)
+                order = np.argsort(u[1 : n + 1], kind="mergesort")
+                picked = np.zeros(n, dtype=np.bool_)
+                for i in range(k):
+                    picked[order[i]] = True
+                for i in range(n):
+                    if picked[i]:
+                        inj[count] = cand[i]
+                        count += 1
+            else:
+                for i in range(n):
+                    if not last_in[cand[i]] and count < slots:
+                        inj[count] = cand[i]
+                        count += 1
+    # verified block (newest first) fills the remaining places
+    room = max_facts - count
+    if room > 0:
+        ver = np.empty(n_les, dtype=np.int64)
+        vk = np.empty(n_les, dtype=np.int64)
+        nv = 0
+        for j in range(n_les):
+            if status[j] == ST_VERIFIED:
+                ver[nv] = j
+                vk[nv] = newest_rank[j]
+                nv += 1
+        order = np.argsort(vk[:nv], kind="mergesort")
+        for i in range(min(room, nv)):
+            j = ver[order[i]]
+            inj[count] = j
+            count += 1
+            if policy == 3:
+                pid[n_logged] = j
+                pval[n_logged] = 1.0
+                n_logged += 1
+    return count, n_logged
+
+
+@njit(cache=True)
+def _gate(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    status: np.ndarray,
+    n_with: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    wins: np.ndarray,
+    tot_n: int,
+    tot_s: float,
+    tot_ss: float,
+    by_age: np.ndarray,
+    run: int,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+    retire_run: np.ndarray,
+) -> None:
+    gate = ip[IP_GATE]
+    recheck = ip[IP_RECHECK] == 1
+    n_les = status.shape[0]
+    if gate == GATE_AUDIT:
+        min_hits = ip[IP_AUDIT_HITS]
+        rate = fp[FP_AUDIT_RATE]
+        for j in range(n_les):
+            if status[j] == ST_CANDIDATE or status[j] == ST_VERIFIED:
+                h = n_with[j]
+                if h >= min_hits and wins[j] / h < rate:
+                    status[j] = ST_RETIRED
+                    retire_run[j] = run
+        return
+    min_trials = ip[IP_MINT]
+    max_trials = ip[IP_MAXT]
+    max_base = ip[IP_MAXB]
+    judged = np.empty(n_les, dtype=np.int64)
+    tested = np.empty(n_les, dtype=np.int64)
+    p_prom = np.empty(n_les)
+    p_evic = np.empty(n_les)
+    n_tested = 0
+    floor_var = fp[FP_FLOOR] ** 2
+    pm = fp[FP_PM]
+    em = fp[FP_EM]
+    n_judged = 0
+    for jj in range(n_les):
+        j = by_age[jj]
+        if status[j] == ST_CANDIDATE or (recheck and status[j] == ST_VERIFIED):
+            judged[n_judged] = j
+            n_judged += 1
+    # decisions: 0 hold, 1 promote, 2 evict harmful, 3 evict no_lift
+    decision = np.zeros(n_les, dtype=np.int64)
+    for ii in range(n_judged):
+        j = judged[ii]
+        n = n_with[j]
+        nb = tot_n - n
+        max_hit = max_trials > 0 and n >= max_trials
+        if n == 0 or n < min_trials:
+            continue
+        if gate == GATE_MARGIN:
+            if nb == 0:
+                if max_hit:
+                    decision[j] = 3
+                continue
+            lift = s_with[j] / n - (tot_s - s_with[j]) / nb
+            if lift >= pm:
+                decision[j] = 1
+            elif -lift >= em:
+                decision[j] = 2
+            elif max_hit:
+                decision[j] = 3
+            continue
+        if n < 2 or nb < 2:
+            if max_hit:
+                decision[j] = 3
+            continue
+        mean_a = s_with[j] / n
+        sb = tot_s - s_with[j]
+        mean_b = sb / nb
+        var_a = (ss_with[j] - s_with[j] * mean_a) / (n - 1)
+        var_b = ((tot_ss - ss_with[j]) - sb * mean_b) / (nb - 1)
+        va = max(max(var_a, 0.0), floor_var)
+        vb = max(max(var_b, 0.0), floor_var)
+        lift = mean_a - mean_b
+        sa = va / n
+        sbv = vb / nb
+        se = math.sqrt(sa + sbv)
+        if se == 0.0:
+            pp = 1.0 if lift > pm else 0.0
+            pex = 1.0 if lift > -em else 0.0
+        else:
+            df = (sa + sbv) ** 2 / (sa**2 / (n - 1) + sbv**2 / (nb - 1))
+            pp = 1.0 - t_cdf((pm - lift) / se, df)
+            pex = 1.0 - t_cdf((-em - lift) / se, df)
+        p_evict = 1.0 - pex
+        promote_p = 1.0 - pp
+        evict_p = 1.0 - p_evict
+        if ip[IP_DOUBLING] == 1:
+            k = 0
+            v = nb
+            while v > 1:
+                v >>= 1
+                k += 1
+            factor = 2.0**k
+            promote_p = min(1.0, promote_p * factor)
+            evict_p = min(1.0, evict_p * factor)
+        tested[n_tested] = j
+        p_prom[n_tested] = promote_p
+        p_evic[n_tested] = evict_p
+        n_tested += 1
+    if n_tested > 0:
+        q_prom = 1.0 - fp[FP_PC]
+        q_evic = 1.0 - fp[FP_EC]
+        if ip[IP_BH] == 1:
+            up = _bh(p_prom[:n_tested], q_prom)
+            down = _bh(p_evic[:n_tested], q_evic)
+        else:
+            up = p_prom[:n_tested] <= q_prom
+            down = p_evic[:n_tested] <= q_evic
+        for i in range(n_tested):
+            j = tested[i]
+            nb = tot_n - n_with[j]
+            if up[i] and down[i]:
+                continue
+            if up[i]:
+                decision[j] = 1
+            elif down[i]:
+                decision[j] = 2
+            elif (max_trials > 0 and n_with[j] >= max_trials) or (max_base > 0 and nb >= max_base):
+                decision[j] = 3
+    for ii in range(n_judged):
+        j = judged[ii]
+        d = decision[j]
+        if d == 1:
+            if status[j] == ST_CANDIDATE:
+                status[j] = ST_VERIFIED
+                promote_run[j] = run
+        elif d >= 2:
+            status[j] = ST_EVICTED
+            evict_run[j] = run
+            evict_reason[j] = REASON_HARMFUL if d == 2 else REASON_NO_LIFT
+
+
+@njit(cache=True)
+def run_chunk(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    arrival: np.ndarray,
+    kind: np.ndarray,
+    age_rank: np.ndarray,
+    newest_rank: np.ndarray,
+    applies: np.ndarray,
+    noise: np.ndarray,
+    diff: np.ndarray,
+    fam: np.ndarray,
+    eff: np.ndarray,
+    ru: np.ndarray,
+    out_score: np.ndarray,
+    out_recorded: np.ndarray,
+    out_inj: np.ndarray,
+    out_ninj: np.ndarray,
+    out_pid: np.ndarray,
+    out_pval: np.ndarray,
+    out_np: np.ndarray,
+    out_oracle: np.ndarray,
+    out_first_trial: np.ndarray,
+    out_trials: np.ndarray,
+    out_promote_run: np.ndarray,
+    out_evict_run: np.ndarray,
+    out_evict_reason: np.ndarray,
+    out_retire_run: np.ndarray,
+) -> None:
+    """Simulate ``noise.shape[0]`` replicates; write every output array in place."""
+    n_rep = noise.shape[0]
+    runs = ip[IP_RUNS]
+    n_les = ip[IP_L]
+    max_facts = ip[IP_MAXF]
+    gate = ip[IP_GATE]
+    every = ip[IP_EVERY]
+    gate_from = ip[IP_FROM]
+    rec_empty = ip[IP_RECEMPTY] == 1
+    logistic = ip[IP_LINK] == 1
+    base = fp[FP_BASE]
+    noise_sd = fp[FP_NOISE]
+    sat = fp[FP_SAT]
+    damp = fp[FP_DAMP]
+    win_thr = fp[FP_WIN]
+    logit_base = 0.0
+    if logistic:
+        logit_base = math.log(base / (1.0 - base))
+    by_age = np.argsort(age_rank)
+    status = np.zeros(n_les, dtype=np.int64)
+    n_with = np.zeros(n_les, dtype=np.int64)
+    s_with = np.zeros(n_les)
+    ss_with = np.zeros(n_les)
+    wins = np.zeros(n_les, dtype=np.int64)
+    last_in = np.zeros(n_les, dtype=np.bool_)
+    inj = np.empty(max_facts, dtype=np.int64)
+    width = out_pid.shape[2]
+    pid = np.empty(width, dtype=np.int64)
+    pval = np.empty(width)
+    helpful = np.empty(n_les)
+    for rep in range(n_rep):
+        status[:] = ST_FUTURE
+        n_with[:] = 0
+        s_with[:] = 0.0
+        ss_with[:] = 0.0
+        wins[:] = 0
+        last_in[:] = False
+        tot_n = 0
+        tot_s = 0.0
+        tot_ss = 0.0
+        rec_count = 0
+        first_trial = out_first_trial[rep]
+        first_trial[:] = 0
+        promote_run = out_promote_run[rep]
+        evict_run = out_evict_run[rep]
+        evict_reason = out_evict_reason[rep]
+        retire_run = out_retire_run[rep]
+        promote_run[:] = 0
+        evict_run[:] = 0
+        evict_reason[:] = 0
+        retire_run[:] = 0
+        e = eff[rep]
+        for r in range(runs):
+            run = r + 1
+            for j in range(n_les):
+                if arrival[j] == run:
+                    status[j] = ST_CANDIDATE
+            count, n_logged = _select(
+                ip,
+                fp,
+                status,
+                n_with,
+                wins,
+                last_in,
+                age_rank,
+                newest_rank,
+                applies,
+                fam[rep, r],
+                rec_count,
+                ru[rep, r],
+                inj,
+                pid,
+                pval,
+            )
+            # score: effects summed in lesson order, as the reference engine does
+            inj[:count] = np.sort(inj[:count])
+            has_genuine = False
+            for i in range(count):
+                if kind[inj[i]] == KIND_GENUINE:
+                    has_genuine = True
+            pos = 0.0
+            tot = 0.0
+            for i in range(count):
+                j = inj[i]
+                x = e[j]
+                if kind[j] == KIND_POISON and damp > 0 and has_genuine:
+                    x *= 1.0 - damp
+                if sat > 0 and x > 0:
+                    pos += x
+                else:
+                    tot += x
+            if sat > 0:
+                tot += sat * math.tanh(pos / sat)
+            z = noise_sd * noise[rep, r]
+            if logistic:
+                y = 1.0 / (1.0 + math.exp(-(logit_base + diff[rep, r] + tot + z)))
+            else:
+                y = min(1.0, max(0.0, base + diff[rep, r] + tot + z))
+            out_score[rep, r] = y
+            # oracle: only helpful lessons that have arrived, the best max_facts of them
+            nh = 0
+            for j in range(n_les):
+                if arrival[j] <= run and e[j] > 0:
+                    helpful[nh] = e[j]
+                    nh += 1
+            hs = np.sort(helpful[:nh])
+            gsum = 0.0
+            for i in range(min(max_facts, nh)):
+                gsum += hs[nh - 1 - i]
+            if sat > 0:
+                gsum = sat * math.tanh(gsum / sat)
+            if logistic:
+                out_oracle[rep, r] = 1.0 / (1.0 + math.exp(-(logit_base + diff[rep, r] + gsum + z)))
+            else:
+                out_oracle[rep, r] = min(1.0, max(0.0, base + diff[rep, r] + gsum + z))
+            out_ninj[rep, r] = count
+            for i in range(count):
+                out_inj[rep, r, i] = inj[i]
+            out_np[rep, r] = n_logged
+            for i in range(n_logged):
+                out_pid[rep, r, i] = pid[i]
+                out_pval[rep, r, i] = pval[i]
+            # record
+            if count > 0 or rec_empty:
+                out_recorded[rep, r] = True
+                rec_count += 1
+                tot_n += 1
+                tot_s += y
+                tot_ss += y * y
+                last_in[:] = False
+                for i in range(count):
+                    j = inj[i]
+                    n_with[j] += 1
+                    s_with[j] += y
+                    ss_with[j] += y * y
+                    last_in[j] = True
+                    if y >= win_thr:
+                        wins[j] += 1
+                    if first_trial[j] == 0:
+                        first_trial[j] = run
+            else:
+                out_recorded[rep, r] = False
+            # gate
+            if gate != GATE_NONE and run >= gate_from and (run - gate_from) % every == 0:
+                _gate(
+                    ip,
+                    fp,
+                    status,
+                    n_with,
+                    s_with,
+                    ss_with,
+                    wins,
+                    tot_n,
+                    tot_s,
+                    tot_ss,
+                    by_age,
+                    run,
+                    promote_run,
+                    evict_run,
+                    evict_reason,
+                    retire_run,
+                )
+        for j in range(n_les):
+            out_trials[rep, j] = n_with[j]

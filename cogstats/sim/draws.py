@@ -1,0 +1,238 @@
+"""Random draws and the static lesson tables that both simulation engines consume.
+
+Streams.  Each replicate owns a fixed-size block of the cell's PCG64 stream: replicate
+``r`` uses outputs ``[r K, (r + 1) K)`` of the stream seeded by the cell's
+``SeedSequence`` (``PCG64.advance`` jumps there), where ``K`` is fixed by the scenario
+(:class:`Layout`).  Every draw is a uniform double (one 64-bit output each); normals come
+from the inverse normal CDF.  A replicate's draws therefore depend only on the seed and
+its index, not on chunking or on how many workers share the cells, and the compiled
+engine and the reference engine see the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from cogstats.sim.spec import EffectDist, Scenario
+
+__all__ = [
+    "Layout",
+    "LessonTable",
+    "Prepared",
+    "draw_uniforms",
+    "layout",
+    "lesson_table",
+    "prepare",
+]
+
+KIND_CODES = {"genuine": 0, "neutral": 1, "poison": 2}
+
+
+@dataclass(frozen=True)
+class LessonTable:
+    """The lessons of a scenario, in index order (listed, then streams, then poison)."""
+
+    ids: tuple[str, ...]
+    kind: np.ndarray  # int codes, see KIND_CODES
+    kind_names: tuple[str, ...]
+    arrival: np.ndarray  # run at which the lesson becomes a candidate
+    applies: np.ndarray  # family index, -1 for every family
+    age_rank: np.ndarray  # rank by (arrival, id): oldest first
+    newest_rank: np.ndarray  # rank by (-arrival, id): newest first
+    dists: tuple[EffectDist, ...]  # effect distribution of each lesson
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Positions of each kind of draw inside a replicate's block of K uniforms."""
+
+    runs: int
+    n_lessons: int
+    pool: int  # uniforms per run for retrieval, besides the exploration coin
+    noise: int
+    difficulty: int
+    proxy: int
+    family: int
+    effect: int
+    retrieval: int
+    size: int
+
+
+def lesson_table(s: Scenario) -> LessonTable:
+    """Index every lesson of the scenario and precompute its orderings."""
+    ids: list[str] = []
+    kinds: list[str] = []
+    arrival: list[int] = []
+    applies: list[int] = []
+    dists: list[EffectDist] = []
+    fam_index = {f.name: i for i, f in enumerate(s.difficulty.families)}
+    for les in s.listed:
+        ids.append(les.id)
+        kinds.append(les.kind)
+        arrival.append(les.arrives_at_run)
+        applies.append(-1 if les.applies_to is None else fam_index[les.applies_to])
+        dists.append(EffectDist("constant", value=les.effect))
+    prefix = {"genuine": "G", "neutral": "N", "poison": "P"}
+    for st in s.streams:
+        k = 0
+        for run in range(st.from_run, st.to_run + 1):
+            for _ in range(st.per_run):
+                ids.append(f"{prefix[st.kind]}{len(ids) + 1:04d}")
+                kinds.append(st.kind)
+                arrival.append(run)
+                applies.append(
+                    fam_index[st.applies_to[k % len(st.applies_to)]] if st.applies_to else -1
+                )
+                dists.append(st.effect)
+                k += 1
+    for ev in s.poison:
+        for _ in range(ev.count):
+            ids.append(f"P{len(ids) + 1:04d}")
+            kinds.append("poison")
+            arrival.append(ev.after_run + 1)
+            applies.append(-1)
+            dists.append(ev.effect)
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        from cogstats._validation import SpecError
+
+        raise SpecError(f"lesson id {dup!r} collides with a generated id; rename it", key="lessons")
+    arr = np.asarray(arrival, dtype=np.int64)
+    n = len(ids)
+    by_age = sorted(range(n), key=lambda j: (arrival[j], ids[j]))
+    by_new = sorted(range(n), key=lambda j: (-arrival[j], ids[j]))
+    age_rank = np.empty(n, dtype=np.int64)
+    newest_rank = np.empty(n, dtype=np.int64)
+    age_rank[by_age] = np.arange(n)
+    newest_rank[by_new] = np.arange(n)
+    return LessonTable(
+        ids=tuple(ids),
+        kind=np.asarray([KIND_CODES[k] for k in kinds], dtype=np.int64),
+        kind_names=tuple(kinds),
+        arrival=arr,
+        applies=np.asarray(applies, dtype=np.int64),
+        age_rank=age_rank,
+        newest_rank=newest_rank,
+        dists=tuple(dists),
+    )
+
+
+def pool_width(s: Scenario) -> int:
+    """Uniforms per run that retrieval may use (one per pool position)."""
+    r = s.retrieval
+    if r.policy in ("randomized", "designed"):
+        return int(r.pool if r.pool is not None else max(1, 2 * r.candidate_slots))
+    if r.policy == "ucb1":
+        return s.n_lessons
+    return 0
+
+
+def layout(s: Scenario) -> Layout:
+    """The block layout of one replicate's uniforms."""
+    runs, n_les, pool = s.runs, s.n_lessons, pool_width(s)
+    pos = 0
+    offsets = {}
+    for name, size in (
+        ("noise", runs),
+        ("difficulty", runs),
+        ("proxy", runs),
+        ("family", runs),
+        ("effect", n_les),
+        ("retrieval", runs * (pool + 1)),
+    ):
+        offsets[name] = pos
+        pos += size
+    return Layout(runs=runs, n_lessons=n_les, pool=pool, size=pos, **offsets)
+
+
+def draw_uniforms(seed: np.random.SeedSequence, start: int, count: int, lay: Layout) -> np.ndarray:
+    """Uniforms in (0, 1) for replicates ``start .. start + count - 1``: shape (count, K).
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario
+    >>> s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0}]}})
+    >>> lay = layout(s)
+    >>> ss = np.random.SeedSequence(1)
+    >>> whole = draw_uniforms(ss, 0, 4, lay)
+    >>> np.array_equal(whole[2:], draw_uniforms(ss, 2, 2, lay))
+    True
+    """
+    bg = np.random.PCG64(seed)
+    if start:
+        bg.advance(start * lay.size)
+    u = np.random.Generator(bg).random((count, lay.size))
+    # random() gives k * 2**-53 with k in [0, 2**53); shift to the open interval (0, 1)
+    return u + 2.0**-54
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Per-replicate arrays for a chunk, shared by both engines."""
+
+    noise: np.ndarray  # (n, runs) standard normals
+    difficulty: np.ndarray  # (n, runs) total difficulty shift of each run
+    proxy: np.ndarray | None  # (n, runs) observed difficulty proxy
+    family: np.ndarray  # (n, runs) family index (0 when there are no families)
+    effects: np.ndarray  # (n, L) true effects
+    retrieval: np.ndarray  # (n, runs, pool + 1) retrieval uniforms (coin first)
+
+
+def prepare(s: Scenario, lessons: LessonTable, u: np.ndarray, lay: Layout) -> Prepared:
+    """Turn a chunk's uniforms into noise, difficulty, families, effects (vectorized)."""
+    n, runs = u.shape[0], lay.runs
+    noise = special.ndtri(u[:, lay.noise : lay.noise + runs])
+    d = s.difficulty
+    z = special.ndtri(u[:, lay.difficulty : lay.difficulty + runs])
+    if d.model == "iid":
+        process = d.sd * z
+    elif d.model == "ar1":
+        process = np.empty_like(z)
+        process[:, 0] = d.sd * z[:, 0]
+        innov = d.sd * np.sqrt(1.0 - d.ar**2)
+        for r in range(1, runs):
+            process[:, r] = d.ar * process[:, r - 1] + innov * z[:, r]
+    else:
+        process = np.zeros_like(z)
+    if d.families:
+        w = np.asarray([f.weight for f in d.families], dtype=float)
+        cum = np.cumsum(w / w.sum())
+        cum[-1] = 1.0
+        fam = np.searchsorted(cum, u[:, lay.family : lay.family + runs], side="right")
+        fam = np.minimum(fam, len(d.families) - 1).astype(np.int64)
+        shift = np.asarray([f.shift for f in d.families])[fam]
+    else:
+        fam = np.zeros((n, runs), dtype=np.int64)
+        shift = np.zeros((n, runs))
+    regime = np.zeros(runs)
+    for g in d.regimes:
+        regime[g.from_run - 1 :] = g.shift
+    difficulty = process + shift + regime[None, :]
+    proxy = None
+    if d.proxy_corr is not None:
+        pz = special.ndtri(u[:, lay.proxy : lay.proxy + runs])
+        rho = d.proxy_corr
+        proxy = rho * process / d.sd + np.sqrt(1.0 - rho**2) * pz
+    ue = u[:, lay.effect : lay.effect + lay.n_lessons]
+    effects = np.empty_like(ue)
+    for j, dist in enumerate(lessons.dists):
+        effects[:, j] = _inverse(dist, ue[:, j])
+    retr = u[:, lay.retrieval : lay.retrieval + runs * (lay.pool + 1)].reshape(
+        n, runs, lay.pool + 1
+    )
+    return Prepared(noise, difficulty, proxy, fam, effects, np.ascontiguousarray(retr))
+
+
+def _inverse(dist: EffectDist, u: np.ndarray) -> np.ndarray:
+    if dist.dist == "constant":
+        return np.full(u.shape, dist.value)
+    if dist.dist == "uniform":
+        return dist.low + (dist.high - dist.low) * u
+    if dist.dist == "normal":
+        return dist.mean + dist.sd * special.ndtri(u)
+    vals = np.asarray(dist.values)
+    idx = np.minimum((u * len(vals)).astype(np.int64), len(vals) - 1)
+    return vals[idx]

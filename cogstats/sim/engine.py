@@ -1,0 +1,322 @@
+"""``simulate``: run a scenario's replicates and score the gate against the truth."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cogstats._validation import ParameterError, check_choice, check_int
+from cogstats.sim import _kernel as K
+from cogstats.sim.draws import LessonTable, Prepared, draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
+from cogstats.sim.raw import RawChunk, empty_raw
+from cogstats.sim.result import SimulationResult
+from cogstats.sim.spec import Scenario
+
+__all__ = ["as_seed_sequence", "simulate"]
+
+#: gates the compiled engine knows; others need engine="reference"
+FAST_GATES = ("none", "cycgraph", "audit")
+
+
+def as_seed_sequence(rng: Any) -> np.random.SeedSequence:
+    """A SeedSequence from an int, a SeedSequence, a Generator or None (fresh entropy)."""
+    if isinstance(rng, np.random.SeedSequence):
+        return rng
+    if rng is None or isinstance(rng, int | np.integer):
+        if isinstance(rng, bool):
+            raise ParameterError(
+                f"rng must be an int, SeedSequence, Generator or None; got {rng!r}"
+            )
+        return np.random.SeedSequence(None if rng is None else int(rng))
+    if isinstance(rng, np.random.Generator):
+        return np.random.SeedSequence(rng.integers(0, 2**63, size=4, dtype=np.uint64).tolist())
+    raise ParameterError(
+        f"rng must be an int, numpy SeedSequence, Generator or None; got {type(rng).__name__}"
+    )
+
+
+def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
+    """JSON-ready description of a SeedSequence (re-creates it exactly)."""
+    entropy: Any = seed.entropy
+    return {
+        "entropy": [int(x) for x in entropy]
+        if isinstance(entropy, list | tuple)
+        else int(entropy or 0),
+        "spawn_key": [int(k) for k in seed.spawn_key],
+    }
+
+
+def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's integer and float parameter vectors for a scenario."""
+    ip = np.zeros(K.N_IP, dtype=np.int64)
+    fp = np.zeros(K.N_FP)
+    r, g = s.retrieval, s.gate
+    lay = layout(s)
+    ip[K.IP_RUNS] = s.runs
+    ip[K.IP_L] = s.n_lessons
+    ip[K.IP_POLICY] = K.POLICY_CODES[r.policy]
+    ip[K.IP_MAXF] = r.max_facts
+    ip[K.IP_SLOTS] = min(r.candidate_slots, r.max_facts)
+    ip[K.IP_REST] = r.rest_after_trials or 0
+    ip[K.IP_POOL] = lay.pool
+    ip[K.IP_EVERY] = g.every
+    ip[K.IP_FROM] = g.from_run
+    ip[K.IP_RECEMPTY] = int(s.record_empty_runs)
+    ip[K.IP_RECHECK] = int(g.recheck_verified)
+    ip[K.IP_LINK] = int(s.score.link == "logistic")
+    ip[K.IP_P] = lay.pool
+    fp[K.FP_BASE] = s.score.base
+    fp[K.FP_NOISE] = s.score.noise_sd
+    fp[K.FP_SAT] = s.score.saturation or 0.0
+    fp[K.FP_DAMP] = s.score.poison_damping
+    fp[K.FP_EPS] = r.epsilon
+    fp[K.FP_XSIM] = r.cross_similarity
+    fp[K.FP_WIN] = r.win_threshold
+    fp[K.FP_EXPL] = r.exploration
+    gate = g.build()
+    if g.type == "none":
+        ip[K.IP_GATE] = K.GATE_NONE
+    elif g.type == "audit":
+        ip[K.IP_GATE] = K.GATE_AUDIT
+        ip[K.IP_AUDIT_HITS] = gate.min_hits
+        fp[K.FP_AUDIT_RATE] = gate.min_win_rate
+    elif g.type == "cycgraph":
+        ip[K.IP_GATE] = K.GATE_MARGIN if gate.decision_rule == "margin" else K.GATE_INFERENCE
+        ip[K.IP_MINT] = gate.min_trials
+        ip[K.IP_MAXT] = gate.max_trials or 0
+        ip[K.IP_MAXB] = gate.max_baseline_runs or 0
+        ip[K.IP_BH] = int(gate.multiple_comparison == "bh")
+        ip[K.IP_DOUBLING] = int(gate.sequential_control == "doubling")
+        fp[K.FP_PM] = gate.promote_margin
+        fp[K.FP_EM] = gate.evict_margin
+        fp[K.FP_PC] = gate.promote_confidence
+        fp[K.FP_EC] = gate.evict_confidence
+        fp[K.FP_FLOOR] = gate.noise_floor_sd
+    else:  # pragma: no cover - spec validation rejects other types
+        raise ParameterError(f"the compiled engine has no gate {g.type!r}")
+    return ip, fp
+
+
+def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
+    """Simulate a chunk with the compiled kernel."""
+    n = prep.noise.shape[0]
+    raw = empty_raw(s, lessons, n)
+    ip, fp = params(s)
+    K.run_chunk(
+        ip,
+        fp,
+        lessons.arrival,
+        lessons.kind,
+        lessons.age_rank,
+        lessons.newest_rank,
+        lessons.applies,
+        np.ascontiguousarray(prep.noise),
+        np.ascontiguousarray(prep.difficulty),
+        np.ascontiguousarray(prep.family),
+        np.ascontiguousarray(prep.effects),
+        prep.retrieval,
+        raw.score,
+        raw.recorded,
+        raw.inj,
+        raw.ninj,
+        raw.pid,
+        raw.pval,
+        raw.n_logged,
+        raw.oracle,
+        raw.first_trial,
+        raw.trials,
+        raw.promote_run,
+        raw.evict_run,
+        raw.evict_reason,
+        raw.retire_run,
+    )
+    return raw
+
+
+def _bytes_per_replicate(s: Scenario) -> int:
+    lay = layout(s)
+    width = lay.pool + s.retrieval.max_facts
+    return 8 * (2 * lay.size + s.runs * (s.retrieval.max_facts + 2 * width + 8) + 8 * s.n_lessons)
+
+
+def simulate(
+    scenario: Scenario,
+    *,
+    replicates: int,
+    rng: Any = None,
+    engine: str = "fast",
+    keep_runs: bool = True,
+    chunk_size: int | None = None,
+    progress: bool | None = None,
+) -> SimulationResult:
+    """Simulate ``replicates`` independent replicates of a scenario with known true effects.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        What to simulate (see :mod:`cogstats.sim.spec`).
+    replicates : int
+        Number of replicates (>= 1).
+    rng : int, numpy.random.SeedSequence, Generator or None
+        Root seed.  Replicate ``r`` uses its own block of the seed's PCG64 stream, so the
+        numbers do not depend on ``chunk_size`` or on how the work is split.
+    engine : {"fast", "reference"}
+        The compiled engine, or the plain-Python reference that calls the library's
+        retrieval and gate objects and rescans the ledger every gate (for cross-checks).
+    keep_runs : bool
+        Keep the run-level frame (one row per replicate and run).  Pass False for large
+        replicate counts: memory then stays flat as replicates grow.
+    chunk_size : int, optional
+        Replicates per compiled call (default: about 64 MB of working memory).
+    progress : bool, optional
+        Show a progress bar (default: when stderr is a terminal and the work is large).
+
+    Returns
+    -------
+    SimulationResult
+        Frames ``runs`` (unless ``keep_runs=False``), ``decisions``, ``lessons`` and
+        ``metrics``; ``summary()`` averages the metrics with Monte Carlo standard errors.
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario, simulate
+    >>> s = Scenario.from_dict({
+    ...     "runs": 30,
+    ...     "lessons": {"listed": [{"id": "bad", "effect": -0.3, "kind": "poison"}]},
+    ...     "retrieval": {"max_facts": 4, "candidate_slots": 2, "rest_after_trials": 5},
+    ...     "gate": {"type": "cycgraph", "decision_rule": "inference", "min_trials": 3},
+    ... })
+    >>> result = simulate(s, replicates=200, rng=1)
+    >>> result.metrics.height, round(float(result.metrics["poison_recall"].mean()), 2)
+    (200, 1.0)
+    """
+    if not isinstance(scenario, Scenario):
+        raise ParameterError(
+            f"scenario must be a cogstats.sim.Scenario; got {type(scenario).__name__}"
+        )
+    replicates = int(check_int("replicates", replicates, minimum=1) or 1)
+    engine = check_choice("engine", engine, ("fast", "reference"))
+    if engine == "fast" and scenario.gate.type not in FAST_GATES:
+        raise ParameterError(
+            f"the fast engine has no gate {scenario.gate.type!r}; use engine='reference'"
+        )
+    seed = as_seed_sequence(rng)
+    lessons = lesson_table(scenario)
+    lay = layout(scenario)
+    if chunk_size is None:
+        chunk_size = max(16, min(4096, (64 << 20) // max(1, _bytes_per_replicate(scenario))))
+    chunk_size = int(check_int("chunk_size", chunk_size, minimum=1) or 1)
+    if engine == "reference":
+        from cogstats.sim.reference import run_reference
+
+        runner: Callable[[Scenario, LessonTable, Prepared], RawChunk] = run_reference
+    else:
+        runner = run_fast
+    bar = _progress_bar(progress, replicates, scenario.runs)
+    metrics, outcomes, runs_frames, decisions = [], [], [], []
+    start = 0
+    while start < replicates:
+        n = min(chunk_size, replicates - start)
+        u = draw_uniforms(seed, start, n, lay)
+        prep = prepare(scenario, lessons, u, lay)
+        raw = runner(scenario, lessons, prep)
+        metrics.append(replicate_metrics(raw, lessons, prep.effects, start))
+        out = lesson_outcomes(raw, lessons, prep.effects, start)
+        outcomes.append(out)
+        decisions.append(decision_events(out))
+        if keep_runs:
+            runs_frames.append(run_frame(scenario, lessons, prep, raw, start))
+        start += n
+        if bar is not None:
+            bar.update(n)
+    if bar is not None:
+        bar.close()
+    return SimulationResult(
+        scenario=scenario,
+        replicates=replicates,
+        seed=seed_record(seed),
+        engine=engine,
+        runs=pl.concat(runs_frames) if keep_runs else None,
+        decisions=pl.concat(decisions),
+        lessons=pl.concat(outcomes),
+        metrics=pl.concat(metrics),
+    )
+
+
+def _progress_bar(progress: bool | None, replicates: int, runs: int) -> Any:
+    if progress is None:
+        progress = sys.stderr.isatty() and replicates * runs >= 200_000
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=replicates, unit="replicate", desc="simulate", leave=False)
+
+
+def decision_events(outcomes: pl.DataFrame) -> pl.DataFrame:
+    """Promote / evict / retire events from the per-lesson outcomes, in time order."""
+    parts = [
+        outcomes.filter(pl.col(col).is_not_null()).select(
+            "replicate",
+            pl.col(col).alias("after_run"),
+            "fact_id",
+            pl.lit(name).alias("decision"),
+            (pl.col("evict_reason") if name == "evict" else pl.lit(reason, dtype=pl.String)).alias(
+                "reason"
+            ),
+            "kind",
+            "true_effect",
+        )
+        for col, name, reason in (
+            ("promoted_at_run", "promote", None),
+            ("evicted_at_run", "evict", None),
+            ("retired_at_run", "retire", "audit:low_win_rate"),
+        )
+    ]
+    return pl.concat(parts).sort(["replicate", "after_run", "fact_id"])
+
+
+def run_frame(
+    s: Scenario, lessons: LessonTable, prep: Prepared, raw: RawChunk, start: int
+) -> pl.DataFrame:
+    """One row per (replicate, run): score, difficulty, covariates, injected lessons."""
+    n, runs = raw.score.shape
+    ids = np.asarray(lessons.ids, dtype=object)
+    counts = raw.ninj.ravel()
+    flat = raw.inj.reshape(n * runs, -1)
+    values = flat[np.arange(flat.shape[1])[None, :] < counts[:, None]]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    fact_ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids[values].astype(str)))
+    data: dict[str, Any] = {
+        "replicate": np.repeat(np.arange(start, start + n, dtype=np.int64), runs),
+        "run": np.tile(np.arange(1, runs + 1, dtype=np.int64), n),
+        "score": raw.score.ravel(),
+        "recorded": raw.recorded.ravel(),
+        "difficulty": prep.difficulty.ravel(),
+        "oracle_score": raw.oracle.ravel(),
+    }
+    frame = pl.DataFrame(data).with_columns(pl.Series("fact_ids", pl.from_arrow(fact_ids)))
+    if prep.proxy is not None:
+        frame = frame.with_columns(pl.Series("difficulty_proxy", prep.proxy.ravel()))
+    if s.difficulty.families:
+        names = np.asarray([f.name for f in s.difficulty.families], dtype=object)
+        frame = frame.with_columns(pl.Series("family", names[prep.family.ravel()].astype(str)))
+    if raw.n_logged.any():
+        lc = raw.n_logged.ravel()
+        pflat = raw.pid.reshape(n * runs, -1)
+        vflat = raw.pval.reshape(n * runs, -1)
+        keep = np.arange(pflat.shape[1])[None, :] < lc[:, None]
+        poff = pa.array(np.concatenate([[0], np.cumsum(lc)]).astype(np.int32))
+        elig = pa.ListArray.from_arrays(poff, pa.array(ids[pflat[keep]].astype(str)))
+        props = pa.ListArray.from_arrays(poff, pa.array(vflat[keep]))
+        frame = frame.with_columns(
+            pl.Series("eligible_ids", pl.from_arrow(elig)),
+            pl.Series("propensities", pl.from_arrow(props)),
+        )
+    return frame

@@ -1,0 +1,186 @@
+"""The result of a simulation: frames, summaries, and ledgers for the estimators."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cogstats._results import frame_text
+from cogstats._validation import ParameterError
+from cogstats.ledger import Ledger
+from cogstats.sim.metrics import METRIC_COLUMNS
+from cogstats.sim.spec import Scenario
+
+__all__ = ["SimulationResult", "summarize_metrics"]
+
+
+def summarize_metrics(
+    metrics: pl.DataFrame, columns: tuple[str, ...] = METRIC_COLUMNS
+) -> pl.DataFrame:
+    """Mean of each metric over replicates with its Monte Carlo standard error.
+
+    NaN/null values (a metric undefined in a replicate) are skipped; ``n`` counts the
+    replicates where the metric is defined and ``mcse = sd / sqrt(n)``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> m = pl.DataFrame({"regret": [0.1, 0.3]})
+    >>> summarize_metrics(m, ("regret",)).row(0)
+    ('regret', 0.2, 0.1, 2)
+    """
+    rows = []
+    for col in columns:
+        if col not in metrics.columns:
+            continue
+        s = metrics[col].cast(pl.Float64).fill_nan(None).drop_nulls()
+        n = s.len()
+        mean = float(s.mean()) if n else math.nan  # type: ignore[arg-type]
+        sd = float(s.std()) if n > 1 else math.nan  # type: ignore[arg-type]
+        rows.append((col, mean, sd / math.sqrt(n) if n > 1 else math.nan, n))
+    return pl.DataFrame(
+        rows,
+        schema={"metric": pl.String, "mean": pl.Float64, "mcse": pl.Float64, "n": pl.Int64},
+        orient="row",
+    )
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class SimulationResult:
+    """Everything one call of :func:`~cogstats.sim.simulate` produced.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        What was simulated.
+    replicates : int
+        How many replicates.
+    seed : mapping
+        The root SeedSequence (entropy, spawn_key): ``numpy.random.SeedSequence(**seed)``
+        re-creates the run exactly.
+    engine : str
+        "fast" or "reference".
+    runs : polars.DataFrame or None
+        replicate, run, score, recorded, difficulty, oracle_score, fact_ids, and where
+        present difficulty_proxy, family, eligible_ids, propensities.
+    decisions : polars.DataFrame
+        replicate, after_run, fact_id, decision (promote, evict, retire), reason, kind,
+        true_effect.
+    lessons : polars.DataFrame
+        One row per replicate and lesson: truth, trials, first decision and final status.
+    metrics : polars.DataFrame
+        One row per replicate (see :mod:`cogstats.sim.metrics` for definitions).
+    """
+
+    scenario: Scenario
+    replicates: int
+    seed: Mapping[str, Any]
+    engine: str
+    runs: pl.DataFrame | None
+    decisions: pl.DataFrame
+    lessons: pl.DataFrame
+    metrics: pl.DataFrame
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_frame(self) -> pl.DataFrame:
+        """The per-replicate metrics."""
+        return self.metrics
+
+    def summary_table(self) -> pl.DataFrame:
+        """Each metric's mean over replicates with its Monte Carlo standard error."""
+        return summarize_metrics(self.metrics)
+
+    def outcome_rates(self, by: tuple[str, ...] = ("kind", "true_effect")) -> pl.DataFrame:
+        """Share of lessons by first outcome (promote, evict harmful, no_lift, retire, hold).
+
+        The operating-characteristics view of benchmark S1: one row per group with the
+        rates, ``n`` and the mean run of the first decision among decided lessons.
+        """
+        df = self.lessons.with_columns(
+            pl.when(pl.col("outcome") == "evict")
+            .then(
+                pl.when(pl.col("reason") == "eval-gate:harmful")
+                .then(pl.lit("evict_harmful"))
+                .otherwise(pl.lit("evict_no_lift"))
+            )
+            .otherwise(pl.col("outcome"))
+            .alias("_o")
+        )
+        out = df.group_by(list(by), maintain_order=True).agg(
+            pl.len().alias("n"),
+            *[
+                (pl.col("_o") == o).mean().alias(f"{o}_rate")
+                for o in ("promote", "evict_harmful", "evict_no_lift", "retire", "hold")
+            ],
+            pl.col("decided_at_run").mean().alias("mean_decision_run"),
+        )
+        return out.sort(list(by))
+
+    def ledger(self, replicate: int = 0) -> Ledger:
+        """The recorded runs of one replicate as a :class:`~cogstats.ledger.Ledger`.
+
+        Covariates: ``run_index``, ``difficulty`` (the truth, for checks),
+        ``difficulty_proxy`` and ``family`` where the scenario has them, and the logged
+        ``eligible_ids``/``propensities`` for randomized policies.
+
+        Examples
+        --------
+        >>> from cogstats.sim import Scenario, simulate
+        >>> s = Scenario.from_dict({"runs": 12, "lessons": {"listed": [{"id": "a", "effect": 0.1}]},
+        ...                         "gate": {"type": "none"}})
+        >>> simulate(s, replicates=2, rng=3).ledger(1)
+        Ledger(runs=12, facts=1, covariates=['run_index', 'difficulty'])
+        """
+        if self.runs is None:
+            raise ParameterError("this result has no runs frame; simulate with keep_runs=True")
+        if not 0 <= replicate < self.replicates:
+            raise ParameterError(
+                f"replicate must be in [0, {self.replicates - 1}]; got {replicate!r}"
+            )
+        rows = self.runs.filter((pl.col("replicate") == replicate) & pl.col("recorded"))
+        cols = ["run_id", "score", "fact_ids", "run_index", "difficulty"]
+        cols += [
+            c
+            for c in ("difficulty_proxy", "family", "eligible_ids", "propensities")
+            if c in rows.columns
+        ]
+        frame = rows.with_columns(
+            pl.col("run").cast(pl.String).alias("run_id"), pl.col("run").alias("run_index")
+        ).select(cols)
+        return Ledger.from_frame(frame)
+
+    def write(self, directory: str | Path) -> Path:
+        """Write the frames as Parquet (runs, decisions, lessons, metrics) and the spec."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("runs", "decisions", "lessons", "metrics"):
+            frame = getattr(self, name)
+            if frame is not None:
+                frame.write_parquet(out / f"{name}.parquet")
+        self.summary_table().write_csv(out / "summary.csv")
+        return out
+
+    def summary(self) -> str:
+        """A text report: scenario, replicates, seed and the metric means."""
+        head = (
+            f"Simulation of {self.scenario.name!r}: {self.replicates} replicates x "
+            f"{self.scenario.runs} runs, engine={self.engine}, seed={dict(self.seed)}"
+        )
+        return f"{head}\n{frame_text(self.summary_table(), max_rows=40)}"
+
+    def __repr__(self) -> str:
+        return (
+            f"SimulationResult(scenario={self.scenario.name!r}, replicates={self.replicates}, "
+            f"runs={self.scenario.runs})"
+        )
+
+    def _repr_html_(self) -> str:
+        with pl.Config(float_precision=4, tbl_rows=40):
+            table = self.summary_table()._repr_html_()
+        return f"<div><strong>{html.escape(repr(self))}</strong>{table}</div>"

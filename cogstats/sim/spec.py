@@ -1,0 +1,909 @@
+"""Scenario specs: frozen dataclasses, loadable from TOML, validated at the door.
+
+A :class:`Scenario` says everything one simulated replicate needs: how many runs, which
+lessons arrive when with which true effects (listed lessons, arrival streams, poisoning
+events), how run difficulty varies, how a run's score is made, which retrieval policy
+picks the lessons and which gate judges them.  A :class:`SimulationSpec` adds a grid of
+values to vary, the number of replicates and the root seed; ``simulations/*.toml`` hold
+them.  Every error names the key (as a dotted path) and the file.
+
+TOML layout (every table optional except ``runs``)::
+
+    name = "poison-crater"
+    runs = 30
+    replicates = 200          # SimulationSpec only
+    seed = 20261130           # SimulationSpec only
+    record_empty_runs = true
+
+    [[lessons.listed]]        # id, effect, kind, arrives_at_run, applies_to
+    [[lessons.streams]]       # kind, per_run, from_run, to_run, effect, applies_to
+    [[lessons.poison]]        # after_run, count, effect
+    [difficulty]              # model, sd, ar, proxy_corr, families, regimes
+    [score]                   # base, noise_sd, link, saturation, poison_damping
+    [retrieval]               # policy and its options
+    [gate]                    # type, every, from_run, recheck_verified, then the gate's policy
+    [grid]                    # SimulationSpec only: "dotted.path" = [values]
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import numbers
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cogstats._validation import ParameterError, SpecError, suggest
+
+__all__ = [
+    "DifficultySpec",
+    "EffectDist",
+    "Family",
+    "GateSpec",
+    "LessonStream",
+    "ListedLesson",
+    "PoisonEvent",
+    "Regime",
+    "RetrievalSpec",
+    "Scenario",
+    "ScoreSpec",
+    "SimulationSpec",
+    "load_spec",
+]
+
+KINDS = ("genuine", "neutral", "poison")
+POLICIES = (
+    "in_progress_first",
+    "newest_first",
+    "fewest_trials_first",
+    "randomized",
+    "designed",
+    "ucb1",
+)
+GATE_TYPES = ("none", "cycgraph", "audit")
+#: Retrieval options that apply to each policy (besides max_facts and candidate_slots).
+POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "in_progress_first": ("rest_after_trials",),
+    "newest_first": ("rest_after_trials",),
+    "fewest_trials_first": ("rest_after_trials",),
+    "randomized": ("pool",),
+    "designed": ("pool",),
+    "ucb1": ("epsilon", "cross_similarity", "win_threshold", "exploration"),
+}
+DIST_PARAMS = {
+    "constant": ("value",),
+    "uniform": ("low", "high"),
+    "normal": ("mean", "sd"),
+    "choice": ("values",),
+}
+
+
+class _Reader:
+    """Typed access to one table of a spec, with key paths and the file in every error."""
+
+    def __init__(self, data: Any, path: str, source: str | None) -> None:
+        if not isinstance(data, Mapping):
+            raise SpecError(f"must be a table; got {data!r}", key=path or None, source=source)
+        self.data = dict(data)
+        self.path = path
+        self.source = source
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str, message: str) -> SpecError:
+        return SpecError(message, key=self.key(name), source=self.source)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self.used.add(name)
+        value = self.data.get(name)
+        return default if value is None else value
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def number(
+        self,
+        name: str,
+        default: float | None = None,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        optional: bool = False,
+    ) -> float | None:
+        value = self.get(name, default)
+        if value is None:
+            if optional:
+                return None
+            raise self.error(name, "is required")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise self.error(name, f"must be a number; got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise self.error(name, f"must be finite; got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(name, f"must be >= {minimum}; got {value!r}")
+        if maximum is not None and value > maximum:
+            raise self.error(name, f"must be <= {maximum}; got {value!r}")
+        return value
+
+    def integer(
+        self,
+        name: str,
+        default: int | None = None,
+        *,
+        minimum: int | None = None,
+        optional: bool = False,
+    ) -> int | None:
+        value = self.get(name, default)
+        if value is None:
+            if optional:
+                return None
+            raise self.error(name, "is required")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise self.error(name, f"must be an integer; got {value!r}")
+        value = int(value)
+        if minimum is not None and value < minimum:
+            raise self.error(name, f"must be >= {minimum}; got {value!r}")
+        return value
+
+    def choice(self, name: str, default: str, allowed: Sequence[str]) -> str:
+        value = self.get(name, default)
+        if not isinstance(value, str) or value not in allowed:
+            hint = suggest(value, allowed) if isinstance(value, str) else ""
+            raise self.error(name, f"must be one of {list(allowed)}; got {value!r}{hint}")
+        return value
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.get(name, default)
+        if not isinstance(value, bool):
+            raise self.error(name, f"must be true or false; got {value!r}")
+        return value
+
+    def string(self, name: str, default: str | None = None, *, optional: bool = True) -> str | None:
+        value = self.get(name, default)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.error(name, f"must be a non-empty string; got {value!r}")
+        return value
+
+    def table_list(self, name: str) -> list[_Reader]:
+        value = self.get(name, [])
+        if not isinstance(value, list):
+            raise self.error(name, f"must be an array of tables; got {value!r}")
+        return [_Reader(v, f"{self.key(name)}[{i}]", self.source) for i, v in enumerate(value)]
+
+    def table(self, name: str) -> _Reader:
+        return _Reader(self.get(name, {}), self.key(name), self.source)
+
+    def done(self, allowed: Sequence[str] | None = None) -> None:
+        known = self.used if allowed is None else set(allowed)
+        for name in self.data:
+            if name not in known:
+                raise self.error(
+                    name, f"unknown key{suggest(name, sorted(known))}; allowed: {sorted(known)}"
+                )
+
+
+# ---------------------------------------------------------------------- pieces
+@dataclass(frozen=True)
+class EffectDist:
+    """A distribution of true effects: constant, uniform(low, high), normal(mean, sd), choice.
+
+    Drawn by inverse transform from one uniform per lesson, so both simulation engines
+    draw the same effects.
+    """
+
+    dist: str = "constant"
+    value: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
+    mean: float = 0.0
+    sd: float = 0.0
+    values: tuple[float, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: Any, key: str, source: str | None) -> EffectDist:
+        if isinstance(raw, bool):
+            raise SpecError(
+                f"effect must be a number or a table; got {raw!r}", key=key, source=source
+            )
+        if isinstance(raw, numbers.Real):
+            if not math.isfinite(float(raw)):
+                raise SpecError(f"effect must be finite; got {raw!r}", key=key, source=source)
+            return cls("constant", value=float(raw))
+        r = _Reader(raw, key, source)
+        dist = r.choice("dist", "constant", tuple(DIST_PARAMS))
+        if dist == "constant":
+            out = cls("constant", value=_req(r.number("value")))
+        elif dist == "uniform":
+            low, high = _req(r.number("low")), _req(r.number("high"))
+            if high < low:
+                raise r.error("high", f"must be >= low ({low}); got {high}")
+            out = cls("uniform", low=low, high=high)
+        elif dist == "normal":
+            out = cls("normal", mean=_req(r.number("mean")), sd=_req(r.number("sd", minimum=0)))
+        else:
+            vals = r.get("values")
+            if (
+                not isinstance(vals, list)
+                or not vals
+                or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in vals)
+            ):
+                raise r.error("values", f"must be a non-empty list of numbers; got {vals!r}")
+            out = cls("choice", values=tuple(float(v) for v in vals))
+        r.done(("dist", *DIST_PARAMS[dist]))
+        return out
+
+    def to_toml(self) -> Any:
+        if self.dist == "constant":
+            return self.value
+        return {"dist": self.dist, **{k: getattr(self, k) for k in DIST_PARAMS[self.dist]}}
+
+
+@dataclass(frozen=True)
+class ListedLesson:
+    """One named lesson with a fixed true effect."""
+
+    id: str
+    effect: float
+    kind: str = "genuine"
+    arrives_at_run: int = 1
+    applies_to: str | None = None
+
+
+@dataclass(frozen=True)
+class LessonStream:
+    """``per_run`` new candidates at every run from ``from_run`` to ``to_run`` (arrival runs)."""
+
+    kind: str
+    per_run: int
+    from_run: int
+    to_run: int
+    effect: EffectDist
+    applies_to: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PoisonEvent:
+    """``count`` poisons entering after run ``after_run``'s gate (retrievable from the next run)."""
+
+    after_run: int
+    count: int
+    effect: EffectDist
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family: its difficulty shift and its share of runs."""
+
+    name: str
+    shift: float = 0.0
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Regime:
+    """From ``from_run`` on, every run's difficulty is shifted by ``shift``."""
+
+    from_run: int
+    shift: float
+
+
+@dataclass(frozen=True)
+class DifficultySpec:
+    """Run difficulty d_r = family shift + regime shift + process (none, iid, AR(1)).
+
+    ``sd`` is the process's stationary standard deviation and ``ar`` its AR(1)
+    coefficient.  With ``proxy_corr`` set, the ledger records a covariate
+    ``difficulty_proxy`` = proxy_corr * x_r / sd + sqrt(1 - proxy_corr^2) * N(0, 1), where x_r
+    is the process (correlation ``proxy_corr`` with it).
+    """
+
+    model: str = "none"
+    sd: float = 0.0
+    ar: float = 0.0
+    proxy_corr: float | None = None
+    families: tuple[Family, ...] = ()
+    regimes: tuple[Regime, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """score = link(base + difficulty + sum of injected effects + N(0, noise_sd)).
+
+    ``link`` "clamp" clamps to [0, 1]; "logistic" maps through expit with ``base`` on the
+    probability scale and effects, difficulty and noise on the logit scale.
+    ``saturation`` (optional, > 0) bends the total positive effect G to
+    ``saturation * tanh(G / saturation)``; ``poison_damping`` in [0, 1] scales a poison's
+    effect by ``1 - poison_damping`` in runs that also carry a helpful lesson.
+    """
+
+    base: float = 0.6
+    noise_sd: float = 0.1
+    link: str = "clamp"
+    saturation: float | None = None
+    poison_damping: float = 0.0
+
+
+@dataclass(frozen=True)
+class RetrievalSpec:
+    """Retrieval policy and options (see :mod:`cogstats.retrieval`)."""
+
+    policy: str = "in_progress_first"
+    max_facts: int = 10
+    candidate_slots: int = 2
+    rest_after_trials: int | None = None
+    pool: int | None = None
+    epsilon: float = 0.0
+    cross_similarity: float = 0.2
+    win_threshold: float = 0.5
+    exploration: float = 2.0
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """Which gate, its policy, and when it looks.
+
+    ``every``: gate every this many runs, starting after run ``from_run``;
+    ``recheck_verified``: verified lessons are judged again (evicting a verified lesson
+    when the evidence turns).
+    """
+
+    type: str = "cycgraph"
+    policy: Mapping[str, Any] = field(default_factory=dict)
+    every: int = 1
+    from_run: int = 1
+    recheck_verified: bool = False
+
+    def build(self) -> Any:
+        """The gate object this spec describes (None for type "none")."""
+        from cogstats.gates import AuditGate, CycgraphGate
+
+        if self.type == "cycgraph":
+            return CycgraphGate.from_policy(self.policy)
+        if self.type == "audit":
+            return AuditGate(**self.policy)
+        return None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything a simulated replicate needs.  Build with :meth:`from_dict` or :func:`load_spec`.
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario
+    >>> s = Scenario.from_dict({
+    ...     "runs": 20,
+    ...     "lessons": {"listed": [{"id": "L1", "effect": 0.1}]},
+    ...     "retrieval": {"max_facts": 4, "candidate_slots": 2, "rest_after_trials": 5},
+    ... })
+    >>> s.runs, s.listed[0].effect, s.retrieval.rest_after_trials
+    (20, 0.1, 5)
+    """
+
+    runs: int
+    name: str = "scenario"
+    description: str = ""
+    listed: tuple[ListedLesson, ...] = ()
+    streams: tuple[LessonStream, ...] = ()
+    poison: tuple[PoisonEvent, ...] = ()
+    difficulty: DifficultySpec = DifficultySpec()
+    score: ScoreSpec = ScoreSpec()
+    retrieval: RetrievalSpec = RetrievalSpec()
+    gate: GateSpec = GateSpec()
+    record_empty_runs: bool = True
+
+    @property
+    def n_lessons(self) -> int:
+        """Lessons per replicate (fixed by the spec)."""
+        return (
+            len(self.listed)
+            + sum(s.per_run * (s.to_run - s.from_run + 1) for s in self.streams)
+            + sum(p.count for p in self.poison)
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> Scenario:
+        """Validate a scenario mapping (as read from TOML); errors name the key and file."""
+        r = _Reader(data, "", source)
+        runs = _req(r.integer("runs", minimum=1))
+        name = r.string("name", "scenario") or "scenario"
+        description = r.get("description", "")
+        if not isinstance(description, str):
+            raise r.error("description", "must be a string")
+        record_empty = r.boolean("record_empty_runs", True)
+        lessons = r.table("lessons")
+        listed = tuple(_parse_listed(t, runs) for t in lessons.table_list("listed"))
+        streams = tuple(_parse_stream(t, runs) for t in lessons.table_list("streams"))
+        poison = tuple(_parse_poison(t, runs) for t in lessons.table_list("poison"))
+        lessons.done(("listed", "streams", "poison"))
+        ids = [les.id for les in listed]
+        dup = {i for i in ids if ids.count(i) > 1}
+        if dup:
+            raise lessons.error("listed", f"lesson id {sorted(dup)[0]!r} is listed twice")
+        difficulty = _parse_difficulty(r.table("difficulty"), runs)
+        fam_names = {f.name for f in difficulty.families}
+        for k, les in enumerate(listed):
+            if les.applies_to is not None and les.applies_to not in fam_names:
+                raise lessons.error(
+                    f"listed[{k}].applies_to",
+                    f"names no family in difficulty.families {sorted(fam_names)}; got "
+                    f"{les.applies_to!r}",
+                )
+        for k, st in enumerate(streams):
+            bad = [a for a in st.applies_to if a not in fam_names]
+            if bad:
+                raise lessons.error(
+                    f"streams[{k}].applies_to",
+                    f"names no family in difficulty.families {sorted(fam_names)}; got {bad[0]!r}",
+                )
+        score = _parse_score(r.table("score"))
+        retrieval = _parse_retrieval(r.table("retrieval"))
+        gate = _parse_gate(r.table("gate"), runs)
+        r.done(
+            (
+                "runs",
+                "name",
+                "description",
+                "record_empty_runs",
+                "lessons",
+                "difficulty",
+                "score",
+                "retrieval",
+                "gate",
+            )
+        )
+        scenario = cls(
+            runs=runs,
+            name=name,
+            description=description,
+            listed=listed,
+            streams=streams,
+            poison=poison,
+            difficulty=difficulty,
+            score=score,
+            retrieval=retrieval,
+            gate=gate,
+            record_empty_runs=record_empty,
+        )
+        if scenario.n_lessons == 0:
+            raise SpecError("the scenario has no lessons", key="lessons", source=source)
+        return scenario
+
+    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
+        """The scenario as a mapping that round-trips through :meth:`from_dict`.
+
+        ``full=True`` keeps unset optional fields as None and writes the gate's complete
+        policy, so that every parameter has a dotted path (grids use it); the default
+        drops them (TOML has no null).
+        """
+        keep = (lambda d: d) if full else _drop_none
+        d: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "runs": self.runs,
+            "record_empty_runs": self.record_empty_runs,
+        }
+        lessons: dict[str, Any] = {}
+        if self.listed:
+            lessons["listed"] = [keep(asdict(x)) for x in self.listed]
+        if self.streams:
+            lessons["streams"] = [
+                keep({**asdict(s), "effect": s.effect.to_toml(), "applies_to": list(s.applies_to)})
+                for s in self.streams
+            ]
+        if self.poison:
+            lessons["poison"] = [{**asdict(p), "effect": p.effect.to_toml()} for p in self.poison]
+        d["lessons"] = lessons
+        diff = keep(asdict(self.difficulty))
+        diff["families"] = [asdict(f) for f in self.difficulty.families]
+        diff["regimes"] = [asdict(g) for g in self.difficulty.regimes]
+        d["difficulty"] = diff
+        d["score"] = keep(asdict(self.score))
+        retr = {
+            "policy": self.retrieval.policy,
+            "max_facts": self.retrieval.max_facts,
+            "candidate_slots": self.retrieval.candidate_slots,
+        }
+        retr.update({k: getattr(self.retrieval, k) for k in POLICY_OPTIONS[self.retrieval.policy]})
+        d["retrieval"] = keep(retr)
+        gate: dict[str, Any] = {
+            "type": self.gate.type,
+            "every": self.gate.every,
+            "from_run": self.gate.from_run,
+            "recheck_verified": self.gate.recheck_verified,
+        }
+        policy = dict(self.gate.policy)
+        built = self.gate.build()
+        if full and built is not None:
+            policy = built.to_policy()
+        gate.update(keep(policy))
+        d["gate"] = gate
+        return d
+
+    def with_values(self, values: Mapping[str, Any], *, source: str | None = None) -> Scenario:
+        """A copy with dotted-path values replaced, e.g. ``{"gate.min_trials": 5}``.
+
+        Examples
+        --------
+        >>> s = Scenario.from_dict({"runs": 10, "lessons": {"listed": [{"id": "a", "effect": 0}]}})
+        >>> s.with_values({"lessons.listed[0].effect": 0.2, "runs": 25}).listed[0].effect
+        0.2
+        """
+        data = self.to_dict(full=True)
+        for path, value in values.items():
+            _set_path(data, path, value, source)
+        return Scenario.from_dict(data, source=source)
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """A scenario, an optional grid of values to vary over it, replicates and a root seed.
+
+    ``grid`` maps dotted paths to lists of values; cells are the Cartesian product of the
+    axes, except axes listed together in ``zip`` (lists of paths), which vary together.
+    """
+
+    scenario: Scenario
+    grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    zip: tuple[tuple[str, ...], ...] = ()
+    replicates: int = 100
+    seed: int = 0
+    source: str | None = None
+
+    def cells(self) -> list[tuple[dict[str, Any], Scenario]]:
+        """Every cell's grid values and its validated scenario, in a stable order."""
+        zipped = {p for group in self.zip for p in group}
+        axes: list[list[dict[str, Any]]] = []
+        for group in self.zip:
+            n = len(self.grid[group[0]])
+            axes.append([{p: self.grid[p][i] for p in group} for i in range(n)])
+        for path, values in self.grid.items():
+            if path not in zipped:
+                axes.append([{path: v} for v in values])
+        out: list[tuple[dict[str, Any], Scenario]] = []
+        for combo in itertools.product(*axes) if axes else [()]:
+            cell: dict[str, Any] = {}
+            for part in combo:
+                cell.update(part)
+            out.append((cell, self.scenario.with_values(cell, source=self.source)))
+        return out
+
+
+def load_spec(path: str | Path) -> SimulationSpec:
+    """Read a simulation spec (TOML): a scenario plus ``replicates``, ``seed``, ``[grid]``.
+
+    Every cell of the grid is validated here, before anything runs.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
+    >>> text = 'runs = 10\\nreplicates = 5\\n[[lessons.listed]]\\nid = "a"\\neffect = 0.1\\n'
+    >>> _ = p.write_text(text)
+    >>> load_spec(p).replicates
+    5
+    """
+    path = Path(path)
+    src = str(path)
+    if not path.exists():
+        raise FileNotFoundError(f"spec file not found: {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"malformed TOML: {exc}", source=src) from None
+    return spec_from_dict(data, source=src)
+
+
+def spec_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> SimulationSpec:
+    """Build a :class:`SimulationSpec` from a mapping (see :func:`load_spec`)."""
+    data = dict(data)
+    r = _Reader({k: data.pop(k) for k in ("replicates", "seed", "grid") if k in data}, "", source)
+    replicates = _req(r.integer("replicates", 100, minimum=1))
+    seed = _req(r.integer("seed", 0, minimum=0))
+    grid_raw = r.table("grid")
+    zip_raw = grid_raw.data.pop("zip", [])
+    scenario = Scenario.from_dict(data, source=source)
+    grid: dict[str, tuple[Any, ...]] = {}
+    base = scenario.to_dict(full=True)
+    for path, values in grid_raw.data.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(
+                "a grid axis must be a non-empty list of values", key=f"grid.{path}", source=source
+            )
+        current = _get_path(base, path, source, key=f"grid.{path}")
+        for v in values:
+            _check_same_type(current, v, f"grid.{path}", source)
+        grid[path] = tuple(values)
+    if not isinstance(zip_raw, list) or any(
+        not isinstance(g, list) or len(g) < 2 or any(not isinstance(p, str) for p in g)
+        for g in zip_raw
+    ):
+        raise SpecError(
+            "must be a list of lists of grid paths (two or more each)",
+            key="grid.zip",
+            source=source,
+        )
+    seen: set[str] = set()
+    for group in zip_raw:
+        lengths = set()
+        for p in group:
+            if p not in grid:
+                raise SpecError(
+                    f"zips {p!r}, which is not a grid axis", key="grid.zip", source=source
+                )
+            if p in seen:
+                raise SpecError(f"{p!r} is zipped twice", key="grid.zip", source=source)
+            seen.add(p)
+            lengths.add(len(grid[p]))
+        if len(lengths) > 1:
+            raise SpecError(
+                f"zipped axes {group} have different lengths", key="grid.zip", source=source
+            )
+    spec = SimulationSpec(
+        scenario=scenario,
+        grid=grid,
+        zip=tuple(tuple(g) for g in zip_raw),
+        replicates=replicates,
+        seed=seed,
+        source=source,
+    )
+    spec.cells()  # validate every cell before anything runs
+    return spec
+
+
+# ---------------------------------------------------------------------- parsers
+def _req(value: Any) -> Any:
+    if value is None:  # pragma: no cover - the readers raise first
+        raise ParameterError("required value missing")
+    return value
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _parse_listed(r: _Reader, runs: int) -> ListedLesson:
+    les = ListedLesson(
+        id=_req(r.string("id", optional=False)),
+        effect=_req(r.number("effect")),
+        kind=r.choice("kind", "genuine", KINDS),
+        arrives_at_run=_req(r.integer("arrives_at_run", 1, minimum=1)),
+        applies_to=r.string("applies_to"),
+    )
+    if les.arrives_at_run > runs:
+        raise r.error("arrives_at_run", f"must be <= runs ({runs}); got {les.arrives_at_run}")
+    r.done(("id", "effect", "kind", "arrives_at_run", "applies_to"))
+    return les
+
+
+def _parse_stream(r: _Reader, runs: int) -> LessonStream:
+    if "effect" not in r.data:
+        raise r.error("effect", "is required")
+    applies = r.get("applies_to", [])
+    if isinstance(applies, str):
+        applies = [applies]
+    if not isinstance(applies, list) or any(not isinstance(a, str) for a in applies):
+        raise r.error("applies_to", f"must be a family name or a list of them; got {applies!r}")
+    st = LessonStream(
+        kind=r.choice("kind", "genuine", KINDS),
+        per_run=_req(r.integer("per_run", 1, minimum=1)),
+        from_run=_req(r.integer("from_run", 1, minimum=1)),
+        to_run=_req(r.integer("to_run", minimum=1)),
+        effect=EffectDist.parse(r.get("effect"), r.key("effect"), r.source),
+        applies_to=tuple(applies),
+    )
+    if st.to_run < st.from_run:
+        raise r.error("to_run", f"must be >= from_run ({st.from_run}); got {st.to_run}")
+    if st.to_run > runs:
+        raise r.error("to_run", f"must be <= runs ({runs}); got {st.to_run}")
+    r.done(("kind", "per_run", "from_run", "to_run", "effect", "applies_to"))
+    return st
+
+
+def _parse_poison(r: _Reader, runs: int) -> PoisonEvent:
+    if "effect" not in r.data:
+        raise r.error("effect", "is required")
+    ev = PoisonEvent(
+        after_run=_req(r.integer("after_run", minimum=0)),
+        count=_req(r.integer("count", 1, minimum=1)),
+        effect=EffectDist.parse(r.get("effect"), r.key("effect"), r.source),
+    )
+    if ev.after_run >= runs:
+        raise r.error(
+            "after_run",
+            f"must be < runs ({runs}): poison entering after run {ev.after_run} would never "
+            "be retrieved",
+        )
+    r.done(("after_run", "count", "effect"))
+    return ev
+
+
+def _parse_difficulty(r: _Reader, runs: int) -> DifficultySpec:
+    model = r.choice("model", "none", ("none", "iid", "ar1"))
+    sd = _req(r.number("sd", 0.0, minimum=0.0))
+    ar = _req(r.number("ar", 0.0, minimum=-0.999, maximum=0.999))
+    proxy = r.number("proxy_corr", None, minimum=-1.0, maximum=1.0, optional=True)
+    if proxy is not None and (model == "none" or sd == 0):
+        raise r.error("proxy_corr", "needs a difficulty process (model iid or ar1 with sd > 0)")
+    if model == "none" and sd != 0:
+        raise r.error("sd", "is set but model is 'none'; use model = 'iid' or 'ar1'")
+    fams = []
+    for t in r.table_list("families"):
+        fams.append(
+            Family(
+                name=_req(t.string("name", optional=False)),
+                shift=_req(t.number("shift", 0.0)),
+                weight=_req(t.number("weight", 1.0, minimum=0.0)),
+            )
+        )
+        t.done(("name", "shift", "weight"))
+    names = [f.name for f in fams]
+    if len(set(names)) != len(names):
+        raise r.error("families", "family names must be unique")
+    if fams and sum(f.weight for f in fams) <= 0:
+        raise r.error("families", "family weights must not all be zero")
+    regs = []
+    for t in r.table_list("regimes"):
+        reg = Regime(from_run=_req(t.integer("from_run", minimum=1)), shift=_req(t.number("shift")))
+        if reg.from_run > runs:
+            raise t.error("from_run", f"must be <= runs ({runs}); got {reg.from_run}")
+        regs.append(reg)
+        t.done(("from_run", "shift"))
+    r.done(("model", "sd", "ar", "proxy_corr", "families", "regimes"))
+    return DifficultySpec(
+        model, sd, ar, proxy, tuple(fams), tuple(sorted(regs, key=lambda g: g.from_run))
+    )
+
+
+def _parse_score(r: _Reader) -> ScoreSpec:
+    link = r.choice("link", "clamp", ("clamp", "logistic"))
+    base = _req(r.number("base", 0.6, minimum=0.0, maximum=1.0))
+    if link == "logistic" and not 0 < base < 1:
+        raise r.error("base", f"must be in (0, 1) with the logistic link; got {base}")
+    out = ScoreSpec(
+        base=base,
+        noise_sd=_req(r.number("noise_sd", 0.1, minimum=0.0)),
+        link=link,
+        saturation=r.number("saturation", None, minimum=1e-9, optional=True),
+        poison_damping=_req(r.number("poison_damping", 0.0, minimum=0.0, maximum=1.0)),
+    )
+    r.done(("base", "noise_sd", "link", "saturation", "poison_damping"))
+    return out
+
+
+def _parse_retrieval(r: _Reader) -> RetrievalSpec:
+    policy = r.choice("policy", "in_progress_first", POLICIES)
+    out = RetrievalSpec(
+        policy=policy,
+        max_facts=_req(r.integer("max_facts", 10, minimum=1)),
+        candidate_slots=_req(r.integer("candidate_slots", 2, minimum=0)),
+        rest_after_trials=r.integer("rest_after_trials", None, minimum=1, optional=True),
+        pool=r.integer("pool", None, minimum=1, optional=True),
+        epsilon=_req(r.number("epsilon", 0.0, minimum=0.0, maximum=1.0)),
+        cross_similarity=_req(r.number("cross_similarity", 0.2, minimum=-1.0, maximum=1.0)),
+        win_threshold=_req(r.number("win_threshold", 0.5, minimum=0.0, maximum=1.0)),
+        exploration=_req(r.number("exploration", 2.0, minimum=0.0)),
+    )
+    allowed = POLICY_OPTIONS[policy]
+    for name in (
+        "rest_after_trials",
+        "pool",
+        "epsilon",
+        "cross_similarity",
+        "win_threshold",
+        "exploration",
+    ):
+        if r.data.get(name) is not None and name not in allowed:
+            raise r.error(name, f"does not apply to policy {policy!r} (it takes {list(allowed)})")
+    r.done(("policy", "max_facts", "candidate_slots", *allowed))
+    if out.candidate_slots > out.max_facts:
+        out = RetrievalSpec(**{**asdict(out), "candidate_slots": out.max_facts})
+    return out
+
+
+def _parse_gate(r: _Reader, runs: int) -> GateSpec:
+    gtype = r.choice("type", "cycgraph", GATE_TYPES)
+    every = _req(r.integer("every", 1, minimum=1))
+    from_run = _req(r.integer("from_run", 1, minimum=1))
+    if from_run > runs:
+        raise r.error("from_run", f"must be <= runs ({runs}); got {from_run}")
+    recheck = r.boolean("recheck_verified", False)
+    reserved = {"type", "every", "from_run", "recheck_verified"}
+    policy = {k: v for k, v in r.data.items() if k not in reserved and v is not None}
+    if gtype == "none" and policy:
+        raise r.error(next(iter(policy)), "gate type 'none' takes no policy")
+    spec = GateSpec(gtype, policy, every, from_run, recheck)
+    try:
+        spec.build()
+    except ParameterError as exc:
+        key = _param_name(str(exc))
+        raise SpecError(str(exc), key=r.key(key) if key else r.path, source=r.source) from None
+    except TypeError as exc:
+        raise SpecError(str(exc), key=r.path, source=r.source) from None
+    return spec
+
+
+def _param_name(message: str) -> str | None:
+    m = re.match(r"unknown policy key '([^']+)'", message) or re.match(r"(\w+) must", message)
+    return m.group(1) if m else None
+
+
+# ---------------------------------------------------------------------- paths
+_SEG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
+
+
+def _walk(data: Any, path: str, source: str | None, key: str) -> tuple[Any, str | int]:
+    parts = path.split(".")
+    node = data
+    for i, part in enumerate(parts):
+        m = _SEG.match(part)
+        if not m:
+            raise SpecError(f"malformed path segment {part!r}", key=key, source=source)
+        name, index = m.group(1), m.group(2)
+        last = i == len(parts) - 1
+        if not isinstance(node, dict) or name not in node:
+            options = sorted(node) if isinstance(node, dict) else []
+            raise SpecError(
+                f"names no parameter of the scenario{suggest(name, options)}"
+                + (f"; at this level: {options}" if options else ""),
+                key=key,
+                source=source,
+            )
+        if index is None:
+            if last:
+                return node, name
+            node = node[name]
+            continue
+        seq = node[name]
+        k = int(index)
+        if not isinstance(seq, list) or k >= len(seq):
+            raise SpecError(f"index {k} is out of range", key=key, source=source)
+        if last:
+            return seq, k
+        node = seq[k]
+    raise SpecError("empty path", key=key, source=source)  # pragma: no cover
+
+
+def _get_path(data: Any, path: str, source: str | None, key: str | None = None) -> Any:
+    node, leaf = _walk(data, path, source, key or path)
+    return node[leaf]
+
+
+def _set_path(data: Any, path: str, value: Any, source: str | None) -> None:
+    node, leaf = _walk(data, path, source, f"grid.{path}")
+    node[leaf] = copy.deepcopy(value)
+
+
+def _check_same_type(current: Any, value: Any, key: str, source: str | None) -> None:
+    def kind(v: Any) -> str:
+        if isinstance(v, bool):
+            return "boolean"
+        if isinstance(v, numbers.Real):
+            return "number"
+        if isinstance(v, str):
+            return "string"
+        if isinstance(v, list):
+            return "array"
+        if isinstance(v, dict):
+            return "table"
+        return type(v).__name__
+
+    if current is None:
+        return
+    if kind(current) != kind(value):
+        raise SpecError(
+            f"value {value!r} is a {kind(value)} but the scenario's value {current!r} is a "
+            f"{kind(current)}",
+            key=key,
+            source=source,
+        )
