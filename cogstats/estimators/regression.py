@@ -745,6 +745,9 @@ def _mixed_problem(fit: Any, caught: list[warnings.WarningMessage], lessons: sli
     """
     if not fit.converged:
         return "MixedLM did not converge"
+    ratio = float(np.asarray(fit.cov_re).ravel()[0]) / float(fit.scale)
+    if not ratio > SINGULAR_SD_RATIO**2:
+        return "singular MixedLM fit: the random-intercept variance is estimated at zero"
     texts = [str(w.message) for w in caught]
     if any("not positive definite" in t for t in texts) or any(
         w.category.__name__ == "SingularMatrixWarning" for w in caught
@@ -753,9 +756,6 @@ def _mixed_problem(fit: Any, caught: list[warnings.WarningMessage], lessons: sli
     se = np.asarray(fit.bse_fe)[lessons]
     if not np.all(np.isfinite(se)):
         return "MixedLM gave non-finite standard errors"
-    ratio = float(np.asarray(fit.cov_re).ravel()[0]) / float(fit.scale)
-    if not ratio > SINGULAR_SD_RATIO**2:
-        return "singular MixedLM fit: the random-intercept variance is estimated at zero"
     return None
 
 
@@ -798,10 +798,14 @@ def mixed(
     ``LinAlgError``, a Hessian that is not positive definite, non-finite standard errors,
     or a singular fit with ``tau`` below 1e-4 residual SDs), the method refits OLS with
     group fixed effects (dummies) and cluster-robust standard errors by group (statsmodels'
-    ``cov_type="cluster"``, normal reference), sets ``settings["fallback"]`` and the
-    ``fallback`` column to True, gives the reason in ``settings["fallback_reason"]`` and
-    warns with :class:`MixedFallbackWarning`.  With few groups (3 families) cluster-robust
-    errors are unreliable: treat fallback intervals as rough.
+    ``cov_type="cluster"`` with its small-sample factor) and the t distribution with
+    ``G - 1`` degrees of freedom (``G`` groups; column ``df``), sets
+    ``settings["fallback"]`` and the ``fallback`` column to True, gives the reason in
+    ``settings["fallback_reason"]`` and warns with :class:`MixedFallbackWarning`.  The t
+    reference matters with few groups: on null ledgers with 3 families and no family
+    effect (where about half the fits are singular) the normal reference rejected 18% of
+    true nulls at 5%, t(2) 6%.  Without a fallback ``df`` is ``inf`` (normal).  A singular
+    fit is common when the groups do not differ: the random intercept then adds nothing.
 
     Parameters
     ----------
@@ -812,7 +816,7 @@ def mixed(
     covariates : tuple of str
         As for ``ols`` (fixed effects).
     confidence_level : float
-        Level of the normal interval.
+        Level of the interval (normal, or t after a fallback).
     vif_threshold : float
         As for ``ols``; the check includes the group dummies, so a lesson confounded with
         the groups is not identifiable.
@@ -822,7 +826,7 @@ def mixed(
     Returns
     -------
     Attribution
-        Method columns ``fallback``, ``identifiable``, ``aliased_with``; settings add
+        Method columns ``df``, ``fallback``, ``identifiable``, ``aliased_with``; settings add
         ``group_variance`` (``tau^2``; null after a fallback), ``fallback``,
         ``fallback_reason``; extras hold the fit and the warnings statsmodels gave.
 
@@ -882,6 +886,8 @@ def mixed(
         se = np.asarray(fit.bse_fe)[lessons]
         group_variance: float | None = float(np.asarray(fit.cov_re).ravel()[0])
         used = fit
+        lo, hi, p = _normal_inference(est, se, level)
+        df = math.inf
     else:
         warnings.warn(
             MixedFallbackWarning(
@@ -892,13 +898,27 @@ def mixed(
         )
         exog = d.exog(dummies)
         lessons = slice(exog.shape[1] - n_keep, exog.shape[1])
-        used = sm.OLS(d.y, exog).fit(cov_type="cluster", cov_kwds={"groups": codes})
+        # t with G - 1 degrees of freedom (statsmodels' use_t for cluster covariances):
+        # with the normal reference and 3 families the null rejection rate was ~18% at 5%
+        used = sm.OLS(d.y, exog).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
         est = np.asarray(used.params)[lessons]
         se = np.asarray(used.bse)[lessons]
+        ci = np.asarray(used.conf_int(alpha=1.0 - level))[lessons]
+        lo, hi, p = ci[:, 0], ci[:, 1], np.asarray(used.pvalues)[lessons]
+        df = float(len(levels) - 1)
         group_variance = None
-    lo, hi, p = _normal_inference(est, se, level)
     fallback = reason is not None
-    table = _table("mixed", d, d.keep, est, se, lo, hi, p, {"fallback": [fallback] * d.keep.size})
+    table = _table(
+        "mixed",
+        d,
+        d.keep,
+        est,
+        se,
+        lo,
+        hi,
+        p,
+        {"df": np.full(d.keep.size, df), "fallback": [fallback] * d.keep.size},
+    )
     settings = _settings(
         groups=groups,
         covariates=d.controls.covariates,
@@ -907,7 +927,7 @@ def mixed(
         max_iterations=maxiter,
         reml=True,
         interval="wald",
-        reference="normal",
+        reference="t" if fallback else "normal",
         group_variance=group_variance,
         fallback=fallback,
         fallback_reason=reason,
