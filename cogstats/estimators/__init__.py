@@ -6,6 +6,7 @@ scipy, polars and statsmodels only.
 """
 
 from cogstats.estimators import lift as _lift  # noqa: F401  (registers lift, welch)
+from cogstats.estimators import permutation as _permutation  # noqa: F401  (+ freedman_lane)
 from cogstats.estimators import propensity as _propensity  # noqa: F401  (registers ipw, aipw)
 from cogstats.estimators import regression as _regression  # noqa: F401  (ols, ridge, ...)
 from cogstats.estimators import sequential as _sequential  # noqa: F401  (confseq, anytime_ols)
