@@ -148,6 +148,11 @@ def covariate_design(
         list-valued column, or a null value (naming the covariate, the first row and its
         run_id; nothing is dropped silently).
 
+    Notes
+    -----
+    The coding is checked against statsmodels' formula ``C(...)`` treatment coding through
+    the ``ols`` reference tests (same coefficients to 1e-8).
+
     Examples
     --------
     >>> from cogstats import Ledger
@@ -278,6 +283,11 @@ def lesson_identifiability(
     -------
     polars.DataFrame
         As :func:`check_identifiability`.
+
+    Notes
+    -----
+    VIFs validated against statsmodels' ``variance_inflation_factor`` (1e-8 relative);
+    exact dependencies against numpy's ``matrix_rank``.
 
     Examples
     --------
