@@ -5,12 +5,16 @@ that arrive together share every run and no estimator can tell them apart.  Thes
 policies break the cohorts:
 
 - :class:`Randomized`: every run, a simple random sample of ``candidate_slots`` lessons
-  from the active pool (the oldest ``pool`` candidates); each pool lesson's inclusion
-  probability (``k / n``) is logged, so IPW/AIPW estimators can use it.
+  from the active pool (every live candidate, or the oldest ``pool`` of them); each pool
+  lesson's inclusion probability (``k / n``) is logged, so IPW/AIPW estimators can use it.
 - :class:`Designed`: a paired balanced schedule: in the first run of each pair a random
-  half of the pool (at most ``candidate_slots``) is injected, in the second run the
-  complement.  Every candidate gets runs with and without it, and pairs of adjacent runs
-  cancel slow difficulty drift.
+  half of the pool (at most ``candidate_slots``) is injected, in the second run lessons
+  from the complement.  Every candidate gets runs with and without it, and pairs of
+  adjacent runs cancel slow difficulty drift.
+
+A capped pool admits newcomers only when a pool lesson is decided, so pair a cap with a
+gate that always reaches a verdict (``max_trials`` or ``max_baseline_runs``), or the
+pool can stall on lessons of small effect.
 
 Both consume a fixed number of uniforms per run (one per pool position), in pool order, so
 the simulator's compiled engine and its plain-Python reference draw the same schedule.
@@ -57,13 +61,11 @@ class _Pooled:
         mf, cs = check_slots(self.max_facts, self.candidate_slots)
         object.__setattr__(self, "max_facts", mf)
         object.__setattr__(self, "candidate_slots", cs)
-        pool = check_int("pool", self.pool, minimum=1, optional=True)
-        object.__setattr__(self, "pool", pool if pool is not None else max(1, 2 * cs))
+        object.__setattr__(self, "pool", check_int("pool", self.pool, minimum=1, optional=True))
 
-    @property
-    def pool_size(self) -> int:
-        """Active pool size (default twice the candidate slots)."""
-        return int(self.pool or 1)
+    def _pool_size(self, table: pl.DataFrame) -> int:
+        n_cand = int((table["status"] == "candidate").fill_null(False).sum())
+        return n_cand if self.pool is None else min(self.pool, n_cand)
 
     def select(
         self,
@@ -73,19 +75,21 @@ class _Pooled:
         rng: Any = None,
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """Choose the lessons for the next run, drawing ``pool`` uniforms from ``rng``."""
-        u = np.random.default_rng(rng).random(self.pool_size)
-        return self.select_with_uniforms(lessons, ledger, u)
+        """Choose the lessons for the next run, drawing one uniform per pool lesson."""
+        table = lesson_table(lessons)
+        u = np.random.default_rng(rng).random(self._pool_size(table))
+        return self.select_with_uniforms(table, ledger, u)
 
     def select_with_uniforms(
         self, lessons: pl.DataFrame | Any, ledger: Ledger | None, uniforms: np.ndarray
     ) -> Selection:
         """As :meth:`select` with the run's uniforms given (one per pool position)."""
         u = np.asarray(uniforms, dtype=float)
-        if u.shape[0] < self.pool_size:
-            raise ParameterError(f"uniforms must hold {self.pool_size} values; got {u.shape[0]}")
         table = lesson_table(lessons)
-        pool, verified = _pool_and_verified(table, self.pool_size)
+        size = self._pool_size(table)
+        if u.shape[0] < size:
+            raise ParameterError(f"uniforms must hold {size} values; got {u.shape[0]}")
+        pool, verified = _pool_and_verified(table, size)
         chosen, props = self._choose(pool, ledger, u[: len(pool)])
         room = self.max_facts - len(chosen)
         ver = verified["id"].to_list()[:room]
@@ -113,8 +117,7 @@ class Randomized(_Pooled):
     candidate_slots : int
         Candidates per run: ``k = min(candidate_slots, n)`` of the ``n`` pool lessons.
     pool : int, optional
-        Active pool: the oldest ``pool`` live candidates (default ``2 * candidate_slots``,
-        so each has inclusion probability 1/2 when the pool is full).
+        Cap the active pool at the oldest ``pool`` live candidates (default: no cap).
 
     Examples
     --------
@@ -139,10 +142,10 @@ class Designed(_Pooled):
 
     The pair position is the parity of the number of recorded runs in ``ledger``: at an
     even count the policy injects a random ``min(candidate_slots, ceil(n / 2))`` of the
-    ``n`` pool lessons; at an odd count it injects the pool lessons that were not in the
-    ledger's last run (at most ``candidate_slots``, in pool order).  Inclusions are
-    balanced and no two lessons share a fixed cohort.  Propensities are not logged (the
-    second run of a pair is determined by the first).
+    ``n`` pool lessons; at an odd count, a random ``candidate_slots`` (or all) of the pool
+    lessons that were not in the ledger's last run.  Inclusions are balanced and no two
+    lessons share a fixed cohort.  Propensities are not logged (the second run of a pair
+    depends on the first).
 
     Examples
     --------
@@ -165,5 +168,6 @@ class Designed(_Pooled):
             k = min(self.candidate_slots, math.ceil(n / 2))
             return [pool[i] for i in _smallest(u, k)], None
         last = set(ledger.frame["fact_ids"][-1].to_list())
-        rest = [f for f in pool if f not in last]
-        return rest[: self.candidate_slots], None
+        rest = [i for i, f in enumerate(pool) if f not in last]
+        picked = _smallest(u[rest], min(self.candidate_slots, len(rest)))
+        return [pool[rest[i]] for i in picked], None

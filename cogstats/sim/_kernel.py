@@ -180,9 +180,22 @@ def _select(
                         inj[count] = cand[i]
                         count += 1
             else:
+                rest = np.empty(n, dtype=np.int64)
+                ur = np.empty(n)
+                nr = 0
                 for i in range(n):
-                    if not last_in[cand[i]] and count < slots:
-                        inj[count] = cand[i]
+                    if not last_in[cand[i]]:
+                        rest[nr] = i
+                        ur[nr] = u[1 + i]
+                        nr += 1
+                k = min(slots, nr)
+                order = np.argsort(ur[:nr], kind="mergesort")
+                picked = np.zeros(nr, dtype=np.bool_)
+                for i in range(k):
+                    picked[order[i]] = True
+                for i in range(nr):
+                    if picked[i]:
+                        inj[count] = cand[rest[i]]
                         count += 1
     # verified block (newest first) fills the remaining places
     room = max_facts - count
@@ -497,9 +510,11 @@ def run_chunk(
             for i in range(count):
                 out_inj[rep, r, i] = inj[i]
             out_np[rep, r] = n_logged
-            for i in range(n_logged):
-                out_pid[rep, r, i] = pid[i]
-                out_pval[rep, r, i] = pval[i]
+            if n_logged > 0:  # logged propensities in lesson order, as the reference
+                lorder = np.argsort(pid[:n_logged])
+                for i in range(n_logged):
+                    out_pid[rep, r, i] = pid[lorder[i]]
+                    out_pval[rep, r, i] = pval[lorder[i]]
             # record
             if count > 0 or rec_empty:
                 out_recorded[rep, r] = True

@@ -124,7 +124,7 @@ def pool_width(s: Scenario) -> int:
     """Uniforms per run that retrieval may use (one per pool position)."""
     r = s.retrieval
     if r.policy in ("randomized", "designed"):
-        return int(r.pool if r.pool is not None else max(1, 2 * r.candidate_slots))
+        return int(min(r.pool, s.n_lessons) if r.pool is not None else s.n_lessons)
     if r.policy == "ucb1":
         return s.n_lessons
     return 0

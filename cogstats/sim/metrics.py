@@ -167,11 +167,13 @@ def lesson_outcomes(
             "first_trial_run": zero_null(raw.first_trial),
             "trials": raw.trials.ravel(),
             "outcome": outcome_names[code.ravel()],
-            "reason": reason_names[first_reason.ravel()],
+            "reason": pl.Series(reason_names[first_reason.ravel()].tolist(), dtype=pl.String),
             "decided_at_run": zero_null(dec_run),
             "promoted_at_run": zero_null(raw.promote_run),
             "evicted_at_run": zero_null(raw.evict_run),
-            "evict_reason": reason_names[raw.evict_reason.ravel()],
+            "evict_reason": pl.Series(
+                reason_names[raw.evict_reason.ravel()].tolist(), dtype=pl.String
+            ),
             "retired_at_run": zero_null(raw.retire_run),
             "final_status": final.ravel(),
         }

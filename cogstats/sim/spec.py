@@ -824,12 +824,15 @@ def _parse_gate(r: _Reader, runs: int) -> GateSpec:
         raise r.error(next(iter(policy)), "gate type 'none' takes no policy")
     spec = GateSpec(gtype, policy, every, from_run, recheck)
     try:
-        spec.build()
+        built = spec.build()
     except ParameterError as exc:
         key = _param_name(str(exc))
         raise SpecError(str(exc), key=r.key(key) if key else r.path, source=r.source) from None
     except TypeError as exc:
         raise SpecError(str(exc), key=r.path, source=r.source) from None
+    if built is not None:  # normalise: the complete policy, defaults filled in
+        full = {k: v for k, v in built.to_policy().items() if v is not None}
+        spec = GateSpec(gtype, full, every, from_run, recheck)
     return spec
 
 

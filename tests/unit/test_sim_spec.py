@@ -1,0 +1,131 @@
+"""Scenario and simulation specs: parsing, grids, and errors that name the key and file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cogstats._validation import SpecError
+from cogstats.sim import Scenario, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = """
+name = "t"
+runs = 20
+replicates = 3
+seed = 1
+[[lessons.listed]]
+id = "a"
+effect = 0.1
+[[lessons.poison]]
+after_run = 3
+count = 2
+effect = -0.2
+[retrieval]
+policy = "in_progress_first"
+max_facts = 4
+candidate_slots = 2
+rest_after_trials = 3
+[gate]
+type = "cycgraph"
+min_trials = 2
+[grid]
+"gate.min_trials" = [2, 3]
+"lessons.listed[0].effect" = [0.0, 0.1]
+"retrieval.rest_after_trials" = [2, 4]
+zip = [["gate.min_trials", "retrieval.rest_after_trials"]]
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    return path
+
+
+def test_good_spec_and_grid(tmp_path: Path) -> None:
+    spec = load_spec(_write(tmp_path, GOOD))
+    cells = spec.cells()
+    assert len(cells) == 4  # zipped pair (2) x effect (2)
+    values = [v for v, _ in cells]
+    assert {(v["gate.min_trials"], v["retrieval.rest_after_trials"]) for v in values} == {
+        (2, 2), (3, 4)}
+    s = dict((tuple(sorted(v.items())), sc) for v, sc in cells)
+    one = s[(("gate.min_trials", 3), ("lessons.listed[0].effect", 0.1),
+              ("retrieval.rest_after_trials", 4))]
+    assert one.gate.build().min_trials == 3
+    assert one.retrieval.rest_after_trials == 4
+    assert one.listed[0].effect == 0.1
+    assert one.n_lessons == 3
+
+
+def test_round_trip() -> None:
+    spec = load_spec(ROOT / "simulations" / "poison_crater.toml")
+    s = spec.scenario
+    assert Scenario.from_dict(s.to_dict()) == s
+    assert Scenario.from_dict(s.to_dict(full=True)) == s
+
+
+@pytest.mark.parametrize("name", ["cycgraph_oc", "poison_crater", "cycgraph_demo"])
+def test_shipped_specs_load(name: str) -> None:
+    spec = load_spec(ROOT / "simulations" / f"{name}.toml")
+    assert spec.replicates >= 100
+    assert spec.cells()
+
+
+BAD = [
+    ("unknown top key", GOOD.replace('name = "t"', 'name = "t"\nrun = 5'), "run"),
+    ("unknown retrieval key",
+     GOOD.replace("max_facts = 4", "max_facts = 4\nmax_fact = 3"), "retrieval.max_fact"),
+    ("negative slots", GOOD.replace("candidate_slots = 2", "candidate_slots = -1"),
+     "retrieval.candidate_slots"),
+    ("effect not a number", GOOD.replace("effect = 0.1", 'effect = "big"'),
+     "lessons.listed[0].effect"),
+    ("poison after last run", GOOD.replace("after_run = 3", "after_run = 20"),
+     "lessons.poison[0].after_run"),
+    ("unknown gate policy key", GOOD.replace("min_trials = 2\n[grid]", "min_trial = 2\n[grid]"),
+     "gate.min_trial"),
+    ("invalid gate value", GOOD.replace("min_trials = 2\n[grid]", "min_trials = 0\n[grid]"),
+     "gate.min_trials"),
+    ("grid path unknown", GOOD.replace('"gate.min_trials" = [2, 3]', '"gate.min_trails" = [2, 3]'),
+     "grid.gate.min_trails"),
+    ("grid empty", GOOD.replace('"lessons.listed[0].effect" = [0.0, 0.1]',
+                                '"lessons.listed[0].effect" = []'),
+     "grid.lessons.listed[0].effect"),
+    ("grid type mismatch", GOOD.replace('"lessons.listed[0].effect" = [0.0, 0.1]',
+                                        '"lessons.listed[0].effect" = [0.0, "x"]'),
+     "grid.lessons.listed[0].effect"),
+    ("policy option that does not apply",
+     GOOD.replace("rest_after_trials = 3", "rest_after_trials = 3\nepsilon = 0.1"),
+     "retrieval.epsilon"),
+    ("stream past the end", GOOD + "", None),
+]
+
+
+@pytest.mark.parametrize(("label", "text", "key"), [b for b in BAD if b[2] is not None])
+def test_bad_specs_name_key_and_file(tmp_path: Path, label: str, text: str, key: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    assert err.value.key == key, (label, err.value.key, str(err.value))
+    assert str(path) in str(err.value)
+
+
+def test_malformed_toml(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="malformed TOML"):
+        load_spec(_write(tmp_path, "runs = = 3"))
+
+
+def test_invalid_grid_cell_fails_before_running(tmp_path: Path) -> None:
+    # min_trials 0 is only invalid in one cell: the whole spec is rejected at load time
+    text = GOOD.replace('"gate.min_trials" = [2, 3]', '"gate.min_trials" = [2, 0]')
+    with pytest.raises(SpecError, match="min_trials must be >= 1"):
+        load_spec(_write(tmp_path, text))
+
+
+def test_with_values_rejects_unknown_paths() -> None:
+    s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0.0}]}})
+    with pytest.raises(SpecError, match="names no parameter"):
+        s.with_values({"score.nosie_sd": 0.2})
