@@ -95,10 +95,17 @@ def _pairs(ledger: Ledger, method: str, clip: float) -> _Pairs:
     absent = [c for c in PROPENSITY_COLUMNS if c not in ledger.covariates]
     if absent:
         raise _missing_propensities(method, f"the ledger has no {absent} column(s)")
+    if ledger.covariate("eligible_ids").null_count() == len(ledger):
+        raise _missing_propensities(method, "no run has them logged (all null)")
     fact_ids = ledger.fact_ids
     k = len(fact_ids)
-    logged = (
-        ledger.frame.select(
+    index = pl.LazyFrame(
+        {"eligible_ids": list(fact_ids), "pos": np.arange(k, dtype=np.int64)},
+        schema={"eligible_ids": pl.String, "pos": pl.Int64},
+    )
+    dedup = (
+        ledger.frame.lazy()
+        .select(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
             pl.col("eligible_ids"),
             pl.col("propensities"),
@@ -106,18 +113,15 @@ def _pairs(ledger: Ledger, method: str, clip: float) -> _Pairs:
         .drop_nulls()
         .explode(["eligible_ids", "propensities"])
         .drop_nulls()
-    )
-    if logged.height == 0:
-        raise _missing_propensities(method, "no run has a non-empty eligible_ids list")
-    index = pl.DataFrame(
-        {"eligible_ids": list(fact_ids), "pos": np.arange(k, dtype=np.int64)},
-        schema={"eligible_ids": pl.String, "pos": pl.Int64},
-    )
-    # lessons eligible somewhere but never injected are not in fact_ids: no row for them
-    logged = logged.join(index, on="eligible_ids", how="inner")
-    dedup = logged.group_by(["pos", "row"]).agg(
-        pl.col("propensities").min().alias("p"),
-        pl.col("propensities").max().alias("p_max"),
+        # lessons eligible somewhere but never injected are not in fact_ids: no row for them
+        .join(index, on="eligible_ids", how="inner")
+        .group_by(["pos", "row"])
+        .agg(
+            pl.col("propensities").min().alias("p"),
+            pl.col("propensities").max().alias("p_max"),
+        )
+        .sort(["pos", "row"])
+        .collect()
     )
     clash = dedup.filter(pl.col("p") != pl.col("p_max")).sort("row")
     if clash.height:
@@ -128,7 +132,6 @@ def _pairs(ledger: Ledger, method: str, clip: float) -> _Pairs:
             row=bad["row"] + 1,
             field="propensities",
         )
-    dedup = dedup.sort(["pos", "row"])
     row = dedup["row"].to_numpy().astype(np.int64)
     pos = dedup["pos"].to_numpy().astype(np.int64)
     p = dedup["p"].to_numpy().astype(np.float64)
