@@ -62,7 +62,6 @@ Validated against (tests/reference/test_permutation_scipy.py, tests/unit/test_pe
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
@@ -175,18 +174,24 @@ def _overlap_counts(bits: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
     works on whole contiguous words.  Checked against the direct definition in the tests.
     """
     n, w = bits.shape
-    rows = 1 << max(0, math.ceil(math.log2(max(n, 1))))
+    rows = n + n % 2  # an even number of rows; a padding row stays zero
     step = max(1, _OVERLAP_BLOCK_BYTES // (rows * w * 8))
     out = np.empty((idx.shape[0], k), dtype=np.int64)
     weights: np.ndarray | None = None
+    buf = np.zeros((min(step, idx.shape[0]), rows, w), dtype="<u8")
     for start in range(0, idx.shape[0], step):
         part = idx[start : start + step]
-        a = np.zeros((part.shape[0], rows, w), dtype="<u8")
+        size = part.shape[0]
+        a = buf[:size]
         a[:, :n] = bits[part]
         a[:, :n] &= bits
         planes = [a]
         m = rows
         while m > 1:
+            if m % 2:  # pad every plane with a zero row (small arrays by now)
+                pad = np.zeros((size, 1, w), dtype=a.dtype)
+                planes = [np.concatenate([plane, pad], axis=1) for plane in planes]
+                m += 1
             h = m // 2
             carry: np.ndarray | None = None
             summed = []
@@ -426,7 +431,7 @@ def _inout_test(
         ypb = yp[:b]
         np.take(y, idx, out=ypb)
         s = ypb @ dense if dense is not None else np.asarray((xt @ ypb.T).T)
-        w = s / n1 - (total - s) / n0
+        w = s * (1.0 / n1 + 1.0 / n0) - total / n0  # mean with - mean without
         z = (w - centre) / sd_eff
         cnt_g += np.count_nonzero(z >= z_obs - gz, axis=0)
         cnt_l += np.count_nonzero(z <= z_obs + gz, axis=0)
@@ -475,7 +480,9 @@ def _inout_test(
         ("ci_high", hi),
     ):
         out[key][cols] = values
-    if null is not None:
+    if null is not None and k == k_all:
+        out["null"] = null
+    elif null is not None:
         full = np.full((B, k_all), np.nan)
         full[:, cols] = null
         out["null"] = full
