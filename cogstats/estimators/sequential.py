@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -76,6 +77,7 @@ import numpy as np
 import polars as pl
 import statsmodels.api as sm
 from scipy import optimize, stats
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from cogstats._results import frame_text, html_block
 from cogstats._validation import (
@@ -787,6 +789,56 @@ def _lindon_inference(
     return est, np.where(ok, se, np.nan), lo, hi, pval
 
 
+#: Eigenvalues of X'X below this fraction of the largest count as zero (unidentified).
+_RANK_RTOL = 1e-10
+#: Floats per block of stacked k x k cross-product matrices (bounds memory to ~64 MB).
+_BLOCK_FLOATS = 8_000_000
+
+
+def _prefix_ols(
+    xmat: np.ndarray, y: np.ndarray, idx: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """OLS on every prefix of the runs: the pieces the Bayes factor needs.
+
+    Returns, per prefix, the coefficients of the ``idx`` columns, the matching diagonal of
+    ``(X'X)^+``, the diagonal of the projector onto the row space of the data (1 where the
+    coefficient is identified), the residual sum of squares and the rank.  ``X'X`` is
+    accumulated down the runs and each prefix is diagonalised with numpy's batched
+    ``eigh`` (one decomposition gives the pseudo-inverse, the rank and the projector),
+    in blocks of runs to bound memory.  Hand-written because statsmodels fits one sample
+    at a time: refitting every prefix would cost ``n_runs`` separate fits.
+    """
+    n_runs, k = xmat.shape
+    block = max(1, _BLOCK_FLOATS // (k * k))
+    beta_j = np.empty((n_runs, len(idx)))
+    g_jj = np.empty((n_runs, len(idx)))
+    p_jj = np.empty((n_runs, len(idx)))
+    rss = np.empty(n_runs)
+    rank = np.empty(n_runs, dtype=np.int64)
+    a_carry = np.zeros((k, k))
+    b_carry = np.zeros(k)
+    yy_carry = 0.0
+    for i0 in range(0, n_runs, block):  # blocks of runs (memory), each fully vectorised
+        xb, yb = xmat[i0 : i0 + block], y[i0 : i0 + block]
+        a = a_carry + np.cumsum(xb[:, :, None] * xb[:, None, :], axis=0)
+        b = b_carry + np.cumsum(xb * yb[:, None], axis=0)
+        yy = yy_carry + np.cumsum(yb * yb)
+        a_carry, b_carry, yy_carry = a[-1], b[-1], float(yy[-1])
+        w, v = np.linalg.eigh(a)
+        keep = w > _RANK_RTOL * np.maximum(w[:, -1:], np.finfo(float).tiny)
+        inv_w = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)
+        vt_b = np.matmul(np.swapaxes(v, 1, 2), b[:, :, None])[:, :, 0]
+        beta = np.matmul(v, (inv_w * vt_b)[:, :, None])[:, :, 0]
+        vj2 = v[:, idx, :] ** 2
+        sl = slice(i0, i0 + len(xb))
+        beta_j[sl] = beta[:, idx]
+        g_jj[sl] = (vj2 * inv_w[:, None, :]).sum(-1)
+        p_jj[sl] = (vj2 * keep[:, None, :]).sum(-1)
+        rss[sl] = np.maximum(yy - np.einsum("ni,ni->n", beta, b), 0.0)
+        rank[sl] = keep.sum(-1)
+    return beta_j, g_jj, p_jj, rss, rank
+
+
 def anytime_ols_paths(
     scores: np.ndarray,
     regressors: np.ndarray,
@@ -799,8 +851,9 @@ def anytime_ols_paths(
     """Anytime-valid OLS inference for chosen coefficients after every run.
 
     The cross products ``X'X``, ``X'y``, ``y'y`` are accumulated down the runs and every
-    prefix is solved at once with a batched pseudo-inverse (numpy), so the cost is about
-    ``n_runs * k**3``: fine for tens of regressors and a few thousand runs.
+    prefix is solved with a batched eigendecomposition (numpy), so the cost is about
+    ``n_runs * k**3``: measured 0.02 s for 200 runs and 21 regressors, 2.7 s for 1,000
+    and 51, 24 s for 2,000 and 101 (shared 2-core machine).
 
     Parameters
     ----------
@@ -847,27 +900,17 @@ def anytime_ols_paths(
         return SequencePaths(
             *(empty.astype(np.int64),) * 3, *(empty,) * 6, settings={"phi": phi_used}
         )
-    # per-run cross products, then prefix sums: (n_runs, k, k), (n_runs, k), (n_runs,)
-    a = np.cumsum(xmat[:, :, None] * xmat[:, None, :], axis=0)
-    b = np.cumsum(xmat * y[:, None], axis=0)
-    yy = np.cumsum(y * y)
-    g = np.linalg.pinv(a, hermitian=True)
-    beta = np.einsum("nij,nj->ni", g, b)
-    rss = np.maximum(yy - np.einsum("ni,ni->n", beta, b), 0.0)
-    rank = np.linalg.matrix_rank(a, hermitian=True)
+    idx = np.asarray(cols, dtype=np.int64)
+    beta_j, g_jj, p_jj, rss, rank = _prefix_ols(xmat, y, idx)
     nu = (np.arange(1, n_runs + 1) - rank).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         s2 = rss / nu
-    proj = np.einsum("nij,njk->nik", g, a)  # projector onto the row space of the data
-    idx = np.asarray(cols, dtype=np.int64)
-    diag_proj = proj[:, idx, idx]
-    estimable = np.abs(diag_proj - 1.0) < 1e-8
     est, se, lo, hi, pval = _lindon_inference(
-        beta[:, idx],
-        g[:, idx, idx],
+        beta_j,
+        g_jj,
         s2[:, None],
         nu[:, None],
-        estimable,
+        np.abs(p_jj - 1.0) < 1e-8,
         phi_used,
         1.0 - level,
     )
@@ -943,6 +986,7 @@ def anytime_ols_sequence(
         "phi": None,
         "target_runs": 100,
         "covariates": (),
+        "running_min": False,
     },
     description="anytime-valid OLS (Lindon et al.): sequential t-test and confidence sequence",
     invalid={
@@ -950,6 +994,7 @@ def anytime_ols_sequence(
         "phi": -1.0,
         "target_runs": 0,
         "covariates": ("no_such_covariate",),
+        "running_min": "yes",
     },
     conservative=True,
 )
@@ -960,6 +1005,7 @@ def anytime_ols(
     phi: float | None,
     target_runs: int,
     covariates: Sequence[str],
+    running_min: bool,
 ) -> Attribution:
     """Anytime-valid OLS inference on every lesson's coefficient (Lindon et al., 2022).
 
@@ -989,14 +1035,22 @@ def anytime_ols(
     nu (c - 1) / (1 - c r)``, ``c = (r alpha**2) ** (-1 / (nu + 1))`` (infinite while
     ``c r >= 1``).
 
+    Options: ``confidence_level``; ``phi`` (mixture precision) or ``target_runs`` (where
+    the default ``phi`` makes the sequence tightest); ``covariates`` (ledger covariate
+    names); ``running_min`` (compute ``running_min_pvalue``, see below).
+
     ``phi`` is the mixture precision in units of ``sigma**-2`` (per unit of the regressor);
     the default is :func:`ols_mixture_phi` of ``target_runs``.  Assumptions: the linear
     model holds with independent homoscedastic Gaussian errors; robustness to scores in
     [0, 1] is checked by simulation (S4) in the unit tests.
 
-    Method columns: ``df`` (``nu``), ``cs_width``, ``running_min_pvalue`` (minimum of the
-    p-value over every prefix of the runs, from :func:`anytime_ols_paths`; valid at any
-    stopping time like ``pvalue``).
+    Method columns: ``df`` (``nu``), ``cs_width``, ``running_min_pvalue``.  With
+    ``running_min=True`` the last is the minimum of the p-value over every prefix of the
+    runs (:func:`anytime_ols_paths`; valid at any stopping time like ``pvalue``), at a cost
+    of about ``n_runs * k**3`` for ``k`` regressors (0.02 s for 200 runs and 20 lessons,
+    24 s for 2,000 runs and 100 lessons, against 1.4 s for the fit itself).  By default
+    it is null, and a gate that needs a sticky verdict keeps the running minimum of
+    ``pvalue`` over its own looks, which is valid in the same way.
 
     Examples
     --------
@@ -1009,13 +1063,18 @@ def anytime_ols(
     """
     level = check_probability("confidence_level", confidence_level)
     phi_used = _resolve_phi(phi, target_runs, level)
+    if not isinstance(running_min, bool):
+        raise ParameterError(f"running_min must be True or False; got {running_min!r}")
     fact_ids = list(ledger.fact_ids)
     design = _ols_design(ledger, fact_ids, covariates)
     y = ledger.scores
     k = len(fact_ids)
     nan = np.full(k, np.nan)
     if len(ledger) > 0:
-        fit = sm.OLS(y, design.x).fit(method="pinv")
+        with warnings.catch_warnings():
+            # rank deficiency is handled below: unidentified lessons get null inference
+            warnings.simplefilter("ignore", SingularMatrixWarning)
+            fit = sm.OLS(y, design.x).fit(method="pinv")
         xtx_pinv = np.asarray(fit.normalized_cov_params)
         rank = int(np.linalg.matrix_rank(design.x))
         nu = float(len(ledger) - rank)
@@ -1032,15 +1091,20 @@ def anytime_ols(
             phi_used,
             1.0 - level,
         )
-        paths = anytime_ols_paths(
-            y, design.x, design.lesson_cols, confidence_level=level, phi=phi_used
-        )
-        run_min = np.minimum(paths.running_min_pvalue[-1], np.where(np.isnan(pval), 1.0, pval))
-        trials, base = paths.trials[-1], paths.baseline_runs[-1]
+        if running_min:
+            paths = anytime_ols_paths(
+                y, design.x, design.lesson_cols, confidence_level=level, phi=phi_used
+            )
+            run_min = np.minimum(paths.running_min_pvalue[-1], np.where(np.isnan(pval), 1.0, pval))
+        else:
+            run_min = np.full(k, np.nan)
+        lessons = design.x[:, 1 : 1 + k] != 0
+        trials = lessons.sum(0).astype(np.int64)
+        base = len(ledger) - trials
     else:
         est = se = lo = hi = pval = nan
         nu = 0.0
-        run_min = np.ones(k)
+        run_min = np.ones(k) if running_min else np.full(k, np.nan)
         trials = base = np.zeros(k, dtype=np.int64)
     table = make_table(
         "anytime_ols",
@@ -1063,6 +1127,7 @@ def anytime_ols(
         "phi": phi_used,
         "target_runs": target_runs,
         "covariates": tuple(covariates) if not isinstance(covariates, str) else (covariates,),
+        "running_min": running_min,
         "interval": "confidence_sequence",
         "pvalue": "anytime-valid, two-sided, at the current run",
     }
