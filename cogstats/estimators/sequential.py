@@ -42,8 +42,9 @@ direct numerical integration in ``tests/reference/test_sequential_reference.py``
 Studentising.  The paper studentises with the sample variance.  Looked at from the first
 runs, that is not safe here: the sample variance of two or three pseudo-outcomes can be
 nearly zero, and on benchmark S4 the plain AsympCS with the sample variance excluded 0 for
-about 20% of null lessons, nearly all within the first 20 runs.  This module studentises
-under each hypothesised value ``mu0`` instead (the score-test, or Wilson, construction):
+about 20% of null lessons, nine in ten of them within the first 20 runs.  This module
+studentises under each hypothesised value ``mu0`` instead (the score-test, or Wilson,
+construction):
 ``mu0`` is in the sequence when ``(mean - mu0)**2 < B_t**2 (v_t + (mean - mu0)**2)``, with
 ``v_t`` the plug-in variance (denominator ``t``).  Solving gives, for ``B_t < 1``::
 
@@ -62,6 +63,12 @@ outside the sequence at time ``t`` is ``p_t = min(1, sqrt(t rho**2 + 1) exp(-u t
 time.  ``pvalue`` is this current-time p-value (``pvalue <= 1 - confidence_level`` exactly
 when the interval excludes 0); ``running_min_pvalue = min_{s <= t} p_s`` carries the same
 guarantee and is ``<= alpha`` exactly when the sequence has ever excluded 0.
+
+Measured (``tests/unit/test_sequential.py``, benchmark S4: 20 null lessons at p = 1/2, a
+look after each of 200 runs, 5000 lessons): the share of lessons ever rejected is 0.016
+(``confseq``, logged propensities, AIPW), 0.020 (plain IPW), 0.017 (two-sample) and 0.018
+for ``anytime_ols`` (2000 lessons), against 0.51 for a Welch test looked at after every
+run (0.35 over 30 equally spaced looks).
 """
 
 from __future__ import annotations
@@ -137,6 +144,8 @@ class SequencePaths:
         Anytime-valid two-sided p-value for effect 0 at each run.
     running_min_pvalue : numpy.ndarray
         Running minimum of ``pvalue`` down the runs.
+    settings : dict
+        The options the paths were computed with (``rho`` or ``phi`` resolved).
     """
 
     n: np.ndarray
