@@ -543,9 +543,16 @@ def confidence_sequence(
 
     Examples
     --------
-    >>> from tests.helpers import random_inclusion_ledger
-    >>> ledger = random_inclusion_ledger(np.random.default_rng(5), effects=(0.1, 0.0))
-    >>> frame = confidence_sequence(ledger, "L1")
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(5)
+    >>> x = rng.random(160) < 0.5
+    >>> y = np.clip(0.6 + 0.1 * x + rng.normal(0, 0.1, 160), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": f"r{i}", "score": float(y[i]), "fact_ids": ["a"] * int(x[i]),
+    ...      "eligible_ids": ["a"], "propensities": [0.5], "family": f"f{i % 3}"}
+    ...     for i in range(160)
+    ... )
+    >>> frame = confidence_sequence(ledger, "a")
     >>> frame.height == len(ledger), frame["ci_low"][0], frame["ci_high"][0]
     (True, -1.0, 1.0)
     >>> bool(frame["running_min_pvalue"][-1] < 0.05)
@@ -615,9 +622,16 @@ def confseq(
     Examples
     --------
     >>> from cogstats import attribute
-    >>> from tests.helpers import random_inclusion_ledger
-    >>> ledger = random_inclusion_ledger(np.random.default_rng(5), effects=(0.1, 0.0))
-    >>> row = attribute(ledger, method="confseq").row("L1")
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(5)
+    >>> x = rng.random(160) < 0.5
+    >>> y = np.clip(0.6 + 0.1 * x + rng.normal(0, 0.1, 160), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": f"r{i}", "score": float(y[i]), "fact_ids": ["a"] * int(x[i]),
+    ...      "eligible_ids": ["a"], "propensities": [0.5], "family": f"f{i % 3}"}
+    ...     for i in range(160)
+    ... )
+    >>> row = attribute(ledger, method="confseq").row("a")
     >>> bool(row["ci_low"] > 0), row["runs"]
     (True, 160)
     """
@@ -967,9 +981,16 @@ def anytime_ols_sequence(
 
     Examples
     --------
-    >>> from tests.helpers import random_inclusion_ledger
-    >>> ledger = random_inclusion_ledger(np.random.default_rng(5), effects=(0.1, 0.0))
-    >>> frame = anytime_ols_sequence(ledger, "L1", covariates=["difficulty_proxy"])
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(5)
+    >>> x = rng.random(160) < 0.5
+    >>> y = np.clip(0.6 + 0.1 * x + rng.normal(0, 0.1, 160), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": f"r{i}", "score": float(y[i]), "fact_ids": ["a"] * int(x[i]),
+    ...      "eligible_ids": ["a"], "propensities": [0.5], "family": f"f{i % 3}"}
+    ...     for i in range(160)
+    ... )
+    >>> frame = anytime_ols_sequence(ledger, "a", covariates=["family"])
     >>> frame.height, bool(frame["ci_low"][-1] > 0)
     (160, True)
     """
@@ -1064,11 +1085,18 @@ def anytime_ols(
     Examples
     --------
     >>> from cogstats import attribute
-    >>> from tests.helpers import random_inclusion_ledger
-    >>> ledger = random_inclusion_ledger(np.random.default_rng(5), effects=(0.1, 0.0))
-    >>> row = attribute(ledger, method="anytime_ols", covariates=["family"]).row("L1")
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(5)
+    >>> x = rng.random(160) < 0.5
+    >>> y = np.clip(0.6 + 0.1 * x + rng.normal(0, 0.1, 160), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": f"r{i}", "score": float(y[i]), "fact_ids": ["a"] * int(x[i]),
+    ...      "eligible_ids": ["a"], "propensities": [0.5], "family": f"f{i % 3}"}
+    ...     for i in range(160)
+    ... )
+    >>> row = attribute(ledger, method="anytime_ols", covariates=["family"]).row("a")
     >>> bool(row["ci_low"] > 0), row["df"]
-    (True, 155.0)
+    (True, 156.0)
     """
     level = check_probability("confidence_level", confidence_level)
     phi_used = _resolve_phi(phi, target_runs, level)
