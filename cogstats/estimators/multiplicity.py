@@ -196,8 +196,10 @@ def adjust(
     Notes
     -----
     Computed by ``statsmodels.stats.multitest.multipletests`` with the method named
-    explicitly (``"holm"``, ``"fdr_bh"``, ``"fdr_by"``, ``"bonferroni"``; see
-    :data:`ADJUST_METHODS`); validated against it, against hand-worked adjusted values,
+    explicitly (``"fdr_bh"``, ``"fdr_by"``, ``"bonferroni"``; see :data:`ADJUST_METHODS`),
+    except Holm: statsmodels' holm branch runs ``gc.collect()`` on every call (about 0.1 s
+    in a large process), so the same arithmetic is done here in numpy.  All four are
+    validated against statsmodels (equal to 1e-15), against hand-worked adjusted values,
     and by simulation (FDR of BH and BY, FWER of Holm at most ``alpha``).
 
     Examples
@@ -213,6 +215,8 @@ def adjust(
     alpha = check_probability("alpha", alpha)
     if p.size == 0:
         reject, adjusted = np.zeros(0, dtype=bool), np.zeros(0)
+    elif method == "holm":
+        reject, adjusted = _holm(p, alpha)
     else:
         reject, adjusted, *_ = multipletests(
             p, alpha=alpha, method=ADJUST_METHODS[method], is_sorted=False, returnsorted=False
@@ -224,6 +228,30 @@ def adjust(
         alpha=alpha,
         values=p,
     )
+
+
+def _holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down rule, the same arithmetic as statsmodels' ``multipletests(...,
+    method="holm")`` (equal to it bit for bit; tested).
+
+    Hand-written because statsmodels' holm branch calls ``gc.collect()`` on every call
+    (statsmodels 0.14-0.15), which costs about 0.1 s in a process with a large heap: a
+    thousand times the arithmetic, and a bottleneck for a gate evaluated after every run.
+    """
+    order = np.argsort(p)
+    p_sorted = p[order]
+    m = p.size
+    divisors = np.arange(m, 0, -1)
+    not_reject = p_sorted > alpha / divisors
+    first = np.flatnonzero(not_reject)
+    if first.size:
+        not_reject[first[0] :] = True
+    adjusted_sorted = np.minimum(np.maximum.accumulate(p_sorted * divisors), 1.0)
+    reject = np.empty(m, dtype=bool)
+    adjusted = np.empty(m)
+    reject[order] = ~not_reject
+    adjusted[order] = adjusted_sorted
+    return reject, adjusted
 
 
 def e_bh(evalues: Sequence[float] | np.ndarray, alpha: float = 0.05) -> MultipleTestingResult:
@@ -365,6 +393,7 @@ class _OnlineRule(abc.ABC):
                 raise ParameterError(f"gamma must sum to at most 1; got sum {g.sum()!r}")
             g.flags.writeable = False
             self._gamma = g
+        self._default_table = np.zeros(0)
         self._t = 0
         self._rejections: list[int] = []
         self._levels: list[float] = []
@@ -372,11 +401,18 @@ class _OnlineRule(abc.ABC):
     def _g(self, j: np.ndarray) -> np.ndarray:
         """``gamma_j`` for 1-based ``j`` (0 for ``j < 1`` and past a finite sequence)."""
         j = np.asarray(j, dtype=np.int64)
-        if self._gamma is None:
-            return default_gamma(j)
+        table = self._gamma
+        if table is None:  # the default sequence, cached and grown by doubling
+            need = int(j.max(initial=0))
+            if need > self._default_table.size:
+                size = max(need, 2 * self._default_table.size, 64)
+                self._default_table = default_gamma(np.arange(1, size + 1))
+            table = self._default_table
+            ok = j >= 1
+        else:
+            ok = (j >= 1) & (j <= table.size)
         out = np.zeros(j.shape, dtype=float)
-        ok = (j >= 1) & (j <= self._gamma.size)
-        out[ok] = self._gamma[j[ok] - 1]
+        out[ok] = table[j[ok] - 1]
         return out
 
     @property
