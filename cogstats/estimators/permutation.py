@@ -115,18 +115,21 @@ def _generator(rng: Any) -> tuple[np.random.Generator, int | None, dict[str, Any
 
 
 def _permutation_batches(
-    gen: np.random.Generator, n: int, codes: np.ndarray | None, total: int, batch: int
+    gen: np.random.Generator, source: np.ndarray, codes: np.ndarray | None, total: int, batch: int
 ) -> Iterator[np.ndarray]:
-    """Yield ``(b, n)`` index batches; row ``b`` is permutation ``b`` of the documented stream.
+    """Yield ``(b, n)`` batches: row ``b`` is ``source[perm_b]``, ``perm_b`` from the stream.
 
-    The yielded array is a reused buffer: consume it before asking for the next batch.
+    ``source`` is the run indices (then the rows are the permutations themselves) or the
+    scores.  Fisher-Yates swaps positions whatever the values, so both consume the stream
+    identically and give the same permutations.  The yielded array is a reused buffer:
+    consume it before asking for the next batch.
     """
-    buf = np.empty((min(batch, total), n), dtype=np.intp)
+    n = source.size
+    buf = np.empty((min(batch, total), n), dtype=source.dtype)
     if codes is None:
-        base = np.arange(n, dtype=np.intp)
         for start in range(0, total, batch):
             out = buf[: min(batch, total - start)]
-            out[:] = base
+            out[:] = source
             gen.permuted(out, axis=1, out=out)
             yield out
         return
@@ -134,16 +137,16 @@ def _permutation_batches(
     bounds = np.flatnonzero(np.diff(codes[order])) + 1
     members = np.split(order, bounds)  # run indices of each stratum, in ledger order
     children = gen.spawn(len(members))
-    blocks = [np.empty((buf.shape[0], len(m)), dtype=np.intp) for m in members]
+    blocks = [np.empty((buf.shape[0], len(m)), dtype=source.dtype) for m in members]
     for start in range(0, total, batch):
         size = min(batch, total - start)
         out = buf[:size]
         # a loop over strata (few), each permuting a whole batch at once
         for m, child, block in zip(members, children, blocks, strict=True):
             blk = block[:size]
-            blk[:] = np.arange(len(m), dtype=np.intp)
+            blk[:] = source[m]
             child.permuted(blk, axis=1, out=blk)
-            out[:, m] = m[blk]
+            out[:, m] = blk
         yield out
 
 
@@ -424,12 +427,17 @@ def _inout_test(
     zero_g = np.zeros(k, dtype=np.int64)  # permutations mapping the group onto itself ...
     zero_l = np.zeros(k, dtype=np.int64)  # ... that count as >= (resp. <=) at every shift
 
-    yp = np.empty((rows, n))
+    # the intervals need the permutations themselves; the p-values only the permuted scores
+    source = np.arange(n, dtype=np.intp) if bits is not None else y
+    yp = np.empty((rows, n)) if bits is not None else None
     start = 0
-    for idx in _permutation_batches(gen, n, codes, B, rows):
-        b = idx.shape[0]
-        ypb = yp[:b]
-        np.take(y, idx, out=ypb)
+    for batch in _permutation_batches(gen, source, codes, B, rows):
+        b = batch.shape[0]
+        if yp is not None:  # batch holds the permutations
+            ypb = yp[:b]
+            np.take(y, batch, out=ypb)
+        else:  # batch holds the permuted scores
+            ypb = batch
         s = ypb @ dense if dense is not None else np.asarray((xt @ ypb.T).T)
         w = s * (1.0 / n1 + 1.0 / n0) - total / n0  # mean with - mean without
         z = (w - centre) / sd_eff
@@ -443,7 +451,7 @@ def _inout_test(
         if bits is not None and r > 0:
             # shift model y - delta * x_j: the permuted statistic is w - delta * a_b with
             # 1 - a_b = n (n1 - M_b) / (n1 n0), M_b = overlap of the group with its image
-            overlap = _overlap_counts(bits, idx, k)
+            overlap = _overlap_counts(bits, batch, k)
             g = n * (n1 - overlap) / (n1 * n0)
             e = w - t_obs
             moving = g > 0
@@ -742,7 +750,7 @@ def _freedman_lane_test(
     cnt_a = np.zeros(k, dtype=np.int64)
     r_rows = r_inv[cols]
     start = 0
-    for idx in _permutation_batches(gen, n, None, B, rows):
+    for idx in _permutation_batches(gen, np.arange(n, dtype=np.intp), None, B, rows):
         b = idx.shape[0]
         permuted = np.take(reduced, idx, axis=1)  # k x b x n: each lesson's residuals, permuted
         proj = (permuted.reshape(k * b, n) @ q).reshape(k, b, p)  # one GEMM for all

@@ -67,6 +67,10 @@ def test_null_distribution_is_the_documented_stream() -> None:
     np.testing.assert_allclose(result.extras["null_distribution"], expected, rtol=0, atol=1e-12)
     again = attribute(ledger, method="permutation", rng=9, permutations=50)
     assert again.to_frame().equals(result.to_frame())
+    bare = attribute(ledger, method="permutation", rng=9, permutations=50, interval="none")
+    np.testing.assert_allclose(
+        bare.extras["null_distribution"], result.extras["null_distribution"], rtol=0, atol=1e-12
+    )
     assert result.seed == 9
     fresh = np.random.default_rng(9).bit_generator.state
     assert result.extras["rng_state"]["bit_generator"] == fresh
@@ -93,6 +97,13 @@ def test_stratified_stream_uses_one_child_per_stratum() -> None:
         expected[b] = [yp[x[:, j]].mean() - yp[~x[:, j]].mean() for j in range(2)]
     np.testing.assert_allclose(result.extras["null_distribution"], expected, rtol=0, atol=1e-12)
     assert result.extras["strata_labels"] == ["a", "b", "c"]
+    # without intervals the scores themselves are permuted: the same stream, the same null
+    bare = attribute(
+        ledger, method="permutation", rng=4, permutations=30, strata="family", interval="none"
+    )
+    np.testing.assert_allclose(
+        bare.extras["null_distribution"], result.extras["null_distribution"], rtol=0, atol=1e-12
+    )
 
 
 def test_seed_from_none_reproduces() -> None:
