@@ -121,6 +121,14 @@ class MultipleTestingResult:
         e-bh) controlled.
     values : numpy.ndarray of float
         The input p-values (e-values for ``"e-bh"``).
+
+    Examples
+    --------
+    >>> res = adjust([0.001, 0.2, 0.04], "bonferroni", alpha=0.05)
+    >>> res
+    MultipleTestingResult(method='bonferroni', alpha=0.05, rejected=1/3)
+    >>> res.to_frame().select("adjusted_pvalue", "rejected").rows()
+    [(0.003, True), (0.6000000000000001, False), (0.12, False)]
     """
 
     rejected: np.ndarray

@@ -239,7 +239,8 @@ def ipw(ledger: Ledger, *, confidence_level: float, normalize: bool, clip: float
     Notes
     -----
     Validated against the closed-form Hajek difference on a hand-worked ledger, against
-    statsmodels' WLS with ``cov_type="HC0"`` (standard error, to 1e-12), and by simulation:
+    statsmodels' WLS with ``cov_type="HC0"`` (estimate and standard error, to 1e-10;
+    Horvitz-Thompson: OLS of the contrasts on a constant, HC0), and by simulation:
     unbiased with nominal coverage under randomized and under confounded,
     covariate-dependent propensities (``tests/unit/test_propensity.py``).
 
@@ -467,7 +468,8 @@ def aipw(
     Validated by simulation (``tests/unit/test_propensity.py``): unbiased with nominal
     coverage under randomized and confounded, covariate-dependent propensities; a smaller
     variance than IPW when the covariates predict the score; ``folds=1`` with no features
-    reproduces the closed form (Horvitz-Thompson around the arm means).
+    reproduces the closed form (Horvitz-Thompson around the arm means), and with features
+    equals the AIPW score rebuilt from statsmodels OLS fits per arm (to 1e-10).
 
     Examples
     --------
