@@ -1074,6 +1074,13 @@ def _check_propensity_record(
                 field="propensities",
                 source=source,
             )
+        if f not in injected and p == 1.0:
+            raise LedgerError(
+                f"lesson {f!r} was not injected but its logged propensity is 1",
+                row=row,
+                field="propensities",
+                source=source,
+            )
     missing_ids = injected - set(ids)
     if missing_ids:
         raise LedgerError(

@@ -76,18 +76,25 @@ def _select(
     inj: np.ndarray,
     pid: np.ndarray,
     pval: np.ndarray,
+    by_age: np.ndarray,
+    ibuf: np.ndarray,
+    kbuf: np.ndarray,
+    fbuf: np.ndarray,
+    bbuf: np.ndarray,
 ) -> tuple[int, int]:
-    """Fill ``inj`` with the lessons of the next run; return (count, logged propensities)."""
+    """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
+
+    ``ibuf`` (3 x L int), ``kbuf`` (L int), ``fbuf`` (L float) and ``bbuf`` (2 x L bool)
+    are scratch space, allocated once per chunk.
+    """
     n_les = status.shape[0]
     policy = ip[IP_POLICY]
     max_facts = ip[IP_MAXF]
     slots = ip[IP_SLOTS]
     count = 0
     n_logged = 0
-    # lessons in age order (oldest first)
-    by_age = np.argsort(age_rank)
-    if policy == 5:  # UCB1 over every live lesson
-        live = np.empty(n_les, dtype=np.int64)
+    if policy == 5:  # UCB1 over every live lesson (in age order, oldest first)
+        live = ibuf[0]
         n = 0
         for jj in range(n_les):
             j = by_age[jj]
@@ -95,7 +102,7 @@ def _select(
                 live[n] = j
                 n += 1
         k = min(max_facts, n)
-        score = np.empty(n)
+        score = fbuf[:n]
         total = max(rec_count, 1)
         for i in range(n):
             j = live[i]
@@ -103,13 +110,15 @@ def _select(
             sim = 1.0 if applies[j] < 0 or applies[j] == family else fp[FP_XSIM]
             score[i] = sim + wins[j] / h + math.sqrt(fp[FP_EXPL] * math.log(total) / h)
         order = np.argsort(-score, kind="mergesort")
-        in_top = np.zeros(n, dtype=np.bool_)
+        in_top = bbuf[0, :n]
+        in_top[:] = False
         for i in range(k):
             in_top[order[i]] = True
         eps = fp[FP_EPS]
         chosen = in_top
         if eps > 0 and u[0] < eps:
-            chosen = np.zeros(n, dtype=np.bool_)
+            chosen = bbuf[1, :n]
+            chosen[:] = False
             rand_order = np.argsort(u[1 : n + 1], kind="mergesort")
             for i in range(k):
                 chosen[rand_order[i]] = True
@@ -125,11 +134,11 @@ def _select(
         return count, n_logged
 
     # candidate block
-    cand = np.empty(n_les, dtype=np.int64)
+    cand = ibuf[0]
     n = 0
     if policy <= 2:  # cycgraph-style orderings with the rest bench
         rest = ip[IP_REST]
-        keys = np.empty(n_les, dtype=np.int64)
+        keys = kbuf
         for j in range(n_les):
             if status[j] != ST_CANDIDATE:
                 continue
@@ -143,7 +152,12 @@ def _select(
             else:
                 keys[n] = trials[j] * (n_les + 1) + age_rank[j]
             n += 1
-        order = np.argsort(keys[:n], kind="mergesort")
+        if n > 1:
+            order = np.argsort(keys[:n], kind="mergesort")
+        else:
+            order = ibuf[2, :n]
+            if n == 1:
+                order[0] = 0
         take = min(slots, n)
         for i in range(take):
             inj[count] = cand[order[i]]
@@ -158,7 +172,8 @@ def _select(
         if policy == 3:
             k = min(slots, n)
             order = np.argsort(u[1 : n + 1], kind="mergesort")
-            picked = np.zeros(n, dtype=np.bool_)
+            picked = bbuf[0, :n]
+            picked[:] = False
             for i in range(k):
                 picked[order[i]] = True
             for i in range(n):
@@ -172,7 +187,8 @@ def _select(
             if rec_count % 2 == 0:
                 k = min(slots, (n + 1) // 2)
                 order = np.argsort(u[1 : n + 1], kind="mergesort")
-                picked = np.zeros(n, dtype=np.bool_)
+                picked = bbuf[0, :n]
+                picked[:] = False
                 for i in range(k):
                     picked[order[i]] = True
                 for i in range(n):
@@ -180,8 +196,8 @@ def _select(
                         inj[count] = cand[i]
                         count += 1
             else:
-                rest = np.empty(n, dtype=np.int64)
-                ur = np.empty(n)
+                rest = ibuf[1]
+                ur = fbuf
                 nr = 0
                 for i in range(n):
                     if not last_in[cand[i]]:
@@ -190,7 +206,8 @@ def _select(
                         nr += 1
                 k = min(slots, nr)
                 order = np.argsort(ur[:nr], kind="mergesort")
-                picked = np.zeros(nr, dtype=np.bool_)
+                picked = bbuf[0, :nr]
+                picked[:] = False
                 for i in range(k):
                     picked[order[i]] = True
                 for i in range(nr):
@@ -200,14 +217,16 @@ def _select(
     # verified block (newest first) fills the remaining places
     room = max_facts - count
     if room > 0:
-        ver = np.empty(n_les, dtype=np.int64)
-        vk = np.empty(n_les, dtype=np.int64)
+        ver = ibuf[1]
+        vk = kbuf
         nv = 0
         for j in range(n_les):
             if status[j] == ST_VERIFIED:
                 ver[nv] = j
                 vk[nv] = newest_rank[j]
                 nv += 1
+        if nv == 0:
+            return count, n_logged
         order = np.argsort(vk[:nv], kind="mergesort")
         for i in range(min(room, nv)):
             j = ver[order[i]]
@@ -238,7 +257,10 @@ def _gate(
     evict_run: np.ndarray,
     evict_reason: np.ndarray,
     retire_run: np.ndarray,
+    ibuf: np.ndarray,
+    fbuf: np.ndarray,
 ) -> None:
+    """One gate pass; ``ibuf`` (3 x L int) and ``fbuf`` (2 x L float) are scratch space."""
     gate = ip[IP_GATE]
     recheck = ip[IP_RECHECK] == 1
     n_les = status.shape[0]
@@ -255,10 +277,10 @@ def _gate(
     min_trials = ip[IP_MINT]
     max_trials = ip[IP_MAXT]
     max_base = ip[IP_MAXB]
-    judged = np.empty(n_les, dtype=np.int64)
-    tested = np.empty(n_les, dtype=np.int64)
-    p_prom = np.empty(n_les)
-    p_evic = np.empty(n_les)
+    judged = ibuf[0]
+    tested = ibuf[1]
+    p_prom = fbuf[0]
+    p_evic = fbuf[1]
     n_tested = 0
     floor_var = fp[FP_FLOOR] ** 2
     pm = fp[FP_PM]
@@ -270,7 +292,9 @@ def _gate(
             judged[n_judged] = j
             n_judged += 1
     # decisions: 0 hold, 1 promote, 2 evict harmful, 3 evict no_lift
-    decision = np.zeros(n_les, dtype=np.int64)
+    decision = ibuf[2]
+    for ii in range(n_judged):
+        decision[judged[ii]] = 0
     for ii in range(n_judged):
         j = judged[ii]
         n = n_with[j]
@@ -332,10 +356,10 @@ def _gate(
     if n_tested > 0:
         q_prom = 1.0 - fp[FP_PC]
         q_evic = 1.0 - fp[FP_EC]
-        if ip[IP_BH] == 1:
+        if ip[IP_BH] == 1 and n_tested > 1:
             up = _bh(p_prom[:n_tested], q_prom)
             down = _bh(p_evic[:n_tested], q_evic)
-        else:
+        else:  # BH with one hypothesis is the plain comparison p <= q
             up = p_prom[:n_tested] <= q_prom
             down = p_evic[:n_tested] <= q_evic
         for i in range(n_tested):
@@ -421,6 +445,12 @@ def run_chunk(
     pid = np.empty(width, dtype=np.int64)
     pval = np.empty(width)
     helpful = np.empty(n_les)
+    ibuf = np.empty((3, n_les), dtype=np.int64)
+    kbuf = np.empty(n_les, dtype=np.int64)
+    fbuf = np.empty(n_les)
+    bbuf = np.empty((2, n_les), dtype=np.bool_)
+    gibuf = np.empty((3, n_les), dtype=np.int64)
+    gfbuf = np.empty((2, n_les))
     for rep in range(n_rep):
         status[:] = ST_FUTURE
         n_with[:] = 0
@@ -464,9 +494,15 @@ def run_chunk(
                 inj,
                 pid,
                 pval,
+                by_age,
+                ibuf,
+                kbuf,
+                fbuf,
+                bbuf,
             )
             # score: effects summed in lesson order, as the reference engine does
-            inj[:count] = np.sort(inj[:count])
+            if count > 1:
+                inj[:count] = np.sort(inj[:count])
             has_genuine = False
             for i in range(count):
                 if kind[inj[i]] == KIND_GENUINE:
@@ -496,10 +532,13 @@ def run_chunk(
                 if arrival[j] <= run and e[j] > 0:
                     helpful[nh] = e[j]
                     nh += 1
-            hs = np.sort(helpful[:nh])
             gsum = 0.0
-            for i in range(min(max_facts, nh)):
-                gsum += hs[nh - 1 - i]
+            if nh == 1:
+                gsum = helpful[0]
+            elif nh > 1:
+                hs = np.sort(helpful[:nh])
+                for i in range(min(max_facts, nh)):
+                    gsum += hs[nh - 1 - i]
             if sat > 0:
                 gsum = sat * math.tanh(gsum / sat)
             if logistic:
@@ -554,6 +593,8 @@ def run_chunk(
                     evict_run,
                     evict_reason,
                     retire_run,
+                    gibuf,
+                    gfbuf,
                 )
         for j in range(n_les):
             out_trials[rep, j] = n_with[j]

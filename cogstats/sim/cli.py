@@ -29,18 +29,8 @@ SHOWN = (
 
 
 def cell_row(values: dict[str, Any], result: SimulationResult) -> dict[str, Any]:
-    """One summary row of a cell: grid values, replicates, metric means, outcome rates."""
-    row: dict[str, Any] = dict(values)
-    row["replicates"] = result.replicates
-    summary = result.summary_table()
-    for r in summary.iter_rows(named=True):
-        row[r["metric"]] = r["mean"]
-        row[f"{r['metric']}_mcse"] = r["mcse"]
-    rates = result.outcome_rates(by=())
-    for name in ("promote_rate", "evict_harmful_rate", "evict_no_lift_rate", "hold_rate"):
-        row[name] = float(rates[name][0])
-    row["mean_decision_run"] = rates["mean_decision_run"][0]
-    return row
+    """One summary row of a cell: its grid values, then :meth:`SimulationResult.summary_row`."""
+    return {**values, **result.summary_row()}
 
 
 def simulate_spec(
@@ -98,7 +88,9 @@ def run_simulate(args: argparse.Namespace) -> int:
     shown = ["cell", *grid_cols, "replicates"]
     shown += [c for c in SHOWN if c in table.columns]
     shown += ["promote_rate", "evict_harmful_rate", "evict_no_lift_rate", "hold_rate"]
-    print(f"{spec.scenario.name}: {len(table)} cell(s), seed {spec.seed if args.seed is None else args.seed}")
+    print(
+        f"{spec.scenario.name}: {len(table)} cell(s), seed {spec.seed if args.seed is None else args.seed}"
+    )
     print(frame_text(table.select(shown), max_rows=200))
     if out is not None:
         print(f"frames written under {out}")

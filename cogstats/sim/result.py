@@ -102,7 +102,9 @@ class SimulationResult:
         The operating-characteristics view of benchmark S1: one row per group with the
         rates, ``n`` and the mean run of the first decision among decided lessons.
         """
-        df = self.lessons.with_columns(
+        df = self.lessons.with_columns(pl.lit(0).alias("_all")) if not by else self.lessons
+        by = by or ("_all",)
+        df = df.with_columns(
             pl.when(pl.col("outcome") == "evict")
             .then(
                 pl.when(pl.col("reason") == "eval-gate:harmful")
@@ -120,7 +122,28 @@ class SimulationResult:
             ],
             pl.col("decided_at_run").mean().alias("mean_decision_run"),
         )
-        return out.sort(list(by))
+        out = out.sort(list(by))
+        return out.drop("_all") if by == ("_all",) else out
+
+    def summary_row(self) -> dict[str, Any]:
+        """One flat row: replicates, every metric's mean and ``<metric>_mcse``, and the
+        first-outcome rates (promote, evict_harmful, evict_no_lift, retire, hold) with
+        the mean run of the first decision.  Sweeps store one such row per cell."""
+        row: dict[str, Any] = {"replicates": self.replicates}
+        for r in self.summary_table().iter_rows(named=True):
+            row[r["metric"]] = r["mean"]
+            row[f"{r['metric']}_mcse"] = r["mcse"]
+        rates = self.outcome_rates(by=())
+        for name in (
+            "promote_rate",
+            "evict_harmful_rate",
+            "evict_no_lift_rate",
+            "retire_rate",
+            "hold_rate",
+        ):
+            row[name] = float(rates[name][0])
+        row["mean_decision_run"] = rates["mean_decision_run"][0]
+        return row
 
     def ledger(self, replicate: int = 0) -> Ledger:
         """The recorded runs of one replicate as a :class:`~cogstats.ledger.Ledger`.
