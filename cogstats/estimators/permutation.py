@@ -33,7 +33,8 @@ p-values (B permutations, Phipson & Smyth 2010, ``(b + 1) / (B + 1)``)
     tie tolerance of the observed one (1e-9 times the largest absolute score for the
     in/out test, 1e-9 times ``max(1, |t|)`` for Freedman-Lane) count as ties, so that
     rounding does not split exact ties (scipy uses 100 machine epsilons relative to the
-    observed value for the same purpose).
+    observed value for the same purpose, which misses some exact ties of mean differences
+    when scores lie on a grid; see the reference tests).
 
 Family-wise adjustment (``pvalue_maxt``)
     Westfall & Young's (1993) single-step max-T: the statistics are standardized (the
@@ -46,7 +47,8 @@ Random stream (SPEC 7)
     ``rng`` goes through ``numpy.random.default_rng``.  Without strata, permutation ``b``
     is the ``b``-th call ``rng.permutation(n_runs)`` (drawn in batches by
     ``rng.permuted``, which consumes the stream identically), so the results do not depend
-    on ``batch_size``; the permuted score of run ``i`` is ``score[perm[i]]``.  With strata,
+    on ``batch_size`` (beyond rounding in the last bits of the permuted statistics); the
+    permuted score of run ``i`` is ``score[perm[i]]``.  With strata,
     ``rng.spawn(n_groups)`` gives one child stream per stratum (strata in sorted order) and
     stratum ``s`` permutes its runs by successive ``child_s.permutation(n_s)`` calls.  The
     seed (when the stream came from an integer or ``None``) is on ``Attribution.seed`` and
