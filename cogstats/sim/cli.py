@@ -88,9 +88,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     shown = ["cell", *grid_cols, "replicates"]
     shown += [c for c in SHOWN if c in table.columns]
     shown += ["promote_rate", "evict_harmful_rate", "evict_no_lift_rate", "hold_rate"]
-    print(
-        f"{spec.scenario.name}: {len(table)} cell(s), seed {spec.seed if args.seed is None else args.seed}"
-    )
+    seed = spec.seed if args.seed is None else args.seed
+    print(f"{spec.scenario.name}: {len(table)} cell(s), seed {seed}")
     print(frame_text(table.select(shown), max_rows=200))
     if out is not None:
         print(f"frames written under {out}")

@@ -181,6 +181,11 @@ BAD_RECORDS = [
         "propensities",
         "probability",
     ),
+    (
+        {"run_id": "r", "score": 0.5, "fact_ids": [], "eligible_ids": ["b"], "propensities": [1.0]},
+        "propensities",
+        "not injected",
+    ),
 ]
 
 
