@@ -940,8 +940,10 @@ def _validate_propensities(value: Any, row: int, source: str | None) -> list[flo
 
 
 def _validate_covariate(key: str, value: Any, row: int, source: str | None) -> Any:
-    if value is None or isinstance(value, str | bool):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return str(value)  # numpy str_ and other subclasses become plain str
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cogstats._validation import ParameterError, check_int
+from cogstats._validation import ParameterError, check_choice, check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import Selection, check_slots, lesson_table
 
-__all__ = ["Designed", "Randomized"]
+__all__ = ["Designed", "Randomized", "bernoulli_capped_propensity"]
 
 
 def _pool_and_verified(table: pl.DataFrame, pool_size: int) -> tuple[list[str], pl.DataFrame]:
@@ -106,6 +106,36 @@ class _Pooled:
         raise ParameterError("abstract")  # pragma: no cover
 
 
+def bernoulli_capped_propensity(n: int, slots: int, p: float) -> float:
+    """Inclusion probability of a pool lesson under capped Bernoulli draws.
+
+    Each of ``n`` pool lessons is drawn with probability ``p`` and at most ``slots`` of the
+    drawn (those with the smallest uniforms, a uniformly random subset of them) are kept;
+    by symmetry each lesson's probability is ``E[min(B, slots)] / n``, ``B ~ Bin(n, p)``.
+
+    Examples
+    --------
+    >>> round(bernoulli_capped_propensity(4, 4, 0.5), 12)
+    0.5
+    >>> round(bernoulli_capped_propensity(4, 1, 0.5), 6)  # P(B >= 1) / 4
+    0.234375
+    """
+    if n == 0:
+        return 0.0
+    if p >= 1.0:
+        return min(n, slots) / n
+    if p <= 0.0:
+        return 0.0
+    total = 0.0
+    lp, lq, lgn = math.log(p), math.log1p(-p), math.lgamma(n + 1.0)
+    for k in range(n + 1):
+        pmf = math.exp(
+            lgn - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0) + k * lp + (n - k) * lq
+        )
+        total += pmf * min(k, slots)
+    return total / n
+
+
 @dataclass(frozen=True)
 class Randomized(_Pooled):
     """Simple random sampling of candidates from the active pool, propensities logged.
@@ -118,6 +148,17 @@ class Randomized(_Pooled):
         Candidates per run: ``k = min(candidate_slots, n)`` of the ``n`` pool lessons.
     pool : int, optional
         Cap the active pool at the oldest ``pool`` live candidates (default: no cap).
+    inclusion : {"fixed", "bernoulli"}
+        "fixed": exactly ``k = min(candidate_slots, n)`` of the ``n`` pool lessons, a simple
+        random sample (propensity ``k / n``).  Note that with a full pool every run then
+        carries the same number of candidates, so a regression on all lesson indicators
+        with an intercept is not identified (only contrasts between lessons are).
+        "bernoulli": each pool lesson is drawn independently with ``inclusion_prob`` and at
+        most ``candidate_slots`` of the drawn are kept (propensity from
+        :func:`bernoulli_capped_propensity`); the count varies and absolute effects are
+        identified.
+    inclusion_prob : float
+        The Bernoulli draw probability (default 0.5).
 
     Examples
     --------
@@ -127,13 +168,33 @@ class Randomized(_Pooled):
     (2, 0.5)
     """
 
+    inclusion: str = "fixed"
+    inclusion_prob: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("inclusion", self.inclusion, ("fixed", "bernoulli"))
+        object.__setattr__(
+            self,
+            "inclusion_prob",
+            check_real("inclusion_prob", self.inclusion_prob, minimum=0.0, maximum=1.0),
+        )
+
     def _choose(
         self, pool: list[str], ledger: Ledger | None, u: np.ndarray
     ) -> tuple[list[str], dict[str, float] | None]:
         n = len(pool)
-        k = min(self.candidate_slots, n)
+        if n == 0:
+            return [], {}
+        if self.inclusion == "bernoulli":
+            p = float(self.inclusion_prob)
+            k = min(self.candidate_slots, int(np.sum(u < p)))
+            prop = bernoulli_capped_propensity(n, self.candidate_slots, p)
+        else:
+            k = min(self.candidate_slots, n)
+            prop = k / n
         picked = _smallest(u, k)
-        return [pool[i] for i in picked], {f: k / n for f in pool}
+        return [pool[i] for i in picked], {f: prop for f in pool}
 
 
 @dataclass(frozen=True)

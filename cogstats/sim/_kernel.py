@@ -23,12 +23,12 @@ from cogstats.sim._tdist import t_cdf
 # ip (int parameters) layout
 IP_RUNS, IP_L, IP_POLICY, IP_MAXF, IP_SLOTS, IP_REST, IP_POOL, IP_GATE = 0, 1, 2, 3, 4, 5, 6, 7
 IP_MINT, IP_MAXT, IP_MAXB, IP_BH, IP_DOUBLING, IP_EVERY, IP_FROM = 8, 9, 10, 11, 12, 13, 14
-IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P = 15, 16, 17, 18, 19
-N_IP = 20
+IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P, IP_BERNOULLI = 15, 16, 17, 18, 19, 20
+N_IP = 21
 # fp (float parameters) layout
 FP_BASE, FP_NOISE, FP_PM, FP_EM, FP_PC, FP_EC, FP_FLOOR, FP_SAT = 0, 1, 2, 3, 4, 5, 6, 7
-FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE = 8, 9, 10, 11, 12, 13
-N_FP = 14
+FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE, FP_PINC = 8, 9, 10, 11, 12, 13, 14
+N_FP = 15
 
 POLICY_CODES = {
     "in_progress_first": 0,
@@ -81,6 +81,7 @@ def _select(
     kbuf: np.ndarray,
     fbuf: np.ndarray,
     bbuf: np.ndarray,
+    prop_table: np.ndarray,
 ) -> tuple[int, int]:
     """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
 
@@ -170,7 +171,20 @@ def _select(
                 cand[n] = j
                 n += 1
         if policy == 3:
-            k = min(slots, n)
+            if ip[IP_BERNOULLI] == 1:
+                # each pool lesson drawn with probability p; at most `slots` kept
+                p_inc = fp[FP_PINC]
+                drawn = 0
+                for i in range(n):
+                    if u[1 + i] < p_inc:
+                        drawn += 1
+                k = min(slots, drawn)
+                # computed once by the library (cogstats.retrieval.randomized) for every
+                # pool size, so both engines log the same numbers
+                prop = prop_table[n]
+            else:
+                k = min(slots, n)
+                prop = k / n if n > 0 else 0.0
             order = np.argsort(u[1 : n + 1], kind="mergesort")
             picked = bbuf[0, :n]
             picked[:] = False
@@ -181,7 +195,7 @@ def _select(
                     inj[count] = cand[i]
                     count += 1
                 pid[n_logged] = cand[i]
-                pval[n_logged] = k / n
+                pval[n_logged] = prop
                 n_logged += 1
         else:
             if rec_count % 2 == 0:
@@ -390,6 +404,7 @@ def _gate(
 def run_chunk(
     ip: np.ndarray,
     fp: np.ndarray,
+    prop_table: np.ndarray,
     arrival: np.ndarray,
     kind: np.ndarray,
     age_rank: np.ndarray,
@@ -499,6 +514,7 @@ def run_chunk(
                 kbuf,
                 fbuf,
                 bbuf,
+                prop_table,
             )
             # score: effects summed in lesson order, as the reference engine does
             if count > 1:

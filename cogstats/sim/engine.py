@@ -11,6 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from cogstats._validation import ParameterError, check_choice, check_int
+from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
 from cogstats.sim.draws import LessonTable, Prepared, draw_uniforms, layout, lesson_table, prepare
 from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
@@ -71,6 +72,8 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
     ip[K.IP_RECHECK] = int(g.recheck_verified)
     ip[K.IP_LINK] = int(s.score.link == "logistic")
     ip[K.IP_P] = lay.pool
+    ip[K.IP_BERNOULLI] = int(r.inclusion == "bernoulli")
+    fp[K.FP_PINC] = r.inclusion_prob
     fp[K.FP_BASE] = s.score.base
     fp[K.FP_NOISE] = s.score.noise_sd
     fp[K.FP_SAT] = s.score.saturation or 0.0
@@ -111,6 +114,7 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     K.run_chunk(
         ip,
         fp,
+        _propensity_table(s),
         lessons.arrival,
         lessons.kind,
         lessons.age_rank,
@@ -137,6 +141,17 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
         raw.retire_run,
     )
     return raw
+
+
+def _propensity_table(s: Scenario) -> np.ndarray:
+    """Capped-Bernoulli inclusion probability for every pool size 0..L (randomized policy)."""
+    r = s.retrieval
+    table = np.zeros(s.n_lessons + 1)
+    if r.policy == "randomized" and r.inclusion == "bernoulli":
+        slots = min(r.candidate_slots, r.max_facts)
+        for n in range(1, s.n_lessons + 1):
+            table[n] = bernoulli_capped_propensity(n, slots, r.inclusion_prob)
+    return table
 
 
 def _bytes_per_replicate(s: Scenario) -> int:
@@ -204,7 +219,8 @@ def simulate(
     engine = check_choice("engine", engine, ("fast", "reference"))
     if engine == "fast" and scenario.gate.type not in FAST_GATES:
         raise ParameterError(
-            f"the fast engine has no gate {scenario.gate.type!r}; use engine='reference'"
+            f"the compiled engine has no gate {scenario.gate.type!r} (it has "
+            f"{list(FAST_GATES)}); use engine='reference', which runs any gate object"
         )
     seed = as_seed_sequence(rng)
     lessons = lesson_table(scenario)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from cogstats.gates import AuditGate, CycgraphGate, audit_entries_from_ledger
+from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate, audit_entries_from_ledger
 from cogstats.ledger import Ledger
 from cogstats.retrieval import (
     UCB1,
@@ -47,7 +47,7 @@ def _policy(s: Scenario) -> Any:
     if r.policy == "fewest_trials_first":
         return FewestTrialsFirst(r.max_facts, r.candidate_slots, r.rest_after_trials)
     if r.policy == "randomized":
-        return Randomized(r.max_facts, r.candidate_slots, r.pool)
+        return Randomized(r.max_facts, r.candidate_slots, r.pool, r.inclusion, r.inclusion_prob)
     if r.policy == "designed":
         return Designed(r.max_facts, r.candidate_slots, r.pool)
     return UCB1(r.max_facts, r.exploration, r.win_threshold, r.cross_similarity, r.epsilon)
@@ -130,7 +130,15 @@ def run_reference(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk
                     raw.pval[rep, r, i] = p
             if idx or s.record_empty_runs:
                 raw.recorded[rep, r] = True
-                ledger.record(str(run), y, [lessons.ids[j] for j in idx])
+                covariates: dict[str, Any] = {"run_index": run, "difficulty": d}
+                if prep.proxy is not None:
+                    covariates["difficulty_proxy"] = float(prep.proxy[rep, r])
+                if fam_names:
+                    covariates["family"] = fam_names[prep.family[rep, r]]
+                if props is not None:
+                    covariates["eligible_ids"] = [lessons.ids[j] for j, _ in logged]
+                    covariates["propensities"] = [p for _, p in logged]
+                ledger.record(str(run), y, [lessons.ids[j] for j in idx], **covariates)
                 for jj in idx:
                     if raw.first_trial[rep, jj] == 0:
                         raw.first_trial[rep, jj] = run
@@ -154,6 +162,10 @@ def run_reference(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk
                 report = gate.evaluate(entries)
             elif isinstance(gate, CycgraphGate):
                 report = gate.evaluate(ledger, judged)
+            elif isinstance(gate, EvidenceGate):
+                # a fixed stream per replicate and run, for methods that draw
+                seed = int.from_bytes(prep.noise[rep].tobytes()[:8], "little")
+                report = gate.evaluate(ledger, judged, rng=np.random.default_rng((seed, run)))
             else:  # pragma: no cover - the spec only builds these
                 raise TypeError(f"unsupported gate {gate!r}")
             for row in report.to_frame().iter_rows(named=True):

@@ -65,13 +65,13 @@ POLICIES = (
     "designed",
     "ucb1",
 )
-GATE_TYPES = ("none", "cycgraph", "audit")
+GATE_TYPES = ("none", "cycgraph", "audit", "evidence")
 #: Retrieval options that apply to each policy (besides max_facts and candidate_slots).
 POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
     "in_progress_first": ("rest_after_trials",),
     "newest_first": ("rest_after_trials",),
     "fewest_trials_first": ("rest_after_trials",),
-    "randomized": ("pool",),
+    "randomized": ("pool", "inclusion", "inclusion_prob"),
     "designed": ("pool",),
     "ucb1": ("epsilon", "cross_similarity", "win_threshold", "exploration"),
 }
@@ -342,6 +342,8 @@ class RetrievalSpec:
     candidate_slots: int = 2
     rest_after_trials: int | None = None
     pool: int | None = None
+    inclusion: str = "fixed"
+    inclusion_prob: float = 0.5
     epsilon: float = 0.0
     cross_similarity: float = 0.2
     win_threshold: float = 0.5
@@ -365,12 +367,14 @@ class GateSpec:
 
     def build(self) -> Any:
         """The gate object this spec describes (None for type "none")."""
-        from cogstats.gates import AuditGate, CycgraphGate
+        from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate
 
         if self.type == "cycgraph":
             return CycgraphGate.from_policy(self.policy)
         if self.type == "audit":
             return AuditGate(**self.policy)
+        if self.type == "evidence":
+            return EvidenceGate(**self.policy)
         return None
 
 
@@ -789,6 +793,8 @@ def _parse_retrieval(r: _Reader) -> RetrievalSpec:
         candidate_slots=_req(r.integer("candidate_slots", 2, minimum=0)),
         rest_after_trials=r.integer("rest_after_trials", None, minimum=1, optional=True),
         pool=r.integer("pool", None, minimum=1, optional=True),
+        inclusion=r.choice("inclusion", "fixed", ("fixed", "bernoulli")),
+        inclusion_prob=_req(r.number("inclusion_prob", 0.5, minimum=0.0, maximum=1.0)),
         epsilon=_req(r.number("epsilon", 0.0, minimum=0.0, maximum=1.0)),
         cross_similarity=_req(r.number("cross_similarity", 0.2, minimum=-1.0, maximum=1.0)),
         win_threshold=_req(r.number("win_threshold", 0.5, minimum=0.0, maximum=1.0)),
@@ -798,6 +804,8 @@ def _parse_retrieval(r: _Reader) -> RetrievalSpec:
     for name in (
         "rest_after_trials",
         "pool",
+        "inclusion",
+        "inclusion_prob",
         "epsilon",
         "cross_similarity",
         "win_threshold",

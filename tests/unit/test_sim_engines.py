@@ -28,15 +28,24 @@ BASE: dict[str, Any] = {
             {"id": "meh", "effect": 0.0, "kind": "neutral", "arrives_at_run": 2},
         ],
         "streams": [
-            {"kind": "genuine", "per_run": 2, "from_run": 1, "to_run": 8,
-             "effect": {"dist": "uniform", "low": -0.05, "high": 0.1}},
+            {
+                "kind": "genuine",
+                "per_run": 2,
+                "from_run": 1,
+                "to_run": 8,
+                "effect": {"dist": "uniform", "low": -0.05, "high": 0.1},
+            },
         ],
         "poison": [{"after_run": 3, "count": 3, "effect": -0.2}],
     },
     "difficulty": {"model": "iid", "sd": 0.1, "proxy_corr": 0.8},
     "score": {"base": 0.55, "noise_sd": 0.05},
-    "retrieval": {"policy": "in_progress_first", "max_facts": 6, "candidate_slots": 3,
-                  "rest_after_trials": 3},
+    "retrieval": {
+        "policy": "in_progress_first",
+        "max_facts": 6,
+        "candidate_slots": 3,
+        "rest_after_trials": 3,
+    },
     "gate": {"type": "cycgraph", "decision_rule": "inference", "min_trials": 2},
 }
 
@@ -54,26 +63,54 @@ def _variant(**changes: Any) -> Scenario:
 
 CASES = {
     "ipf_inference": _variant(),
-    "ipf_margin_maxtrials": _variant(gate={"type": "cycgraph", "decision_rule": "margin",
-                                           "min_trials": 2, "max_trials": 4}),
-    "ipf_inference_nobh_noseq": _variant(gate={"type": "cycgraph", "min_trials": 2,
-                                               "multiple_comparison": "none",
-                                               "sequential_control": "none",
-                                               "max_baseline_runs": 8, "every": 2,
-                                               "from_run": 3}),
-    "ipf_recheck": _variant(gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2,
-                                  "recheck_verified": True}),
+    "ipf_margin_maxtrials": _variant(
+        gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2, "max_trials": 4}
+    ),
+    "ipf_inference_nobh_noseq": _variant(
+        gate={
+            "type": "cycgraph",
+            "min_trials": 2,
+            "multiple_comparison": "none",
+            "sequential_control": "none",
+            "max_baseline_runs": 8,
+            "every": 2,
+            "from_run": 3,
+        }
+    ),
+    "ipf_recheck": _variant(
+        gate={
+            "type": "cycgraph",
+            "decision_rule": "margin",
+            "min_trials": 2,
+            "recheck_verified": True,
+        }
+    ),
     "newest_first": _variant(
-        retrieval={"policy": "newest_first", "max_facts": 5, "candidate_slots": 2,
-                   "rest_after_trials": 4},
+        retrieval={
+            "policy": "newest_first",
+            "max_facts": 5,
+            "candidate_slots": 2,
+            "rest_after_trials": 4,
+        },
         gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2},
     ),
     "fewest_trials_first": _variant(
         retrieval={"policy": "fewest_trials_first", "max_facts": 5, "candidate_slots": 2},
         gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2},
     ),
-    "randomized": _variant(retrieval={"policy": "randomized", "max_facts": 6,
-                                      "candidate_slots": 3}),
+    "randomized": _variant(
+        retrieval={"policy": "randomized", "max_facts": 6, "candidate_slots": 3}
+    ),
+    "randomized_bernoulli_capped": _variant(
+        retrieval={
+            "policy": "randomized",
+            "max_facts": 6,
+            "candidate_slots": 3,
+            "inclusion": "bernoulli",
+            "inclusion_prob": 0.4,
+        },
+        gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2},
+    ),
     "randomized_capped_pool": _variant(
         retrieval={"policy": "randomized", "max_facts": 6, "candidate_slots": 3, "pool": 5},
         gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2, "max_trials": 4},
@@ -84,17 +121,29 @@ CASES = {
     ),
     "ucb1_audit_families": _variant(
         retrieval={"policy": "ucb1", "max_facts": 4, "epsilon": 0.2, "win_threshold": 0.55},
-        difficulty={"model": "ar1", "sd": 0.1, "ar": 0.7,
-                    "families": [{"name": "easy", "shift": 0.1},
-                                 {"name": "hard", "shift": -0.1, "weight": 2}],
-                    "regimes": [{"from_run": 12, "shift": -0.05}]},
+        difficulty={
+            "model": "ar1",
+            "sd": 0.1,
+            "ar": 0.7,
+            "families": [
+                {"name": "easy", "shift": 0.1},
+                {"name": "hard", "shift": -0.1, "weight": 2},
+            ],
+            "regimes": [{"from_run": 12, "shift": -0.05}],
+        },
         gate={"type": "audit", "min_hits": 3, "min_win_rate": 0.5},
     ),
-    "ucb1_deterministic_nogate": _variant(retrieval={"policy": "ucb1", "max_facts": 3},
-                                          gate={"type": "none"}),
+    "ucb1_deterministic_nogate": _variant(
+        retrieval={"policy": "ucb1", "max_facts": 3}, gate={"type": "none"}
+    ),
     "saturation_damping_logistic": _variant(
-        score={"base": 0.6, "noise_sd": 0.3, "link": "logistic", "saturation": 0.2,
-               "poison_damping": 0.5},
+        score={
+            "base": 0.6,
+            "noise_sd": 0.3,
+            "link": "logistic",
+            "saturation": 0.2,
+            "poison_damping": 0.5,
+        },
         gate={"type": "cycgraph", "decision_rule": "margin", "min_trials": 2},
     ),
 }
