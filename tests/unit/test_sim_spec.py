@@ -51,10 +51,17 @@ def test_good_spec_and_grid(tmp_path: Path) -> None:
     assert len(cells) == 4  # zipped pair (2) x effect (2)
     values = [v for v, _ in cells]
     assert {(v["gate.min_trials"], v["retrieval.rest_after_trials"]) for v in values} == {
-        (2, 2), (3, 4)}
+        (2, 2),
+        (3, 4),
+    }
     s = dict((tuple(sorted(v.items())), sc) for v, sc in cells)
-    one = s[(("gate.min_trials", 3), ("lessons.listed[0].effect", 0.1),
-              ("retrieval.rest_after_trials", 4))]
+    one = s[
+        (
+            ("gate.min_trials", 3),
+            ("lessons.listed[0].effect", 0.1),
+            ("retrieval.rest_after_trials", 4),
+        )
+    ]
     assert one.gate.build().min_trials == 3
     assert one.retrieval.rest_after_trials == 4
     assert one.listed[0].effect == 0.1
@@ -77,29 +84,58 @@ def test_shipped_specs_load(name: str) -> None:
 
 BAD = [
     ("unknown top key", GOOD.replace('name = "t"', 'name = "t"\nrun = 5'), "run"),
-    ("unknown retrieval key",
-     GOOD.replace("max_facts = 4", "max_facts = 4\nmax_fact = 3"), "retrieval.max_fact"),
-    ("negative slots", GOOD.replace("candidate_slots = 2", "candidate_slots = -1"),
-     "retrieval.candidate_slots"),
-    ("effect not a number", GOOD.replace("effect = 0.1", 'effect = "big"'),
-     "lessons.listed[0].effect"),
-    ("poison after last run", GOOD.replace("after_run = 3", "after_run = 20"),
-     "lessons.poison[0].after_run"),
-    ("unknown gate policy key", GOOD.replace("min_trials = 2\n[grid]", "min_trial = 2\n[grid]"),
-     "gate.min_trial"),
-    ("invalid gate value", GOOD.replace("min_trials = 2\n[grid]", "min_trials = 0\n[grid]"),
-     "gate.min_trials"),
-    ("grid path unknown", GOOD.replace('"gate.min_trials" = [2, 3]', '"gate.min_trails" = [2, 3]'),
-     "grid.gate.min_trails"),
-    ("grid empty", GOOD.replace('"lessons.listed[0].effect" = [0.0, 0.1]',
-                                '"lessons.listed[0].effect" = []'),
-     "grid.lessons.listed[0].effect"),
-    ("grid type mismatch", GOOD.replace('"lessons.listed[0].effect" = [0.0, 0.1]',
-                                        '"lessons.listed[0].effect" = [0.0, "x"]'),
-     "grid.lessons.listed[0].effect"),
-    ("policy option that does not apply",
-     GOOD.replace("rest_after_trials = 3", "rest_after_trials = 3\nepsilon = 0.1"),
-     "retrieval.epsilon"),
+    (
+        "unknown retrieval key",
+        GOOD.replace("max_facts = 4", "max_facts = 4\nmax_fact = 3"),
+        "retrieval.max_fact",
+    ),
+    (
+        "negative slots",
+        GOOD.replace("candidate_slots = 2", "candidate_slots = -1"),
+        "retrieval.candidate_slots",
+    ),
+    (
+        "effect not a number",
+        GOOD.replace("effect = 0.1", 'effect = "big"'),
+        "lessons.listed[0].effect",
+    ),
+    (
+        "poison after last run",
+        GOOD.replace("after_run = 3", "after_run = 20"),
+        "lessons.poison[0].after_run",
+    ),
+    (
+        "unknown gate policy key",
+        GOOD.replace("min_trials = 2\n[grid]", "min_trial = 2\n[grid]"),
+        "gate.min_trial",
+    ),
+    (
+        "invalid gate value",
+        GOOD.replace("min_trials = 2\n[grid]", "min_trials = 0\n[grid]"),
+        "gate.min_trials",
+    ),
+    (
+        "grid path unknown",
+        GOOD.replace('"gate.min_trials" = [2, 3]', '"gate.min_trails" = [2, 3]'),
+        "grid.gate.min_trails",
+    ),
+    (
+        "grid empty",
+        GOOD.replace('"lessons.listed[0].effect" = [0.0, 0.1]', '"lessons.listed[0].effect" = []'),
+        "grid.lessons.listed[0].effect",
+    ),
+    (
+        "grid type mismatch",
+        GOOD.replace(
+            '"lessons.listed[0].effect" = [0.0, 0.1]', '"lessons.listed[0].effect" = [0.0, "x"]'
+        ),
+        "grid.lessons.listed[0].effect",
+    ),
+    (
+        "policy option that does not apply",
+        GOOD.replace("rest_after_trials = 3", "rest_after_trials = 3\nepsilon = 0.1"),
+        "retrieval.epsilon",
+    ),
     ("stream past the end", GOOD + "", None),
 ]
 
