@@ -1,0 +1,33 @@
+"""Altair chart builders for cogstats' result frames.
+
+Pure functions from polars frames (simulation runs and decisions, cell tables from
+:func:`cogstats.sim.cli.simulate_spec` or a sweep, attribution rows) to altair charts.
+They check their input columns, reshape for display and draw; they never estimate
+anything (where a builder averages over replicates for display, its docstring says so).
+Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or see
+:func:`cogstats.reports.save_chart`.
+
+Needs the ``notebook`` extra (altair, vl-convert-python).
+"""
+
+from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
+from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
+from cogstats.charts.fitness import fitness_curve
+from cogstats.charts.oc import DEFAULT_OUTCOMES, REFERENCE_COLUMNS, operating_characteristics
+from cogstats.charts.tradeoff import false_eviction_tradeoff, missed_poison_tradeoff, tradeoff
+
+__all__ = [
+    "ACCURACY_METRICS",
+    "DEFAULT_OUTCOMES",
+    "REFERENCE_COLUMNS",
+    "VERDICTS",
+    "decision_timeline",
+    "decisions_by_run",
+    "estimate_intervals",
+    "estimator_accuracy",
+    "false_eviction_tradeoff",
+    "fitness_curve",
+    "missed_poison_tradeoff",
+    "operating_characteristics",
+    "tradeoff",
+]

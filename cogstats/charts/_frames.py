@@ -1,0 +1,76 @@
+"""Input checks and display-only reshaping shared by the chart builders.
+
+Nothing here computes a statistic: the helpers check columns, pick and rename them to
+names Vega-Lite reads literally, and turn NaN into null so that the renderer skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
+
+import polars as pl
+
+from cogstats._validation import ParameterError, check_real
+
+__all__ = ["check_multiplier", "optional_columns", "require_columns", "select_as"]
+
+
+def require_columns(
+    frame: object,
+    columns: Iterable[str],
+    *,
+    builder: str,
+    argument: str,
+    allow_empty: bool = False,
+) -> pl.DataFrame:
+    """Check that ``frame`` is a non-empty polars DataFrame holding ``columns``.
+
+    The error names the builder, the argument, every missing column and the columns the
+    frame has.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> require_columns(pl.DataFrame({"a": [1]}), ["a", "b"], builder="f", argument="cells")
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: f: cells is missing column(s) ['b']; got columns ['a']
+    """
+    if not isinstance(frame, pl.DataFrame):
+        raise ParameterError(
+            f"{builder}: {argument} must be a polars DataFrame; got {type(frame).__name__}"
+        )
+    wanted = list(dict.fromkeys(columns))
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise ParameterError(
+            f"{builder}: {argument} is missing column(s) {missing}; got columns {frame.columns}"
+        )
+    if not allow_empty and frame.height == 0:
+        raise ParameterError(f"{builder}: {argument} has no rows")
+    return frame
+
+
+def select_as(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
+    """The columns ``names`` maps from (values) under plain field names (keys).
+
+    Column names such as ``lessons.listed[0].effect`` contain characters that Vega-Lite
+    reads as nested access, so every builder draws from renamed copies.  Float NaN
+    becomes null (Vega-Lite drops null points; JSON has no NaN).
+    """
+    out = frame.select([pl.col(src).alias(dst) for dst, src in names.items()])
+    floats = [c for c, t in out.schema.items() if t in (pl.Float32, pl.Float64)]
+    if floats:
+        out = out.with_columns([pl.col(c).fill_nan(None) for c in floats])
+    return out
+
+
+def check_multiplier(value: object) -> float:
+    """Validate ``mcse_multiplier`` (a positive half-width in Monte Carlo standard errors)."""
+    return cast(float, check_real("mcse_multiplier", value, minimum=0.0, exclusive_minimum=True))
+
+
+def optional_columns(frame: pl.DataFrame, candidates: Sequence[str]) -> list[str]:
+    """The names among ``candidates`` that ``frame`` has, in order."""
+    return [c for c in candidates if c in frame.columns]

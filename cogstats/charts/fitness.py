@@ -1,0 +1,205 @@
+"""Fitness curves: the mean score by run over replicates, with a band.
+
+Display-only aggregation: the curve is the per-run mean of the replicates' scores; the band
+is either the spread of the replicates (two quantiles) or the Monte Carlo error of that
+mean (mean plus/minus a multiple of sd / sqrt(replicates)).  No estimate is made here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import altair as alt
+import polars as pl
+
+from cogstats._validation import ParameterError, check_choice, check_int, check_real
+from cogstats.charts._frames import check_multiplier, require_columns
+
+__all__ = ["fitness_curve"]
+
+BANDS = ("spread", "mcse", "none")
+_BUILDER = "fitness_curve"
+
+
+def _aggregate(
+    runs: pl.DataFrame,
+    value: str,
+    keys: list[str],
+    band: str,
+    quantiles: tuple[float, float],
+    multiplier: float,
+) -> pl.DataFrame:
+    col = pl.col(value).cast(pl.Float64)
+    exprs: list[pl.Expr] = [col.mean().alias("mean"), pl.len().alias("replicates")]
+    if band == "spread":
+        exprs += [
+            col.quantile(quantiles[0], "linear").alias("low"),
+            col.quantile(quantiles[1], "linear").alias("high"),
+        ]
+    elif band == "mcse":
+        half = multiplier * col.std() / col.count().cast(pl.Float64).sqrt()
+        exprs += [(col.mean() - half).alias("low"), (col.mean() + half).alias("high")]
+    out = runs.group_by([*keys, "run"]).agg(exprs).sort([*keys, "run"])
+    if band == "none":
+        out = out.with_columns(
+            pl.lit(None, dtype=pl.Float64).alias("low"),
+            pl.lit(None, dtype=pl.Float64).alias("high"),
+        )
+    return out
+
+
+def fitness_curve(
+    runs: pl.DataFrame,
+    *,
+    band: str = "spread",
+    quantiles: Sequence[float] = (0.1, 0.9),
+    mcse_multiplier: float = 2.0,
+    oracle: bool = False,
+    poison_arrival: int | None = None,
+    group: str | None = None,
+    title: str | None = None,
+    width: int = 480,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Mean score by run over replicates, with a band, optionally against the oracle.
+
+    Parameters
+    ----------
+    runs : polars.DataFrame
+        One row per replicate and run with ``replicate``, ``run``, ``score`` (the
+        ``runs`` frame of :class:`~cogstats.sim.SimulationResult`); ``oracle_score``
+        when ``oracle`` is true; the ``group`` column when given.
+    band : {"spread", "mcse", "none"}
+        ``"spread"``: the ``quantiles`` of the replicates' scores at each run (what one
+        replicate looks like); ``"mcse"``: the mean plus/minus ``mcse_multiplier`` Monte
+        Carlo standard errors (how precisely the mean curve is known); ``"none"``.
+    quantiles : (float, float)
+        Lower and upper quantile of the spread band, ``0 <= low < high <= 1``.
+    mcse_multiplier : float
+        Half-width of the ``"mcse"`` band in standard errors (> 0).
+    oracle : bool
+        Also draw the mean ``oracle_score`` (the score an oracle retrieval would have
+        reached under the same difficulty and noise), dashed, without a band.
+    poison_arrival : int, optional
+        Draw a vertical rule at this run (the first run that can carry a poison).
+    group : str, optional
+        A column whose values get one curve each (e.g. a policy name after
+        ``pl.concat`` of several results' ``runs`` with a label column).
+    title : str, optional
+        Chart title.
+    width, height : int
+        Plot size in pixels.
+
+    Returns
+    -------
+    altair.LayerChart
+        Layers: the band (``area``, when ``band != "none"``), the mean curves (``line``),
+        and the poison rule (``rule``) when asked.  One data row per (group, series, run).
+
+    Notes
+    -----
+    Display-only aggregation (a mean over replicates and a band); nothing is estimated.
+    The spread band is exact sample quantiles (polars, linear interpolation); the mcse
+    band uses the sample standard deviation (ddof 1).  Checked in
+    ``tests/unit/test_charts.py`` against numpy's mean and quantile on the same frame.
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario, simulate
+    >>> scenario = Scenario.from_dict({
+    ...     "runs": 12, "gate": {"type": "none"},
+    ...     "lessons": {"listed": [{"id": "a", "effect": 0.1, "arrives_at_run": 4}]},
+    ... })
+    >>> result = simulate(scenario, replicates=20, rng=7)
+    >>> chart = fitness_curve(result.runs, oracle=True, poison_arrival=4)
+    >>> [layer.mark.type for layer in chart.layer]
+    ['area', 'line', 'rule']
+    >>> len(chart.layer[1].data)  # 12 runs x (score, oracle score)
+    24
+    """
+    check_choice("band", band, BANDS)
+    q = tuple(quantiles)
+    if len(q) != 2:
+        raise ParameterError(f"quantiles must be two numbers (low, high); got {quantiles!r}")
+    lo = cast(float, check_real("quantiles[0]", q[0], minimum=0.0, maximum=1.0))
+    hi = cast(float, check_real("quantiles[1]", q[1], minimum=0.0, maximum=1.0))
+    if not lo < hi:
+        raise ParameterError(f"quantiles must satisfy low < high; got {quantiles!r}")
+    multiplier = check_multiplier(mcse_multiplier)
+    check_int("poison_arrival", poison_arrival, minimum=1, optional=True)
+    check_int("width", width, minimum=1)
+    check_int("height", height, minimum=1)
+    needed = ["replicate", "run", "score"]
+    if oracle:
+        needed.append("oracle_score")
+    if group is not None:
+        needed.append(group)
+    require_columns(runs, needed, builder=_BUILDER, argument="runs")
+    keys = ["group"] if group is not None else []
+    frame = runs.rename({group: "group"}) if group is not None and group != "group" else runs
+    if group is not None:
+        frame = frame.with_columns(pl.col("group").cast(pl.String))
+    parts = [
+        _aggregate(frame, "score", keys, band, (lo, hi), multiplier).with_columns(
+            pl.lit("score").alias("series")
+        )
+    ]
+    if oracle:
+        parts.append(
+            _aggregate(frame, "oracle_score", keys, "none", (lo, hi), multiplier).with_columns(
+                pl.lit("oracle score").alias("series")
+            )
+        )
+    curves = pl.concat(parts, how="vertical_relaxed").fill_nan(None)
+    n_rep = runs["replicate"].n_unique()
+    x = alt.X("run:Q", title="run", axis=alt.Axis(tickMinStep=1))
+    y_title = f"score (mean over {n_rep} replicates)"
+    color: Any
+    if group is not None:
+        color = alt.Color("group:N", title=group)
+    else:
+        color = alt.Color("series:N", title=None, scale=alt.Scale(domain=["score", "oracle score"]))
+    tooltip = [*keys, "series:N", "run:Q", "mean:Q", "low:Q", "high:Q", "replicates:Q"]
+    layers: list[Any] = []
+    band_title = (
+        f"{lo:g}-{hi:g} quantiles of the replicates' scores"
+        if band == "spread"
+        else f"mean +/- {multiplier:g} Monte Carlo standard errors"
+    )
+    if band != "none":
+        band_data = curves.filter(pl.col("series") == "score")
+        layers.append(
+            alt.Chart(band_data)
+            .mark_area(opacity=0.2)
+            .encode(
+                x=x,
+                y=alt.Y("low:Q", title=y_title, scale=alt.Scale(zero=False)),
+                y2=alt.Y2("high:Q"),
+                color=color,
+            )
+        )
+    line_enc: dict[str, Any] = {
+        "x": x,
+        "y": alt.Y("mean:Q", title=y_title, scale=alt.Scale(zero=False)),
+        "color": color,
+        "tooltip": tooltip,
+    }
+    if oracle:
+        line_enc["strokeDash"] = alt.StrokeDash(
+            "series:N",
+            title=None,
+            scale=alt.Scale(domain=["score", "oracle score"], range=[[1, 0], [5, 3]]),
+        )
+    layers.append(alt.Chart(curves).mark_line(strokeWidth=2).encode(**line_enc))
+    if poison_arrival is not None:
+        rule = pl.DataFrame({"run": [poison_arrival], "label": ["first run with poison"]})
+        layers.append(
+            alt.Chart(rule)
+            .mark_rule(color="firebrick", strokeDash=[4, 3])
+            .encode(x=alt.X("run:Q"), tooltip=["label:N", "run:Q"])
+        )
+    subtitle = f"band: {band_title}" if band != "none" else ""
+    return alt.LayerChart(
+        layer=layers, width=width, height=height, title=alt.Title(title or "", subtitle=subtitle)
+    )
