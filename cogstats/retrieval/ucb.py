@@ -45,6 +45,11 @@ class UCB1:
         family or for lessons without ``applies_to``).
     epsilon : float
         Probability of a uniformly random run (0: deterministic UCB1, no propensities).
+    min_facts : int, optional
+        When set, each run's prompt size is drawn uniformly from ``min_facts .. max_facts``
+        (prompt budgets vary).  With a fixed size every run carries the same number of
+        lessons, so a regression on all lesson indicators with an intercept is not
+        identified (only contrasts between lessons are).
 
     Examples
     --------
@@ -61,9 +66,14 @@ class UCB1:
     win_threshold: float = 0.5
     cross_similarity: float = 0.2
     epsilon: float = 0.0
+    min_facts: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_facts", check_int("max_facts", self.max_facts, minimum=1))
+        mn = check_int("min_facts", self.min_facts, minimum=1, optional=True)
+        if mn is not None and mn > self.max_facts:
+            raise ParameterError(f"min_facts must be <= max_facts ({self.max_facts}); got {mn}")
+        object.__setattr__(self, "min_facts", mn)
         for name, lo, hi in (
             ("exploration", 0.0, None),
             ("win_threshold", 0.0, 1.0),
@@ -117,7 +127,7 @@ class UCB1:
     ) -> Selection:
         """Top ``max_facts`` by UCB score (or a random subset with probability epsilon)."""
         n = lesson_table(lessons).height
-        u = np.random.default_rng(rng).random(n + 1)
+        u = np.random.default_rng(rng).random(n + 2)
         return self.select_with_uniforms(lessons, ledger, u, context=context)
 
     def select_with_uniforms(
@@ -129,27 +139,39 @@ class UCB1:
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
         """As :meth:`select` with the uniforms given: ``uniforms[0]`` is the exploration
-        coin, ``uniforms[1:]`` one per lesson in age order (oldest first)."""
+        coin, ``uniforms[1]`` draws the prompt size, ``uniforms[2:]`` one per lesson in age
+        order (oldest first)."""
         family = None if context is None else context.get("family")
         table = self.scores(lessons, ledger, family)
         n = table.height
         u = np.asarray(uniforms, dtype=float)
-        if u.shape[0] < n + 1:
-            raise ParameterError(f"uniforms must hold {n + 1} values; got {u.shape[0]}")
-        k = min(self.max_facts, n)
+        if u.shape[0] < n + 2:
+            raise ParameterError(f"uniforms must hold {n + 2} values; got {u.shape[0]}")
+        kmin = self.max_facts if self.min_facts is None else self.min_facts
+        span = self.max_facts - kmin + 1
+        k = min(kmin + min(int(u[1] * span), span - 1), n)
         ucb = table["ucb"].to_numpy()
         # highest score first; ties to the older lesson (stable order is age order)
-        top = np.sort(np.argsort(-ucb, kind="stable")[:k])
+        order = np.argsort(-ucb, kind="stable")
+        top = np.sort(order[:k])
         ids = table["id"].to_list()
         if self.epsilon > 0 and u[0] < self.epsilon:
-            chosen = np.sort(np.argsort(u[1 : n + 1], kind="stable")[:k])
+            chosen = np.sort(np.argsort(u[2 : n + 2], kind="stable")[:k])
         else:
             chosen = top
         if self.epsilon == 0:
             return Selection(tuple(ids[i] for i in chosen))
-        in_top = np.zeros(n, dtype=bool)
-        in_top[top] = True
-        props = (1 - self.epsilon) * in_top + self.epsilon * (k / n if n else 0.0)
-        return Selection(
-            tuple(ids[i] for i in chosen), {f: float(p) for f, p in zip(ids, props, strict=True)}
-        )
+        # inclusion probability over the exploration coin and the prompt-size draw; the
+        # compiled simulation engine computes it with the same operations in this order
+        sizes = [min(kk, n) for kk in range(kmin, self.max_facts + 1)]
+        mean_k = 0.0
+        for size in sizes:
+            mean_k += size
+        mean_k /= span
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        props = {}
+        for i, f in enumerate(ids):
+            top_count = sum(1 for size in sizes if size > rank[i])
+            props[f] = (1 - self.epsilon) * (top_count / span) + self.epsilon * (mean_k / n)
+        return Selection(tuple(ids[i] for i in chosen), props)

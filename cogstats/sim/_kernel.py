@@ -23,8 +23,16 @@ from cogstats.sim._tdist import t_cdf
 # ip (int parameters) layout
 IP_RUNS, IP_L, IP_POLICY, IP_MAXF, IP_SLOTS, IP_REST, IP_POOL, IP_GATE = 0, 1, 2, 3, 4, 5, 6, 7
 IP_MINT, IP_MAXT, IP_MAXB, IP_BH, IP_DOUBLING, IP_EVERY, IP_FROM = 8, 9, 10, 11, 12, 13, 14
-IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P, IP_BERNOULLI = 15, 16, 17, 18, 19, 20
-N_IP = 21
+IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P, IP_BERNOULLI, IP_MINF = (
+    15,
+    16,
+    17,
+    18,
+    19,
+    20,
+    21,
+)
+N_IP = 22
 # fp (float parameters) layout
 FP_BASE, FP_NOISE, FP_PM, FP_EM, FP_PC, FP_EC, FP_FLOOR, FP_SAT = 0, 1, 2, 3, 4, 5, 6, 7
 FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE, FP_PINC = 8, 9, 10, 11, 12, 13, 14
@@ -102,7 +110,10 @@ def _select(
             if status[j] == ST_CANDIDATE or status[j] == ST_VERIFIED:
                 live[n] = j
                 n += 1
-        k = min(max_facts, n)
+        # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
+        span = max_facts - ip[IP_MINF] + 1
+        k_draw = ip[IP_MINF] + min(int(u[1] * span), span - 1)
+        k = min(k_draw, n)
         score = fbuf[:n]
         total = max(rec_count, 1)
         for i in range(n):
@@ -120,7 +131,7 @@ def _select(
         if eps > 0 and u[0] < eps:
             chosen = bbuf[1, :n]
             chosen[:] = False
-            rand_order = np.argsort(u[1 : n + 1], kind="mergesort")
+            rand_order = np.argsort(u[2 : n + 2], kind="mergesort")
             for i in range(k):
                 chosen[rand_order[i]] = True
         for i in range(n):
@@ -128,9 +139,22 @@ def _select(
                 inj[count] = live[i]
                 count += 1
         if eps > 0:
+            # inclusion probability over the exploration coin and the prompt-size draw
+            kmin = ip[IP_MINF]
+            mean_k = 0.0
+            for kk in range(kmin, max_facts + 1):
+                mean_k += min(kk, n)
+            mean_k /= span
+            rank = kbuf
             for i in range(n):
+                rank[order[i]] = i
+            for i in range(n):
+                top = 0
+                for kk in range(kmin, max_facts + 1):
+                    if min(kk, n) > rank[i]:
+                        top += 1
                 pid[n_logged] = live[i]
-                pval[n_logged] = (1 - eps) * (1.0 if in_top[i] else 0.0) + eps * (k / n)
+                pval[n_logged] = (1 - eps) * (top / span) + eps * (mean_k / n)
                 n_logged += 1
         return count, n_logged
 
@@ -176,7 +200,7 @@ def _select(
                 p_inc = fp[FP_PINC]
                 drawn = 0
                 for i in range(n):
-                    if u[1 + i] < p_inc:
+                    if u[2 + i] < p_inc:
                         drawn += 1
                 k = min(slots, drawn)
                 # computed once by the library (cogstats.retrieval.randomized) for every
@@ -185,7 +209,7 @@ def _select(
             else:
                 k = min(slots, n)
                 prop = k / n if n > 0 else 0.0
-            order = np.argsort(u[1 : n + 1], kind="mergesort")
+            order = np.argsort(u[2 : n + 2], kind="mergesort")
             picked = bbuf[0, :n]
             picked[:] = False
             for i in range(k):
@@ -200,7 +224,7 @@ def _select(
         else:
             if rec_count % 2 == 0:
                 k = min(slots, (n + 1) // 2)
-                order = np.argsort(u[1 : n + 1], kind="mergesort")
+                order = np.argsort(u[2 : n + 2], kind="mergesort")
                 picked = bbuf[0, :n]
                 picked[:] = False
                 for i in range(k):
@@ -216,7 +240,7 @@ def _select(
                 for i in range(n):
                     if not last_in[cand[i]]:
                         rest[nr] = i
-                        ur[nr] = u[1 + i]
+                        ur[nr] = u[2 + i]
                         nr += 1
                 k = min(slots, nr)
                 order = np.argsort(ur[:nr], kind="mergesort")

@@ -51,7 +51,7 @@ class Layout:
 
     runs: int
     n_lessons: int
-    pool: int  # uniforms per run for retrieval, besides the exploration coin
+    pool: int  # uniforms per run for retrieval, besides the two coins (exploration, size)
     noise: int
     difficulty: int
     proxy: int
@@ -141,7 +141,7 @@ def layout(s: Scenario) -> Layout:
         ("proxy", runs),
         ("family", runs),
         ("effect", n_les),
-        ("retrieval", runs * (pool + 1)),
+        ("retrieval", runs * (pool + 2)),
     ):
         offsets[name] = pos
         pos += size
@@ -178,7 +178,7 @@ class Prepared:
     proxy: np.ndarray | None  # (n, runs) observed difficulty proxy
     family: np.ndarray  # (n, runs) family index (0 when there are no families)
     effects: np.ndarray  # (n, L) true effects
-    retrieval: np.ndarray  # (n, runs, pool + 1) retrieval uniforms (coin first)
+    retrieval: np.ndarray  # (n, runs, pool + 2) retrieval uniforms: two coins, then the pool
 
 
 def prepare(s: Scenario, lessons: LessonTable, u: np.ndarray, lay: Layout) -> Prepared:
@@ -220,8 +220,8 @@ def prepare(s: Scenario, lessons: LessonTable, u: np.ndarray, lay: Layout) -> Pr
     effects = np.empty_like(ue)
     for j, dist in enumerate(lessons.dists):
         effects[:, j] = _inverse(dist, ue[:, j])
-    retr = u[:, lay.retrieval : lay.retrieval + runs * (lay.pool + 1)].reshape(
-        n, runs, lay.pool + 1
+    retr = u[:, lay.retrieval : lay.retrieval + runs * (lay.pool + 2)].reshape(
+        n, runs, lay.pool + 2
     )
     return Prepared(noise, difficulty, proxy, fam, effects, np.ascontiguousarray(retr))
 

@@ -73,6 +73,7 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
     ip[K.IP_LINK] = int(s.score.link == "logistic")
     ip[K.IP_P] = lay.pool
     ip[K.IP_BERNOULLI] = int(r.inclusion == "bernoulli")
+    ip[K.IP_MINF] = r.max_facts if r.min_facts is None else min(r.min_facts, r.max_facts)
     fp[K.FP_PINC] = r.inclusion_prob
     fp[K.FP_BASE] = s.score.base
     fp[K.FP_NOISE] = s.score.noise_sd
@@ -209,7 +210,7 @@ def simulate(
     ... })
     >>> result = simulate(s, replicates=200, rng=1)
     >>> result.metrics.height, round(float(result.metrics["poison_recall"].mean()), 2)
-    (200, 1.0)
+    (200, 0.97)
     """
     if not isinstance(scenario, Scenario):
         raise ParameterError(

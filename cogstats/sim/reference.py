@@ -50,7 +50,9 @@ def _policy(s: Scenario) -> Any:
         return Randomized(r.max_facts, r.candidate_slots, r.pool, r.inclusion, r.inclusion_prob)
     if r.policy == "designed":
         return Designed(r.max_facts, r.candidate_slots, r.pool)
-    return UCB1(r.max_facts, r.exploration, r.win_threshold, r.cross_similarity, r.epsilon)
+    return UCB1(
+        r.max_facts, r.exploration, r.win_threshold, r.cross_similarity, r.epsilon, r.min_facts
+    )
 
 
 def run_reference(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
@@ -94,7 +96,7 @@ def run_reference(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk
                 sel = policy.select_with_uniforms(table, ledger, u, context={"family": fam})
                 fact_ids, props = sel.fact_ids, sel.propensities
             elif isinstance(policy, Randomized | Designed):
-                sel = policy.select_with_uniforms(table, ledger, u[1:])
+                sel = policy.select_with_uniforms(table, ledger, u[2:])
                 fact_ids, props = sel.fact_ids, sel.propensities
             else:
                 sel = policy.select(table, ledger)

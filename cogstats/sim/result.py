@@ -32,7 +32,8 @@ def summarize_metrics(
     --------
     >>> import polars as pl
     >>> m = pl.DataFrame({"regret": [0.1, 0.3]})
-    >>> summarize_metrics(m, ("regret",)).row(0)
+    >>> metric, mean, mcse, n = summarize_metrics(m, ("regret",)).row(0)
+    >>> metric, round(mean, 12), round(mcse, 12), n
     ('regret', 0.2, 0.1, 2)
     """
     rows = []

@@ -73,7 +73,7 @@ POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
     "fewest_trials_first": ("rest_after_trials",),
     "randomized": ("pool", "inclusion", "inclusion_prob"),
     "designed": ("pool",),
-    "ucb1": ("epsilon", "cross_similarity", "win_threshold", "exploration"),
+    "ucb1": ("epsilon", "min_facts", "cross_similarity", "win_threshold", "exploration"),
 }
 DIST_PARAMS = {
     "constant": ("value",),
@@ -345,6 +345,7 @@ class RetrievalSpec:
     inclusion: str = "fixed"
     inclusion_prob: float = 0.5
     epsilon: float = 0.0
+    min_facts: int | None = None
     cross_similarity: float = 0.2
     win_threshold: float = 0.5
     exploration: float = 2.0
@@ -544,6 +545,13 @@ class Scenario:
         0.2
         """
         data = self.to_dict(full=True)
+        if values.get("gate.type", self.gate.type) != self.gate.type:
+            # a different kind of gate: the old gate's policy does not carry over
+            data["gate"] = {
+                k: v
+                for k, v in data["gate"].items()
+                if k in ("type", "every", "from_run", "recheck_verified")
+            }
         for path, value in values.items():
             _set_path(data, path, value, source)
         return Scenario.from_dict(data, source=source)
@@ -796,6 +804,7 @@ def _parse_retrieval(r: _Reader) -> RetrievalSpec:
         inclusion=r.choice("inclusion", "fixed", ("fixed", "bernoulli")),
         inclusion_prob=_req(r.number("inclusion_prob", 0.5, minimum=0.0, maximum=1.0)),
         epsilon=_req(r.number("epsilon", 0.0, minimum=0.0, maximum=1.0)),
+        min_facts=r.integer("min_facts", None, minimum=1, optional=True),
         cross_similarity=_req(r.number("cross_similarity", 0.2, minimum=-1.0, maximum=1.0)),
         win_threshold=_req(r.number("win_threshold", 0.5, minimum=0.0, maximum=1.0)),
         exploration=_req(r.number("exploration", 2.0, minimum=0.0)),
@@ -807,6 +816,7 @@ def _parse_retrieval(r: _Reader) -> RetrievalSpec:
         "inclusion",
         "inclusion_prob",
         "epsilon",
+        "min_facts",
         "cross_similarity",
         "win_threshold",
         "exploration",
@@ -814,6 +824,8 @@ def _parse_retrieval(r: _Reader) -> RetrievalSpec:
         if r.data.get(name) is not None and name not in allowed:
             raise r.error(name, f"does not apply to policy {policy!r} (it takes {list(allowed)})")
     r.done(("policy", "max_facts", "candidate_slots", *allowed))
+    if out.min_facts is not None and out.min_facts > out.max_facts:
+        raise r.error("min_facts", f"must be <= max_facts ({out.max_facts}); got {out.min_facts}")
     if out.candidate_slots > out.max_facts:
         out = RetrievalSpec(**{**asdict(out), "candidate_slots": out.max_facts})
     return out
