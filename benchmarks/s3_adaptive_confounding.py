@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 from scipy import stats
 
