@@ -545,13 +545,25 @@ class Scenario:
         0.2
         """
         data = self.to_dict(full=True)
-        if values.get("gate.type", self.gate.type) != self.gate.type:
-            # a different kind of gate: the old gate's policy does not carry over
+        new_gate = values.get("gate.type", self.gate.type)
+        if new_gate != self.gate.type and new_gate in GATE_TYPES:
+            # a different kind of gate: the old gate's policy does not carry over; the new
+            # one starts from its defaults (so that grid paths into it exist)
             data["gate"] = {
                 k: v
                 for k, v in data["gate"].items()
                 if k in ("type", "every", "from_run", "recheck_verified")
             }
+            default = GateSpec(type=new_gate).build()
+            if default is not None:
+                data["gate"].update(default.to_policy())
+        new_policy = values.get("retrieval.policy", self.retrieval.policy)
+        if new_policy != self.retrieval.policy and new_policy in POLICY_OPTIONS:
+            # a different retrieval policy: options of the old one do not carry over
+            keep = ("policy", "max_facts", "candidate_slots", *POLICY_OPTIONS[new_policy])
+            data["retrieval"] = {k: v for k, v in data["retrieval"].items() if k in keep}
+            for option in POLICY_OPTIONS[new_policy]:
+                data["retrieval"].setdefault(option, getattr(RetrievalSpec(), option))
         for path, value in values.items():
             _set_path(data, path, value, source)
         return Scenario.from_dict(data, source=source)
