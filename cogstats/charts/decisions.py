@@ -196,7 +196,7 @@ def decisions_by_run(
         .mark_bar()
         .encode(
             x=alt.X("after_run:O", title="decided after run"),
-            y=alt.Y("per_replicate:Q", title=f"decisions per replicate ({n} replicates)"),
+            y=alt.Y("per_replicate:Q", title="decisions per replicate"),
             color=alt.Color(
                 "verdict:N",
                 title="verdict",
@@ -207,8 +207,16 @@ def decisions_by_run(
         .properties(width=width, height=height)
     )
     out: alt.Chart | alt.FacetChart = (
-        chart.facet(row=alt.Row("kind:N", title=None)) if by_kind else chart
+        chart.facet(
+            row=alt.Row(
+                "kind:N",
+                title=None,
+                header=alt.Header(labelOrient="top", labelAngle=0, labelAnchor="start"),
+            )
+        )
+        if by_kind
+        else chart
     )
-    if title is not None:
-        out = out.properties(title=title)
-    return out
+    return out.properties(
+        title=alt.Title(title or "", subtitle=f"mean over {n} replicates of the decisions taken")
+    )

@@ -32,6 +32,7 @@ def estimate_intervals(
     title: str | None = None,
     width: int = 420,
     step: int | None = None,
+    clip: bool = True,
 ) -> alt.LayerChart:
     """Each lesson's estimate and interval, one row per lesson, one mark per method.
 
@@ -53,6 +54,11 @@ def estimate_intervals(
         Plot width in pixels.
     step : int, optional
         Height of one lesson's band in pixels (default: 6 per method, at least 14).
+        Every lesson of ``attributions`` gets a band, also one no method could estimate.
+    clip : bool
+        Fit the x axis to the estimates and true effects (plus a margin) and cut longer
+        intervals at its edge (the subtitle says how many were cut); ``False`` fits the
+        axis to the intervals, where one very wide interval can squeeze the rest.
 
     Returns
     -------
@@ -104,7 +110,20 @@ def estimate_intervals(
     order = lessons["fact_id"].to_list()
     groups = sorted(drawn["group"].unique().to_list())
     band = step if step is not None else max(14, 6 * len(groups))
-    y = alt.Y("fact_id:N", sort=order, title="lesson")
+    y = alt.Y("fact_id:N", title="lesson", scale=alt.Scale(domain=order))
+    notes = [f"{skipped} row(s) without an estimate not drawn"] if skipped else []
+    x_scale: Any = alt.Undefined
+    if clip:
+        points = drawn["estimate"]
+        if truth is not None:
+            points = pl.concat([points, data["truth"].drop_nulls()])
+        lo, hi = float(points.min()), float(points.max())  # type: ignore[arg-type]
+        pad = max(0.1 * (hi - lo), 0.02)
+        lo, hi = min(lo - pad, 0.0), max(hi + pad, 0.0)
+        x_scale = alt.Scale(domain=[lo, hi], nice=False)
+        cut = drawn.filter((pl.col("ci_low") < lo) | (pl.col("ci_high") > hi)).height
+        if cut:
+            notes.append(f"{cut} interval(s) cut at the plot edge")
     c = alt.Color("group:N", title=color, scale=alt.Scale(domain=groups))
     offset = alt.YOffset("group:N", scale=alt.Scale(domain=groups))
     tooltip = ["fact_id:N", alt.Tooltip("group:N", title=color), "estimate:Q", "ci_low:Q"]
@@ -114,9 +133,9 @@ def estimate_intervals(
     layers: list[Any] = [
         alt.Chart(pl.DataFrame({"zero": [0.0]}))
         .mark_rule(color="#999999")
-        .encode(x=alt.X("zero:Q", title=x_title)),
+        .encode(x=alt.X("zero:Q", title=x_title, scale=x_scale)),
         alt.Chart(drawn)
-        .mark_rule(strokeWidth=1.5)
+        .mark_rule(strokeWidth=1.5, clip=clip)
         .encode(x=alt.X("ci_low:Q"), x2=alt.X2("ci_high:Q"), y=y, yOffset=offset, color=c),
         alt.Chart(drawn)
         .mark_point(filled=True, size=30)
@@ -129,12 +148,12 @@ def estimate_intervals(
             .mark_tick(color="black", thickness=2)
             .encode(x=alt.X("truth:Q"), y=y, tooltip=["fact_id:N", "truth:Q"])
         )
-    subtitle = f"{skipped} row(s) without an estimate not drawn" if skipped else ""
     return alt.LayerChart(
         layer=layers,
         width=width,
-        height=alt.Step(band),
-        title=alt.Title(title or "", subtitle=subtitle),
+        # a Step height would size each method's sub-band (yOffset), so fix the total
+        height=band * len(order),
+        title=alt.Title(title or "", subtitle="; ".join(notes)),
     )
 
 

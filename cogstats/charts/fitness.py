@@ -160,7 +160,15 @@ def fitness_curve(
         color = alt.Color("group:N", title=group)
     else:
         color = alt.Color("series:N", title=None, scale=alt.Scale(domain=["score", "oracle score"]))
-    tooltip = [*keys, "series:N", "run:Q", "mean:Q", "low:Q", "high:Q", "replicates:Q"]
+    tooltip = [
+        *(f"{k}:N" for k in keys),
+        "series:N",
+        "run:Q",
+        "mean:Q",
+        "low:Q",
+        "high:Q",
+        "replicates:Q",
+    ]
     layers: list[Any] = []
     band_title = (
         f"{lo:g}-{hi:g} quantiles of the replicates' scores"

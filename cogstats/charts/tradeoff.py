@@ -23,6 +23,11 @@ _BUILDER = "tradeoff"
 _ORDERED = alt.SchemeParams(name="blues", extent=[0.35, 1.0])
 
 
+def _kind(frame: pl.DataFrame, column: str) -> str:
+    """Vega-Lite type of a column for tooltips and colours: ordinal if numeric, else nominal."""
+    return "O" if frame[column].dtype.is_numeric() else "N"
+
+
 def tradeoff(
     cells: pl.DataFrame,
     *,
@@ -128,14 +133,14 @@ def tradeoff(
     enc_color: Any = alt.Undefined
     enc_fill: Any = alt.value("#4c78a8")
     if color is not None:
-        kind = "O" if cells[color].dtype.is_numeric() else "N"
+        kind = _kind(cells, color)
         scale = alt.Scale(scheme=_ORDERED) if kind == "O" else alt.Undefined
         enc_color = alt.Color(f"color:{kind}", title=color, scale=scale)
         enc_fill = alt.Fill(f"color:{kind}", legend=None, scale=scale)
     tooltip: list[Any] = [alt.Tooltip("x:Q", title=x), alt.Tooltip("y:Q", title=y)]
     if color is not None:
-        tooltip.append(alt.Tooltip("color", title=color))
-    tooltip += [alt.Tooltip(f"label_{i}", title=c) for i, c in enumerate(label)]
+        tooltip.append(alt.Tooltip(f"color:{_kind(cells, color)}", title=color))
+    tooltip += [alt.Tooltip(f"label_{i}:{_kind(cells, c)}", title=c) for i, c in enumerate(label)]
     layers: list[Any] = []
     if errors.get("x"):
         layers.append(
@@ -189,8 +194,9 @@ def missed_poison_tradeoff(
 ) -> alt.LayerChart:
     """Missed poison (1 - poison recall) against time to verdict, one point per cell.
 
-    Adds ``missed_poison_rate = 1 - poison_recall`` (and its ``_mcse``, equal to
-    ``poison_recall_mcse``) and calls :func:`tradeoff`.  Pass
+    Uses the table's ``missed_poison`` column, or adds it as ``1 - poison_recall`` (with
+    ``missed_poison_mcse`` equal to ``poison_recall_mcse``), the spelling of
+    :func:`cogstats.sweep.with_derived`, and calls :func:`tradeoff`.  Pass
     ``x="poison_time_to_eviction"`` to plot against the poisons' own time to eviction.
 
     Examples
@@ -201,8 +207,10 @@ def missed_poison_tradeoff(
     >>> sorted(chart.data["y"].to_list())
     [0.0, 0.09999999999999998]
     """
+    if isinstance(cells, pl.DataFrame) and "missed_poison" in cells.columns:
+        return tradeoff(cells, x=x, y="missed_poison", **options)
     require_columns(cells, [x, "poison_recall"], builder="missed_poison_tradeoff", argument="cells")
-    extra = [(1.0 - pl.col("poison_recall").cast(pl.Float64)).alias("missed_poison_rate")]
+    extra = [(1.0 - pl.col("poison_recall").cast(pl.Float64)).alias("missed_poison")]
     if "poison_recall_mcse" in cells.columns:
-        extra.append(pl.col("poison_recall_mcse").alias("missed_poison_rate_mcse"))
-    return tradeoff(cells.with_columns(extra), x=x, y="missed_poison_rate", **options)
+        extra.append(pl.col("poison_recall_mcse").alias("missed_poison_mcse"))
+    return tradeoff(cells.with_columns(extra), x=x, y="missed_poison", **options)
