@@ -1,0 +1,392 @@
+"""Run a report notebook with papermill and export it as offline HTML.
+
+:func:`run_report` executes a registered notebook in the environment's own ``python3``
+kernel, writes the executed notebook, a self-contained HTML page (charts are inline SVG,
+no script is fetched from anywhere) and the charts the notebook saved as standalone
+SVG/PNG files.  :func:`render_demo_report` runs every report and writes an index page.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cogstats._validation import ParameterError, check_choice
+from cogstats.reports.registry import (
+    RESERVED_PARAMETERS,
+    ReportError,
+    get_report,
+    report_names,
+)
+
+__all__ = [
+    "CHART_FORMATS",
+    "ReportResult",
+    "export_html",
+    "render_demo_report",
+    "run_report",
+    "save_chart",
+]
+
+#: Formats :func:`save_chart` writes: vl-convert renders all three without a browser.
+CHART_FORMATS: tuple[str, ...] = ("svg", "png", "html")
+
+# lab template without its <script src=...> blocks (require.js, MathJax, mermaid,
+# widgets): every one of them loads from a CDN, and the reports must open offline.  SVG
+# outputs go into the page as <svg> markup: the stock block either base64-encodes them
+# into an <img> or passes them through an HTML sanitizer that drops <svg> altogether.
+# The markup is the notebook's own output (vl-convert's rendering of our charts).
+_OFFLINE_TEMPLATE = """\
+{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{% block data_svg scoped -%}
+<div class="jp-RenderedSVG jp-OutputArea-output {{ extra_class }}" data-mime-type="image/svg+xml">
+{{ output.data['image/svg+xml'] }}
+</div>
+{%- endblock data_svg %}
+"""
+_REMOTE = re.compile(
+    r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//", re.I
+)
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`run_report` wrote.
+
+    Attributes
+    ----------
+    name : str
+        The report.
+    notebook : Path
+        The executed notebook (with outputs).
+    html : Path
+        The offline HTML page.
+    figures : tuple of Path
+        The charts the notebook saved (SVG and PNG), sorted.
+    parameters : mapping
+        The parameters the notebook ran with (after CI and caller overrides).
+    execute_seconds, export_seconds : float
+        Wall-clock time of the papermill run and of the HTML export.
+    """
+
+    name: str
+    notebook: Path
+    html: Path
+    figures: tuple[Path, ...]
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    execute_seconds: float = 0.0
+    export_seconds: float = 0.0
+
+    def summary(self) -> str:
+        """A few lines: files and timings."""
+        return (
+            f"report {self.name!r}: executed in {self.execute_seconds:.1f} s, exported in "
+            f"{self.export_seconds:.1f} s\n  html: {self.html}\n  notebook: {self.notebook}\n"
+            f"  figures: {len(self.figures)} file(s) under {self.html.parent}"
+        )
+
+
+def save_chart(
+    chart: Any,
+    directory: str | Path,
+    name: str,
+    formats: Sequence[str] = ("svg", "png"),
+    *,
+    scale_factor: float = 2.0,
+) -> list[Path]:
+    """Save an altair chart as standalone files ``directory/name.<format>``.
+
+    SVG and PNG are rendered by vl-convert (no browser, no network); ``html`` embeds the
+    Vega JavaScript inline (``inline=True``), so it too opens offline.  An empty
+    ``directory`` saves nothing (what a report notebook does when run by hand).
+
+    Parameters
+    ----------
+    chart : altair chart
+        Any top-level altair chart.
+    directory : str or Path
+        Target folder (created); ``""`` to skip saving.
+    name : str
+        File stem (letters, digits, ``_``, ``-``, ``.``).
+    formats : sequence of {"svg", "png", "html"}
+        What to write.
+    scale_factor : float
+        PNG resolution multiplier.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+
+    Examples
+    --------
+    >>> import tempfile, altair as alt, polars as pl
+    >>> chart = alt.Chart(pl.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_line().encode(x="x", y="y")
+    >>> [p.name for p in save_chart(chart, tempfile.mkdtemp(), "line")]
+    ['line.svg', 'line.png']
+    >>> save_chart(chart, "", "line")
+    []
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
+        raise ParameterError(f"name must be a file stem of letters, digits, _ - .; got {name!r}")
+    for fmt in formats:
+        check_choice("formats", fmt, CHART_FORMATS)
+    if directory == "" or directory is None:
+        return []
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = folder / f"{name}.{fmt}"
+        if fmt == "png":
+            chart.save(str(path), scale_factor=scale_factor)
+        elif fmt == "html":
+            chart.save(str(path), inline=True)
+        else:
+            chart.save(str(path))
+        written.append(path)
+    return written
+
+
+def export_html(notebook: str | Path, html_path: str | Path) -> Path:
+    """Write an executed notebook as a self-contained HTML page that opens offline.
+
+    nbconvert's HTML exporter (lab template) without the blocks that load require.js,
+    MathJax, mermaid or widget scripts from CDNs; images and SVG outputs are inline.
+    Raises :class:`ReportError` if the page would still fetch anything remote.
+
+    Examples
+    --------
+    >>> import tempfile, nbformat, pathlib
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Hello")])
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> nbformat.write(nb, d / "a.ipynb")
+    >>> page = export_html(d / "a.ipynb", d / "a.html").read_text()
+    >>> "Hello" in page, "cdn" in page.lower()
+    (True, False)
+    """
+    import jinja2
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[jinja2.DictLoader({"cogstats_offline.html.j2": _OFFLINE_TEMPLATE})],
+        template_file="cogstats_offline.html.j2",
+        embed_images=True,
+    )
+    nb = nbformat.read(str(notebook), as_version=4)
+    body, _ = exporter.from_notebook_node(nb)
+    remote = _REMOTE.search(body)
+    if remote:
+        raise ReportError(
+            f"the HTML export of {notebook} would load a remote resource: {remote.group(0)!r}"
+        )
+    out = Path(html_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def _check_kernel(kernel_name: str) -> None:
+    """The kernel must run this interpreter (so it sees this cogstats and its extras)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    except NoSuchKernel:
+        raise ReportError(
+            f"no Jupyter kernel named {kernel_name!r}; install ipykernel in this environment "
+            f"({sys.executable} -m pip install ipykernel)"
+        ) from None
+    exe = spec.argv[0] if spec.argv else ""
+    major, minor = sys.version_info[:2]
+    # jupyter_client replaces these names with sys.executable when it starts the kernel
+    same = exe in ("python", f"python{major}", f"python{major}.{minor}")
+    if not same and exe:
+        try:
+            same = Path(exe).resolve() == Path(sys.executable).resolve()
+        except OSError:
+            same = False
+    if not same:
+        raise ReportError(
+            f"kernel {kernel_name!r} runs {exe!r}, not this interpreter ({sys.executable}); "
+            "the report would not see this environment's cogstats.  Install ipykernel here "
+            "or register this environment's kernel (python -m ipykernel install --sys-prefix)"
+        )
+
+
+def run_report(
+    name: str,
+    out_dir: str | Path,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    ci: bool = False,
+    notebook_dir: str | Path | None = None,
+    kernel_name: str = "python3",
+    cell_timeout: float | None = None,
+    log_output: bool = False,
+) -> ReportResult:
+    """Execute a registered report notebook with papermill and export it offline.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`~cogstats.reports.REPORTS`.
+    out_dir : str or Path
+        Where to write ``<name>.ipynb``, ``<name>.html`` and ``<name>_figures/``.
+    parameters : mapping, optional
+        Parameter values (names and types checked against the notebook's parameters
+        cell; unknown names raise, listing the allowed ones).  Applied over the CI
+        parameters when ``ci`` is true.
+    ci : bool
+        Use the report's CI parameters (small runs for tests, benchmark C3 and ``cogstats
+        demo --quick``).
+    notebook_dir : str or Path, optional
+        Folder holding the notebooks (default: the repository's ``notebooks/``).
+    kernel_name : str
+        Jupyter kernel; it must run this interpreter (checked).
+    cell_timeout : float, optional
+        Seconds a cell may run (default: no limit).
+    log_output : bool
+        Echo the notebook's output while it runs.
+
+    Returns
+    -------
+    ReportResult
+
+    Raises
+    ------
+    ParameterError
+        Unknown report name or parameter, or a parameter of the wrong type.
+    ReportError
+        Missing notebook or kernel, a failing cell (the message names the cell and the
+        partly executed notebook), or an HTML page that would load a remote resource.
+
+    Examples
+    --------
+    >>> run_report("poison_crater", "out", {"replicate": 3})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: ...no parameter 'replicate' (did you mean 'replicates'?)...
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    report = get_report(name)
+    user = report.validate(dict(parameters or {}), notebook_dir)
+    src = report.path(notebook_dir)
+    for key in report.path_parameters:
+        if key in user and isinstance(user[key], str) and user[key]:
+            user[key] = str(Path(user[key]).expanduser().resolve())
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    figures = out / f"{name}_figures"
+    params: dict[str, Any] = {}
+    if ci:
+        params.update(report.ci_parameters)
+    params.update(user)
+    declared = report.parameters(notebook_dir)
+    for key in RESERVED_PARAMETERS:
+        if key not in declared:
+            raise ReportError(f"notebook {src} does not declare the parameter {key!r}")
+    params.setdefault("figures_dir", str(figures))
+    _check_kernel(kernel_name)
+    executed = out / f"{name}.ipynb"
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(src),
+            str(executed),
+            parameters=params,
+            kernel_name=kernel_name,
+            cwd=str(src.parent),
+            progress_bar=False,
+            log_output=log_output,
+            execution_timeout=cell_timeout,
+        )
+    except PapermillExecutionError as exc:
+        raise ReportError(
+            f"report {name!r} failed in cell {exc.exec_count} ({exc.ename}: {exc.evalue}); "
+            f"the partly executed notebook is {executed}"
+        ) from exc
+    executed_s = time.perf_counter() - start
+    start = time.perf_counter()
+    page = export_html(executed, out / f"{name}.html")
+    export_s = time.perf_counter() - start
+    saved = Path(params["figures_dir"])
+    files = tuple(sorted(p for p in saved.glob("*") if p.is_file())) if saved.is_dir() else ()
+    return ReportResult(
+        name=name,
+        notebook=executed,
+        html=page,
+        figures=files,
+        parameters=params,
+        execute_seconds=executed_s,
+        export_seconds=export_s,
+    )
+
+
+def render_demo_report(
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    reports: Sequence[str] | None = None,
+    notebook_dir: str | Path | None = None,
+) -> Path:
+    """Run every registered report (CI parameters when ``quick``) and write an index page.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Folder for the reports (``<name>.html``, ``<name>.ipynb``, ``<name>_figures/``)
+        and ``index.html``.
+    quick : bool
+        Run at the reports' CI parameters (seconds instead of minutes).
+    reports : sequence of str, optional
+        Which reports (default: all, in registry order).
+    notebook_dir : str or Path, optional
+        Folder holding the notebooks (default: the repository's ``notebooks/``).
+
+    Returns
+    -------
+    Path
+        ``out_dir/index.html``, linking each report's page and figures (no scripts).
+    """
+    names = list(reports) if reports is not None else list(report_names())
+    for n in names:
+        get_report(n)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = [run_report(n, out, ci=quick, notebook_dir=notebook_dir) for n in names]
+    items = []
+    for r in results:
+        title = html.escape(get_report(r.name).title)
+        figs = ", ".join(
+            f'<a href="{html.escape(os.path.relpath(f, out))}">{html.escape(f.name)}</a>'
+            for f in r.figures
+        )
+        items.append(
+            f'<li><a href="{html.escape(r.html.name)}"><strong>{html.escape(r.name)}</strong>'
+            f"</a>: {title}<br><small>{r.execute_seconds:.1f} s; figures: {figs}</small></li>"
+        )
+    mode = "quick (CI parameters)" if quick else "full parameters"
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>cogstats reports</title></head><body>"
+        f"<h1>cogstats reports</h1><p>Run: {mode}.</p><ul>{''.join(items)}</ul></body></html>\n"
+    )
+    index = out / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index
