@@ -28,8 +28,8 @@ DEFAULT_OUTCOMES: tuple[str, ...] = (
 #: Columns of a ``reference`` frame (published or otherwise external rates).
 REFERENCE_COLUMNS: tuple[str, ...] = ("effect", "budget", "outcome", "rate")
 _BUILDER = "operating_characteristics"
-#: darker blues for larger budgets; the lightest end of the scheme is too pale on white
-_BUDGET_SCHEME = alt.SchemeParams(name="blues", extent=[0.4, 1.0])
+#: an ordered scheme with distinct hues per budget (viridis without its pale yellow end)
+_BUDGET_SCHEME = alt.SchemeParams(name="viridis", extent=[0.0, 0.8])
 
 
 def _long(

@@ -165,8 +165,17 @@ def tradeoff(
         point_enc["fill"] = alt.condition(alt.datum.frontier, enc_fill, alt.value("white"))
         point_enc["size"] = alt.condition(alt.datum.frontier, alt.value(110), alt.value(60))
     layers.append(alt.Chart().mark_point(filled=False, strokeWidth=2).encode(**point_enc))
+    notes = []
+    if errors:
+        notes.append(f"bars: +/-{multiplier:g} Monte Carlo standard errors")
+    if frontier is not None:
+        notes.append(f"filled, joined by the dashed line: the frontier ({frontier})")
     return alt.LayerChart(
-        layer=layers, data=data, width=width, height=height, title=alt.Title(title or "")
+        layer=layers,
+        data=data,
+        width=width,
+        height=height,
+        title=alt.Title(title or "", subtitle="; ".join(notes)),
     )
 
 

@@ -291,6 +291,8 @@ def test_tradeoff_spec(cells: pl.DataFrame) -> None:
     assert [t["title"] for t in point["tooltip"]][-1] == EFFECT
     line = chart.layer[2].to_dict()
     assert line["transform"] == [{"filter": "datum.frontier"}]
+    subtitle = chart.to_dict()["title"]["subtitle"]
+    assert "+/-2 Monte Carlo standard errors" in subtitle and "(on_frontier)" in subtitle
     assert "<svg" in render(chart)
 
 
