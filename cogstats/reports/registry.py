@@ -44,7 +44,13 @@ class ReportError(CogstatsError, RuntimeError):
 
 
 def default_notebook_dir() -> Path:
-    """The repository's ``notebooks/`` folder (next to the ``cogstats`` package)."""
+    """The repository's ``notebooks/`` folder (next to the ``cogstats`` package).
+
+    Examples
+    --------
+    >>> default_notebook_dir().name
+    'notebooks'
+    """
     return Path(__file__).resolve().parents[2] / "notebooks"
 
 
@@ -186,7 +192,13 @@ REPORTS: dict[str, Report] = {
 
 
 def report_names() -> list[str]:
-    """The registered report names, sorted."""
+    """The registered report names, sorted.
+
+    Examples
+    --------
+    >>> report_names()
+    ['operating_characteristics', 'poison_crater', 'tradeoffs']
+    """
     return sorted(REPORTS)
 
 

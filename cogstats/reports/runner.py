@@ -266,6 +266,11 @@ def run_report(
     -------
     ReportResult
 
+    Notes
+    -----
+    Every registered report runs through here at its CI parameters in
+    ``tests/notebooks/test_execute.py`` and in benchmark C3.
+
     Raises
     ------
     ParameterError
@@ -363,6 +368,19 @@ def render_demo_report(
     -------
     Path
         ``out_dir/index.html``, linking each report's page and figures (no scripts).
+
+    Notes
+    -----
+    ``cogstats demo`` calls this.  ``tests/notebooks/test_execute.py`` runs it with
+    ``quick=True`` and checks every page (inline SVG charts, nothing remote, no error
+    output) and the index; benchmark C3 times the same runs.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> index = render_demo_report(tempfile.mkdtemp(), quick=True, reports=[])  # no report
+    >>> index.name, "<script" in index.read_text()
+    ('index.html', False)
     """
     names = list(reports) if reports is not None else list(report_names())
     for n in names:
