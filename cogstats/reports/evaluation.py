@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import polars as pl
@@ -23,6 +23,9 @@ from cogstats._validation import ParameterError, check_int
 from cogstats.estimators import ATTRIBUTION_COLUMNS, attribute
 from cogstats.estimators._base import get_spec
 from cogstats.ledger import Ledger
+
+if TYPE_CHECKING:  # the simulator (numba) is imported only by callers that have a result
+    from cogstats.sim import SimulationResult
 
 __all__ = ["attribution_accuracy", "compare_attributions"]
 
@@ -126,7 +129,7 @@ def compare_attributions(
 
 
 def attribution_accuracy(
-    result: Any,
+    result: SimulationResult,
     methods: Mapping[str, Mapping[str, Any]],
     *,
     replicates: int | None = None,

@@ -102,7 +102,7 @@ class Report:
         >>> params["replicates"]["type"]
         'int'
         """
-        return dict(_parameters(str(self.path(notebook_dir))))
+        return {name: dict(info) for name, info in _parameters(str(self.path(notebook_dir)))}
 
     def validate(
         self, parameters: Mapping[str, Any], notebook_dir: str | Path | None = None
