@@ -6,7 +6,7 @@ import html
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,13 +17,18 @@ import polars as pl
 from cogstats._results import frame_text
 from cogstats._validation import ParameterError, check_int
 from cogstats.sweep.executors import make_executor
-from cogstats.sweep.spec import SweepSpec, check_overrides, load_sweep, spec_from_resolved
+from cogstats.sweep.spec import CellTask, SweepSpec, check_overrides, load_sweep, spec_from_resolved
 from cogstats.sweep.store import SweepStore, make_manifest, read_manifest
 
 if TYPE_CHECKING:
     from cogstats.sim.result import SimulationResult
 
-__all__ = ["SweepResult", "rerun_cell", "sweep_spec"]
+__all__ = ["SMALL_SWEEP_RUNS", "SweepResult", "rerun_cell", "sweep_spec"]
+
+#: below this many simulated runs in all, the local executor's default is one worker (this
+#: process): starting a worker process costs about as much CPU as this much simulation
+#: (a package import and numba's cache load, about 10 s per process on this machine)
+SMALL_SWEEP_RUNS = 1_000_000
 
 #: metrics shown by :meth:`SweepResult.summary` (the table has them all)
 SHOWN = (
@@ -134,7 +139,10 @@ def sweep_spec(
     scheduler : str, optional
         Dask scheduler address (default: a LocalCluster).  Dask only.
     workers : int, optional
-        Worker processes (local, or the LocalCluster's); default: the cores available.
+        Worker processes (local, or the LocalCluster's); default: the cores available,
+        except that a local sweep of fewer than :data:`SMALL_SWEEP_RUNS` simulated runs
+        (replicates x runs over the cells left to run) runs in this process, since
+        starting a worker costs more than that much simulation.
     progress : bool, optional
         Progress bar over cells with an estimate of the time left (default: when stderr
         is a terminal).
@@ -175,6 +183,8 @@ def sweep_spec(
     tasks = spec.cells(replicates=reps, seed=root)
     done = store.done()
     todo = [t for t in tasks if t.index not in done]
+    if executor == "local" and workers is None and _gated_runs(todo) < SMALL_SWEEP_RUNS:
+        runner = make_executor("local", workers=1)
     by_index = {t.index: t for t in tasks}
     ran = 0
     status = "complete"
@@ -227,6 +237,10 @@ def sweep_spec(
             "workers": runner.workers,
         },
     )
+
+
+def _gated_runs(tasks: Sequence[CellTask]) -> int:
+    return sum(t.replicates * t.scenario.runs for t in tasks)
 
 
 def _progress_bar(progress: bool | None, total: int, initial: int, name: str) -> Any:

@@ -264,3 +264,15 @@ def test_cli_default_store_and_progress(
     err = capsys.readouterr().err
     assert "6/6" in err
     assert "cell/s" in err or "s/cell" in err
+
+
+def test_small_local_sweeps_default_to_this_process(small: Path, tmp_path: Path) -> None:
+    """6 cells x 25 replicates x 14 runs = 2,100 simulated runs, far below
+    SMALL_SWEEP_RUNS: with no worker count given, no worker process is started."""
+    from cogstats.sweep.runner import SMALL_SWEEP_RUNS
+
+    assert SMALL_SWEEP_RUNS > 6 * 25 * 14
+    result = sweep_spec(small, out=tmp_path / "store", progress=False)
+    assert result.workers == 1
+    workers = set(read_sweep(tmp_path / "store", timings=True)["worker"])
+    assert workers == {f"{os.uname().nodename}:{os.getpid()}"}
