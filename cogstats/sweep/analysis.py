@@ -352,6 +352,9 @@ class Recommendation:
             )
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        return self.summary()
+
     def __repr__(self) -> str:
         cell = self.row.get("cell") if self.row else None
         return (
