@@ -19,8 +19,8 @@ from cogstats.charts._frames import check_multiplier, require_columns, select_as
 __all__ = ["false_eviction_tradeoff", "missed_poison_tradeoff", "tradeoff"]
 
 _BUILDER = "tradeoff"
-#: numeric colour columns: darker for larger values (the pale end is unreadable on white)
-_ORDERED = alt.SchemeParams(name="blues", extent=[0.35, 1.0])
+#: numeric colour columns: an ordered scheme with distinct hues (viridis, no pale yellow)
+_ORDERED = alt.SchemeParams(name="viridis", extent=[0.0, 0.8])
 
 
 def _kind(frame: pl.DataFrame, column: str) -> str:

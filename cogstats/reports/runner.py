@@ -348,6 +348,7 @@ def render_demo_report(
     *,
     quick: bool = False,
     reports: Sequence[str] | None = None,
+    parameters: Mapping[str, Mapping[str, Any]] | None = None,
     notebook_dir: str | Path | None = None,
 ) -> Path:
     """Run every registered report (CI parameters when ``quick``) and write an index page.
@@ -361,6 +362,10 @@ def render_demo_report(
         Run at the reports' CI parameters (seconds instead of minutes).
     reports : sequence of str, optional
         Which reports (default: all, in registry order).
+    parameters : mapping, optional
+        Per-report parameter values, ``report name -> {parameter: value}`` (applied
+        over the CI parameters when ``quick``), e.g.
+        ``{"tradeoffs": {"sweep_path": "sweeps/threshold_sweep"}}``.
     notebook_dir : str or Path, optional
         Folder holding the notebooks (default: the repository's ``notebooks/``).
 
@@ -383,11 +388,20 @@ def render_demo_report(
     ('index.html', False)
     """
     names = list(reports) if reports is not None else list(report_names())
+    overrides = dict(parameters or {})
     for n in names:
         get_report(n)
+    for n, values in overrides.items():
+        if n not in names:
+            raise ParameterError(
+                f"parameters names report {n!r}, which is not among the reports run: {names}"
+            )
+        get_report(n).validate(values, notebook_dir)  # every error before the first run
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    results = [run_report(n, out, ci=quick, notebook_dir=notebook_dir) for n in names]
+    results = [
+        run_report(n, out, overrides.get(n), ci=quick, notebook_dir=notebook_dir) for n in names
+    ]
     items = []
     for r in results:
         title = html.escape(get_report(r.name).title)

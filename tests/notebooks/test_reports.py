@@ -62,6 +62,11 @@ def test_registry_lookup_errors() -> None:
         run_report("tradeof", "unused")
     with pytest.raises(ParameterError, match="report must be one of"):
         render_demo_report("unused", reports=["nope"])
+    # per-report parameters are checked before any notebook runs
+    with pytest.raises(ParameterError, match="not among the reports run: \\['tradeoffs'\\]"):
+        render_demo_report("unused", reports=["tradeoffs"], parameters={"poison_crater": {}})
+    with pytest.raises(ParameterError, match="no parameter 'sweep'"):
+        render_demo_report("unused", parameters={"tradeoffs": {"sweep": "x"}})
 
 
 def test_parameter_validation() -> None:
