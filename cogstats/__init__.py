@@ -1,36 +1,52 @@
 """cogstats: statistics of lesson attribution for self-improving AI agents.
 
 The production path (``cogstats.ledger``, ``cogstats.estimators``, ``cogstats.gates``)
-needs numpy, scipy, polars and statsmodels only; the simulator, sweeps and reports are
-imported lazily so that importing this package never pulls them in.
+needs numpy, scipy, polars and statsmodels only; the simulator, sweeps and reports need
+their extras.  Every public name here loads on first use (PEP 562), so ``import
+cogstats`` is cheap and imports none of them until asked.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from cogstats.estimators import Attribution, attribute
-from cogstats.gates import CycgraphGate, GateReport
-from cogstats.ledger import Ledger
+if TYPE_CHECKING:  # the real names, for type checkers and IDEs
+    from cogstats.estimators import Attribution, attribute
+    from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate, GateReport
+    from cogstats.ledger import Ledger
+    from cogstats.sim import Scenario, load_spec, simulate
+    from cogstats.sweep import read_sweep, sweep_spec
+
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Attribution",
-    "CycgraphGate",
-    "GateReport",
-    "Ledger",
-    "__version__",
-    "attribute",
-]
+_LAZY: dict[str, str] = {
+    "Ledger": "cogstats.ledger",
+    "Attribution": "cogstats.estimators",
+    "attribute": "cogstats.estimators",
+    "CycgraphGate": "cogstats.gates",
+    "EvidenceGate": "cogstats.gates",
+    "AuditGate": "cogstats.gates",
+    "GateReport": "cogstats.gates",
+    "Scenario": "cogstats.sim",
+    "simulate": "cogstats.sim",
+    "load_spec": "cogstats.sim",
+    "sweep_spec": "cogstats.sweep",
+    "read_sweep": "cogstats.sweep",
+}
 
-_LAZY: dict[str, str] = {}
+__all__ = sorted([*_LAZY, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'cogstats' has no attribute {name!r}")
-    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-    return getattr(importlib.import_module(module), name)
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

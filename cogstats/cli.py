@@ -122,6 +122,27 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return run_sweep(args)
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from cogstats.reports import get_report, report_names, run_report
+
+    if not args.name:
+        for name in report_names():
+            print(f"{name}: {get_report(name).title}")
+        return 0
+    params: dict[str, Any] = {}
+    for item in args.param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CogstatsError(f"--param must look like NAME=VALUE; got {item!r}")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    result = run_report(args.name, Path(args.out), params or None, ci=args.quick)
+    print(f"{args.name}: {result.html}")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from cogstats.demo import run_demo
 
@@ -173,9 +194,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="directory of the sweep store (default: sweeps/<spec name>)")
     p.add_argument("--executor", choices=["local", "dask"], default="local")
     p.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
-    p.add_argument("--workers", type=int, help="worker processes (default: all cores)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes (default: all cores; a small sweep runs in this process)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("report", help="run a report notebook (papermill) and export HTML")
+    p.add_argument("name", nargs="?", help="report name (omit to list them)")
+    p.add_argument("--out", default="reports", help="output folder (default: reports)")
+    p.add_argument("--quick", action="store_true", help="the report's CI parameters")
+    p.add_argument("--param", action="append", help="notebook parameter NAME=VALUE (JSON)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("demo", help="simulate, sweep and write the demo report")
     p.add_argument("--out", default="reports/demo")

@@ -3,67 +3,93 @@
 ``attribute(ledger, method=...)`` looks the method up in :data:`METHODS`; every method
 returns an :class:`Attribution`.  Production code may import this package with numpy,
 scipy, polars and statsmodels only.
+
+The public names are loaded on first use (PEP 562), so that importing one estimator
+module, or a gate built on it, does not pay for statsmodels' regression stack; the
+registry is complete as soon as :data:`METHODS`, :func:`attribute` or any method is used.
 """
 
-from cogstats.estimators import lift as _lift  # noqa: F401  (registers lift, welch)
-from cogstats.estimators import permutation as _permutation  # noqa: F401  (+ freedman_lane)
-from cogstats.estimators import propensity as _propensity  # noqa: F401  (registers ipw, aipw)
-from cogstats.estimators import regression as _regression  # noqa: F401  (ols, ridge, ...)
-from cogstats.estimators import sequential as _sequential  # noqa: F401  (confseq, anytime_ols)
-from cogstats.estimators._base import (
-    ATTRIBUTION_COLUMNS,
-    METHODS,
-    Attribution,
-    EstimatorSpec,
-    attribute,
-)
-from cogstats.estimators.identifiability import check_identifiability
-from cogstats.estimators.lift import WelchResult, required_trials, student_t_cdf, welch_lift
-from cogstats.estimators.multiplicity import (
-    LOND,
-    LORDpp,
-    MultipleTestingResult,
-    adjust,
-    benjamini_hochberg,
-    e_bh,
-)
-from cogstats.estimators.propensity import aipw, ipw
-from cogstats.estimators.regression import MixedFallbackWarning
-from cogstats.estimators.sequential import (
-    SequencePaths,
-    SpendingBoundaries,
-    anytime_ols_paths,
-    anytime_ols_sequence,
-    confidence_sequence,
-    confseq_paths,
-    spending_boundaries,
-)
+from __future__ import annotations
 
-__all__ = [
-    "ATTRIBUTION_COLUMNS",
-    "LOND",
-    "METHODS",
-    "Attribution",
-    "EstimatorSpec",
-    "LORDpp",
-    "MixedFallbackWarning",
-    "MultipleTestingResult",
-    "SequencePaths",
-    "SpendingBoundaries",
-    "WelchResult",
-    "adjust",
-    "aipw",
-    "anytime_ols_paths",
-    "anytime_ols_sequence",
-    "attribute",
-    "benjamini_hochberg",
-    "check_identifiability",
-    "confidence_sequence",
-    "confseq_paths",
-    "e_bh",
-    "ipw",
-    "required_trials",
-    "spending_boundaries",
-    "student_t_cdf",
-    "welch_lift",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real names, for type checkers and IDEs
+    from cogstats.estimators._base import (
+        ATTRIBUTION_COLUMNS,
+        METHODS,
+        Attribution,
+        EstimatorSpec,
+        attribute,
+    )
+    from cogstats.estimators.identifiability import check_identifiability
+    from cogstats.estimators.lift import WelchResult, required_trials, student_t_cdf, welch_lift
+    from cogstats.estimators.multiplicity import (
+        LOND,
+        LORDpp,
+        MultipleTestingResult,
+        adjust,
+        benjamini_hochberg,
+        e_bh,
+    )
+    from cogstats.estimators.propensity import aipw, ipw
+    from cogstats.estimators.regression import MixedFallbackWarning
+    from cogstats.estimators.sequential import (
+        SequencePaths,
+        SpendingBoundaries,
+        anytime_ols_paths,
+        anytime_ols_sequence,
+        confidence_sequence,
+        confseq_paths,
+        spending_boundaries,
+    )
+
+
+#: public name -> module that defines it
+_LAZY: dict[str, str] = {
+    "ATTRIBUTION_COLUMNS": "cogstats.estimators._base",
+    "Attribution": "cogstats.estimators._base",
+    "EstimatorSpec": "cogstats.estimators._base",
+    "attribute": "cogstats.estimators._base",
+    "check_identifiability": "cogstats.estimators.identifiability",
+    "WelchResult": "cogstats.estimators.lift",
+    "required_trials": "cogstats.estimators.lift",
+    "student_t_cdf": "cogstats.estimators.lift",
+    "welch_lift": "cogstats.estimators.lift",
+    "LOND": "cogstats.estimators.multiplicity",
+    "LORDpp": "cogstats.estimators.multiplicity",
+    "MultipleTestingResult": "cogstats.estimators.multiplicity",
+    "adjust": "cogstats.estimators.multiplicity",
+    "benjamini_hochberg": "cogstats.estimators.multiplicity",
+    "e_bh": "cogstats.estimators.multiplicity",
+    "aipw": "cogstats.estimators.propensity",
+    "ipw": "cogstats.estimators.propensity",
+    "MixedFallbackWarning": "cogstats.estimators.regression",
+    "SequencePaths": "cogstats.estimators.sequential",
+    "SpendingBoundaries": "cogstats.estimators.sequential",
+    "anytime_ols_paths": "cogstats.estimators.sequential",
+    "anytime_ols_sequence": "cogstats.estimators.sequential",
+    "confidence_sequence": "cogstats.estimators.sequential",
+    "confseq_paths": "cogstats.estimators.sequential",
+    "spending_boundaries": "cogstats.estimators.sequential",
+}
+
+__all__ = sorted([*_LAZY, "METHODS"])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "METHODS":
+        from cogstats.estimators._base import METHODS, load_methods
+
+        load_methods()
+        return METHODS
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cogstats.estimators' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY, "METHODS"])

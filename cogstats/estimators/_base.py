@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
+from scipy import special
 
 from cogstats._results import format_settings, frame_text
 from cogstats._validation import ParameterError, check_probability, suggest
@@ -141,9 +141,14 @@ class Attribution:
         se = self.table["std_error"].to_numpy()
         if "df" in self.table.columns:
             df = self.table["df"].to_numpy().astype(float)
-            q = stats.t.ppf(0.5 + level / 2, np.where(np.isfinite(df), df, np.inf))
+            finite = np.isfinite(df)
+            q = np.where(
+                finite,
+                special.stdtrit(np.where(finite, df, 1.0), 0.5 + level / 2),
+                special.ndtri(0.5 + level / 2),
+            )
         else:
-            q = np.full(len(est), stats.norm.ppf(0.5 + level / 2))
+            q = np.full(len(est), special.ndtri(0.5 + level / 2))
         return pl.DataFrame(
             {
                 "fact_id": self.table["fact_id"],
@@ -235,8 +240,27 @@ class EstimatorSpec:
     conservative: bool = False
 
 
-#: The registry: method name -> spec.  Filled by the estimator modules at import.
+#: The registry: method name -> spec.  Filled by the estimator modules at import; use
+#: :func:`load_methods` (or ``cogstats.estimators.METHODS``) to have every method in it.
 METHODS: dict[str, EstimatorSpec] = {}
+
+#: the modules that register estimators
+ESTIMATOR_MODULES: tuple[str, ...] = (
+    "cogstats.estimators.lift",
+    "cogstats.estimators.permutation",
+    "cogstats.estimators.propensity",
+    "cogstats.estimators.regression",
+    "cogstats.estimators.sequential",
+)
+
+
+def load_methods() -> dict[str, EstimatorSpec]:
+    """Import every estimator module, so that :data:`METHODS` is complete; return it."""
+    import importlib
+
+    for module in ESTIMATOR_MODULES:
+        importlib.import_module(module)
+    return METHODS
 
 
 def register(
@@ -321,6 +345,8 @@ def attribute(
 
 def get_spec(method: str) -> EstimatorSpec:
     """The registry entry of ``method``, with a clear error when it is unknown."""
+    if not isinstance(method, str) or method not in METHODS:
+        load_methods()
     if not isinstance(method, str) or method not in METHODS:
         hint = suggest(method, METHODS) if isinstance(method, str) else ""
         raise ParameterError(f"method must be one of {sorted(METHODS)}; got {method!r}{hint}")

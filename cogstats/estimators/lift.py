@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from cogstats._validation import ParameterError, check_probability, check_real
 from cogstats.estimators._base import Attribution, make_table, register
@@ -135,8 +135,8 @@ def required_trials(effect: float, sd: float, confidence: float = 0.9, power: fl
     """
     effect = cast(float, check_real("effect", effect, minimum=0.0, exclusive_minimum=True))
     sd = cast(float, check_real("sd", sd, minimum=0.0, exclusive_minimum=True))
-    za = stats.norm.ppf(check_probability("confidence", confidence))
-    zb = stats.norm.ppf(check_probability("power", power))
+    za = special.ndtri(check_probability("confidence", confidence))
+    zb = special.ndtri(check_probability("power", power))
     return math.ceil(2 * ((za + zb) * sd / effect) ** 2)
 
 
@@ -189,7 +189,7 @@ def _interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore"):
         q = special.stdtrit(df, 0.5 + level / 2)
-    q = np.where(np.isinf(df), stats.norm.ppf(0.5 + level / 2), q)
+    q = np.where(np.isinf(df), special.ndtri(0.5 + level / 2), q)
     return estimate - q * se, estimate + q * se
 
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from scipy import special
-from statsmodels.stats.multitest import multipletests
 
 from cogstats._results import frame_text, html_block
 from cogstats._validation import ParameterError, check_choice, check_probability, check_real
@@ -98,6 +97,8 @@ def benjamini_hochberg(pvalues: Sequence[float] | np.ndarray, q: float) -> np.nd
     q = check_probability("q", q)
     if p.size == 0:
         return np.zeros(0, dtype=bool)
+    from statsmodels.stats.multitest import multipletests  # heavy: imported on first use
+
     reject, *_ = multipletests(p, alpha=q, method="fdr_bh", is_sorted=False, returnsorted=False)
     return np.asarray(reject, dtype=bool)
 
@@ -226,6 +227,8 @@ def adjust(
     elif method == "holm":
         reject, adjusted = _holm(p, alpha)
     else:
+        from statsmodels.stats.multitest import multipletests  # heavy: on first use
+
         reject, adjusted, *_ = multipletests(
             p, alpha=alpha, method=ADJUST_METHODS[method], is_sorted=False, returnsorted=False
         )

@@ -368,13 +368,18 @@ class GateSpec:
 
     def build(self) -> Any:
         """The gate object this spec describes (None for type "none")."""
-        from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate
-
+        # each gate is imported only when asked for (the evidence gate needs every estimator)
         if self.type == "cycgraph":
+            from cogstats.gates.cycgraph import CycgraphGate
+
             return CycgraphGate.from_policy(self.policy)
         if self.type == "audit":
+            from cogstats.gates.audit import AuditGate
+
             return AuditGate(**self.policy)
         if self.type == "evidence":
+            from cogstats.gates.evidence import EvidenceGate
+
             return EvidenceGate(**self.policy)
         return None
 
