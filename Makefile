@@ -26,7 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests cogstats --doctest-modules
 
 demo: $(STAMP)
 	$(BIN)/cogstats demo --out reports/demo
