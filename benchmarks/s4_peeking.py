@@ -33,19 +33,6 @@ SPEC = Path(__file__).resolve().parents[1] / "simulations" / "peeking_null.toml"
 ALPHA = 0.05
 
 
-def _arrays(runs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ids = sorted({f for fs in runs["eligible_ids"].to_list() for f in fs})
-    col = {f: j for j, f in enumerate(ids)}
-    x = np.zeros((runs.height, len(ids)), dtype=bool)
-    p = np.full((runs.height, len(ids)), np.nan)
-    for i, (fs, el, pr) in enumerate(
-        zip(runs["fact_ids"], runs["eligible_ids"], runs["propensities"], strict=True)
-    ):
-        x[i, [col[f] for f in fs]] = True
-        p[i, [col[f] for f in el]] = pr
-    return runs["score"].to_numpy(), x, p
-
-
 def welch_every_run(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Two-sided Welch p-value of every lesson after every run, from cumulative sums."""
     n1 = np.cumsum(x, axis=0)
@@ -75,7 +62,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     counts = {"confseq (logged propensities)": 0, "confseq (two-sample)": 0, "Welch, every run": 0}
     total = 0
     for rep in range(reps):
-        y, x, p = _arrays(ungated.runs.filter(pl.col("replicate") == rep).sort("run"))
+        y, x, p, _ = ungated.arrays(rep)
         lg = confseq_paths(y, x, p, confidence_level=1 - ALPHA)
         ts = confseq_paths(y, x, None, confidence_level=1 - ALPHA)
         counts["confseq (logged propensities)"] += int(np.sum(np.nanmin(lg.pvalue, 0) <= ALPHA))

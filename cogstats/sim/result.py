@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from cogstats._results import frame_text
@@ -145,6 +146,50 @@ class SimulationResult:
             row[name] = float(rates[name][0])
         row["mean_decision_run"] = rates["mean_decision_run"][0]
         return row
+
+    def arrays(
+        self, replicate: int = 0
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple[str, ...]]:
+        """One replicate as arrays for over-time analyses (e.g. ``confseq_paths``).
+
+        Returns
+        -------
+        scores : numpy.ndarray
+            ``(n_runs,)`` scores of the recorded runs, in run order.
+        injected : numpy.ndarray of bool
+            ``(n_runs, n_lessons)``.
+        propensities : numpy.ndarray or None
+            ``(n_runs, n_lessons)`` logged injection probabilities (NaN where a lesson
+            was not eligible), or None when the policy logs none.
+        fact_ids : tuple of str
+            The lessons (columns), sorted.
+
+        Examples
+        --------
+        >>> from cogstats.sim import Scenario, simulate
+        >>> s = Scenario.from_dict({"runs": 6, "gate": {"type": "none"},
+        ...     "lessons": {"listed": [{"id": "a", "effect": 0.1}, {"id": "b", "effect": 0}]},
+        ...     "retrieval": {"policy": "randomized", "max_facts": 2, "candidate_slots": 1}})
+        >>> y, x, p, ids = simulate(s, replicates=1, rng=2).arrays(0)
+        >>> y.shape, x.shape, ids, float(p[0, 0])
+        ((6,), (6, 2), ('a', 'b'), 0.5)
+        """
+        led = self.ledger(replicate)
+        ids = tuple(sorted(self.lessons.filter(pl.col("replicate") == replicate)["fact_id"]))
+        col = {f: j for j, f in enumerate(ids)}
+        frame = led.frame
+        x = np.zeros((len(led), len(ids)), dtype=bool)
+        for i, fs in enumerate(frame["fact_ids"].to_list()):
+            x[i, [col[f] for f in fs]] = True
+        p = None
+        if "propensities" in frame.columns:
+            p = np.full((len(led), len(ids)), np.nan)
+            for i, (el, pr) in enumerate(
+                zip(frame["eligible_ids"].to_list(), frame["propensities"].to_list(), strict=True)
+            ):
+                if el:
+                    p[i, [col[f] for f in el]] = pr
+        return led.scores, x, p, ids
 
     def ledger(self, replicate: int = 0) -> Ledger:
         """The recorded runs of one replicate as a :class:`~cogstats.ledger.Ledger`.

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from scipy import special
 
+from benchmarks.s4_peeking import welch_every_run
 from cogstats.estimators import METHODS, attribute, confseq_paths
 from cogstats.estimators._base import get_spec
 from cogstats.sim import Scenario, load_spec, simulate
@@ -99,23 +99,6 @@ def peeking():
     return spec, result
 
 
-def _arrays(result, replicate: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    runs = result.runs.filter(pl.col("replicate") == replicate).sort("run")
-    ids = sorted(
-        {f for fs in runs["fact_ids"].to_list() for f in fs}
-        | {f for fs in runs["eligible_ids"].to_list() for f in fs}
-    )
-    col = {f: j for j, f in enumerate(ids)}
-    x = np.zeros((runs.height, len(ids)), dtype=bool)
-    p = np.full((runs.height, len(ids)), np.nan)
-    for i, (fs, el, pr) in enumerate(
-        zip(runs["fact_ids"], runs["eligible_ids"], runs["propensities"], strict=True)
-    ):
-        x[i, [col[f] for f in fs]] = True
-        p[i, [col[f] for f in el]] = pr
-    return runs["score"].to_numpy(), x, p, ids
-
-
 @pytest.mark.slow
 def test_s4_peeking(peeking) -> None:
     spec, result = peeking
@@ -126,28 +109,13 @@ def test_s4_peeking(peeking) -> None:
     )
     ever_cs, ever_cs2, ever_welch, total = 0, 0, 0, 0
     for rep in range(spec.replicates):
-        y, x, p, _ = _arrays(ungated, rep)
+        y, x, p, _ = ungated.arrays(rep)
         logged = confseq_paths(y, x, p, confidence_level=1 - ALPHA)
         two_sample = confseq_paths(y, x, None, confidence_level=1 - ALPHA)
         ever_cs += int(np.sum(np.nanmin(logged.pvalue, axis=0) <= ALPHA))
         ever_cs2 += int(np.sum(np.nanmin(two_sample.pvalue, axis=0) <= ALPHA))
-        # fixed-sample Welch test after every run (from cumulative sums)
-        n1 = np.cumsum(x, axis=0)
-        n0 = np.arange(1, len(y) + 1)[:, None] - n1
-        s1 = np.cumsum(x * y[:, None], axis=0)
-        s0 = np.cumsum(y)[:, None] - s1
-        q1 = np.cumsum(x * (y**2)[:, None], axis=0)
-        q0 = np.cumsum(y**2)[:, None] - q1
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m1, m0 = s1 / n1, s0 / n0
-            v1 = (q1 - n1 * m1**2) / (n1 - 1)
-            v0 = (q0 - n0 * m0**2) / (n0 - 1)
-            a, b = v1 / n1, v0 / n0
-            t = (m1 - m0) / np.sqrt(a + b)
-            df = (a + b) ** 2 / (a**2 / (n1 - 1) + b**2 / (n0 - 1))
-            pw = 2 * special.stdtr(df, -np.abs(t))
-        ok = (n1 >= 2) & (n0 >= 2)
-        ever_welch += int(np.sum(np.any(ok & (pw <= ALPHA), axis=0)))
+        # fixed-sample Welch test after every run
+        ever_welch += int(np.sum(np.nanmin(welch_every_run(y, x), axis=0) <= ALPHA))
         total += x.shape[1]
     tol = 3.5 * math.sqrt(ALPHA * (1 - ALPHA) / total)
     assert ever_cs / total <= ALPHA + tol
