@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -170,6 +169,7 @@ def simulate(
     keep_runs: bool = True,
     chunk_size: int | None = None,
     progress: bool | None = None,
+    gate: Any = None,
 ) -> SimulationResult:
     """Simulate ``replicates`` independent replicates of a scenario with known true effects.
 
@@ -192,6 +192,11 @@ def simulate(
         Replicates per compiled call (default: about 64 MB of working memory).
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal and the work is large).
+    gate : object, optional
+        Any gate object to use instead of the scenario's (``evaluate(ledger,
+        candidates)`` returning a report whose ``to_frame()`` has ``fact_id``,
+        ``decision`` and ``reason``), e.g. a gate of your own.  It runs in the reference
+        engine, on the scenario's cadence (``gate.every``, ``gate.from_run``).
 
     Returns
     -------
@@ -218,6 +223,15 @@ def simulate(
         )
     replicates = int(check_int("replicates", replicates, minimum=1) or 1)
     engine = check_choice("engine", engine, ("fast", "reference"))
+    if gate is not None:
+        if not callable(getattr(gate, "evaluate", None)):
+            raise ParameterError(
+                f"gate must have an evaluate(ledger, candidates) method; got {type(gate).__name__}"
+            )
+        if engine == "fast":
+            raise ParameterError(
+                "a gate object runs in the plain-Python engine: pass engine='reference'"
+            )
     if engine == "fast" and scenario.gate.type not in FAST_GATES:
         raise ParameterError(
             f"the compiled engine has no gate {scenario.gate.type!r} (it has "
@@ -232,9 +246,11 @@ def simulate(
     if engine == "reference":
         from cogstats.sim.reference import run_reference
 
-        runner: Callable[[Scenario, LessonTable, Prepared], RawChunk] = run_reference
+        def runner(s: Scenario, les: LessonTable, prep: Prepared) -> RawChunk:
+            return run_reference(s, les, prep, gate)
+
     else:
-        runner = run_fast
+        runner = run_fast  # type: ignore[assignment]
     bar = _progress_bar(progress, replicates, scenario.runs)
     metrics, outcomes, runs_frames, decisions = [], [], [], []
     start = 0

@@ -55,12 +55,19 @@ def _policy(s: Scenario) -> Any:
     )
 
 
-def run_reference(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
-    """Simulate the chunk's replicates with the library objects (slow, obviously correct)."""
+def run_reference(
+    s: Scenario, lessons: LessonTable, prep: Prepared, gate_object: Any = None
+) -> RawChunk:
+    """Simulate the chunk's replicates with the library objects (slow, obviously correct).
+
+    ``gate_object`` replaces the scenario's gate: any object whose
+    ``evaluate(ledger, candidates)`` returns a report with ``to_frame()`` holding
+    ``fact_id``, ``decision`` (promote, evict, hold, retire) and ``reason``.
+    """
     n, runs = prep.noise.shape
     raw = empty_raw(s, lessons, n)
     policy = _policy(s)
-    gate = s.gate.build()
+    gate = s.gate.build() if gate_object is None else gate_object
     index = {f: j for j, f in enumerate(lessons.ids)}
     fam_names = [f.name for f in s.difficulty.families]
     base, sd = s.score.base, s.score.noise_sd
@@ -168,8 +175,8 @@ def run_reference(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk
                 # a fixed stream per replicate and run, for methods that draw
                 seed = int.from_bytes(prep.noise[rep].tobytes()[:8], "little")
                 report = gate.evaluate(ledger, judged, rng=np.random.default_rng((seed, run)))
-            else:  # pragma: no cover - the spec only builds these
-                raise TypeError(f"unsupported gate {gate!r}")
+            else:  # a user's gate object
+                report = gate.evaluate(ledger, judged)
             for row in report.to_frame().iter_rows(named=True):
                 f, d = row["fact_id"], row["decision"]
                 j = index[f]

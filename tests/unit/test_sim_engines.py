@@ -188,3 +188,34 @@ def test_replicates_are_prefix_stable() -> None:
     a = simulate(s, replicates=10, rng=5)
     b = simulate(s, replicates=25, rng=5)
     assert b.metrics.head(10).equals(a.metrics)
+
+
+def test_any_gate_object_runs_in_the_reference_engine() -> None:
+    """A user's gate (here: evict every lesson once it has 3 trials) plugs into the loop."""
+    import polars as pl
+
+    from cogstats.gates import GateReport
+
+    class EvictAtThree:
+        def evaluate(self, ledger, candidates):
+            stats = dict(
+                zip(ledger.fact_stats()["fact_id"], ledger.fact_stats()["trials"], strict=True)
+            )
+            rows = [
+                {
+                    "fact_id": f,
+                    "decision": "evict" if stats.get(f, 0) >= 3 else "hold",
+                    "reason": "eval-gate:no_lift" if stats.get(f, 0) >= 3 else None,
+                    "trials": stats.get(f, 0),
+                }
+                for f in candidates
+            ]
+            return GateReport("custom", pl.DataFrame(rows))
+
+    s = CASES["ipf_inference"]
+    result = simulate(s, replicates=3, rng=1, engine="reference", gate=EvictAtThree())
+    evicted = result.lessons.filter(pl.col("evicted_at_run").is_not_null())
+    assert evicted.height > 0
+    assert (evicted["trials"] == 3).all()
+    with pytest.raises(Exception, match="engine='reference'"):
+        simulate(s, replicates=1, rng=1, gate=EvictAtThree())
