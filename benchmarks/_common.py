@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 
@@ -37,3 +41,14 @@ def machine() -> dict[str, Any]:
         "load_average_1min": load,
         "versions": versions,
     }
+
+
+def cli(run: Callable[..., dict[str, Any]], description: str | None) -> None:
+    """The command line every benchmark module shares: ``--quick`` and ``--json PATH``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="smaller samples, same code")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    out = run(quick=args.quick)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))

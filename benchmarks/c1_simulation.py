@@ -12,8 +12,6 @@ Run: ``python -m benchmarks.c1_simulation [--quick]``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -22,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._common import machine
+from benchmarks._common import cli, machine
 from cogstats.sim import load_spec, simulate
 
 SPEC = Path(__file__).resolve().parents[1] / "simulations" / "cycgraph_oc.toml"
@@ -121,15 +119,5 @@ def run(quick: bool = False) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", help="write the figures here")
-    args = parser.parse_args()
-    out = run(quick=args.quick)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

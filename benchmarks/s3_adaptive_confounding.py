@@ -14,8 +14,6 @@ Run: ``python -m benchmarks.s3_adaptive_confounding [--quick]``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from typing import Any
 import polars as pl
 from scipy import stats
 
-from benchmarks._common import machine
+from benchmarks._common import cli, machine
 from cogstats import attribute
 from cogstats.sim import load_spec, simulate
 
@@ -145,15 +143,5 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json")
-    args = parser.parse_args()
-    out = run(quick=args.quick)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -14,8 +14,6 @@ Run: ``python -m benchmarks.s4_peeking [--quick]``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from pathlib import Path
@@ -25,7 +23,7 @@ import numpy as np
 import polars as pl
 from scipy import special
 
-from benchmarks._common import machine
+from benchmarks._common import cli, machine
 from cogstats.estimators import confseq_paths
 from cogstats.sim import load_spec, simulate
 
@@ -102,15 +100,5 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json")
-    args = parser.parse_args()
-    out = run(quick=args.quick)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -20,7 +20,6 @@ Run: ``python -m benchmarks.sweep_scaling [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import machine
+from benchmarks._common import cli, machine
 from cogstats.sweep import DaskExecutor, LocalExecutor, load_sweep, sweep_from_dict
 from cogstats.sweep.executors import CellOutput
 from cogstats.sweep.spec import CellTask
@@ -168,15 +167,5 @@ def run(quick: bool = False) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", help="write the figures here")
-    args = parser.parse_args()
-    out = run(quick=args.quick)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -8,8 +8,9 @@ cogstats`` is cheap and imports none of them until asked.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.estimators import Attribution, attribute
@@ -39,14 +40,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cogstats' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = attach("cogstats", _LAZY, globals())

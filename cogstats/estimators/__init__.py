@@ -11,8 +11,9 @@ registry is complete as soon as :data:`METHODS`, :func:`attribute` or any method
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.estimators._base import (
@@ -77,19 +78,12 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "METHODS"])
 
 
+_getattr, __dir__ = attach("cogstats.estimators", _LAZY, globals())
+
+
 def __getattr__(name: str) -> Any:
-    if name == "METHODS":
-        from cogstats.estimators._base import METHODS, load_methods
+    if name == "METHODS":  # the registry, complete
+        from cogstats.estimators._base import load_methods
 
-        load_methods()
-        return METHODS
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cogstats.estimators' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, "METHODS"])
+        return load_methods()
+    return _getattr(name)

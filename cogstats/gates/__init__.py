@@ -7,8 +7,9 @@ import the estimators that only :class:`EvidenceGate` needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates._report import DECISIONS, GateReport
@@ -31,14 +32,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cogstats.gates' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = attach("cogstats.gates", _LAZY, globals())
