@@ -409,6 +409,20 @@ class EvidenceGate:
         down = adjust(p_down, self.multiplicity, alpha=self.alpha).rejected
         return np.asarray(up, dtype=bool), np.asarray(down, dtype=bool)
 
+    def boundaries(self) -> dict[int, float]:
+        """The one-sided z boundary at each trial count ``min_trials .. max_trials``
+        (``sequential="group"``, no multiplicity adjustment).
+
+        Examples
+        --------
+        >>> b = EvidenceGate(sequential="group", alpha=0.025, min_trials=5, max_trials=20)
+        >>> round(b.boundaries()[20], 3) < round(b.boundaries()[5], 3)
+        True
+        """
+        if self.sequential != "group":
+            raise ParameterError("boundaries() applies to sequential='group'")
+        return self._boundaries(self.alpha)
+
     def _boundaries(self, alpha: float) -> dict[int, float]:
         """One-sided z boundaries at trial counts min_trials..max_trials (planned looks)."""
         key = (alpha, self.min_trials, self.max_trials, self.spending)

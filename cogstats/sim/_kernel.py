@@ -23,20 +23,14 @@ from cogstats.sim._tdist import t_cdf
 # ip (int parameters) layout
 IP_RUNS, IP_L, IP_POLICY, IP_MAXF, IP_SLOTS, IP_REST, IP_POOL, IP_GATE = 0, 1, 2, 3, 4, 5, 6, 7
 IP_MINT, IP_MAXT, IP_MAXB, IP_BH, IP_DOUBLING, IP_EVERY, IP_FROM = 8, 9, 10, 11, 12, 13, 14
-IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P, IP_BERNOULLI, IP_MINF = (
-    15,
-    16,
-    17,
-    18,
-    19,
-    20,
-    21,
-)
-N_IP = 22
+IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P = 15, 16, 17, 18, 19
+IP_BERNOULLI, IP_MINF, IP_EV_GROUP, IP_EV_BONF = 20, 21, 22, 23
+N_IP = 24
 # fp (float parameters) layout
 FP_BASE, FP_NOISE, FP_PM, FP_EM, FP_PC, FP_EC, FP_FLOOR, FP_SAT = 0, 1, 2, 3, 4, 5, 6, 7
 FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE, FP_PINC = 8, 9, 10, 11, 12, 13, 14
-N_FP = 15
+FP_ALPHA = 15
+N_FP = 16
 
 POLICY_CODES = {
     "in_progress_first": 0,
@@ -46,7 +40,7 @@ POLICY_CODES = {
     "designed": 4,
     "ucb1": 5,
 }
-GATE_NONE, GATE_MARGIN, GATE_INFERENCE, GATE_AUDIT = 0, 1, 2, 3
+GATE_NONE, GATE_MARGIN, GATE_INFERENCE, GATE_AUDIT, GATE_EVIDENCE = 0, 1, 2, 3, 4
 REASON_NONE, REASON_HARMFUL, REASON_NO_LIFT, REASON_AUDIT = 0, 1, 2, 3
 ST_FUTURE, ST_CANDIDATE, ST_VERIFIED, ST_EVICTED, ST_RETIRED = 0, 1, 2, 3, 4
 KIND_GENUINE, KIND_NEUTRAL, KIND_POISON = 0, 1, 2
@@ -425,10 +419,101 @@ def _gate(
 
 
 @njit(cache=True)
+def _evidence_gate(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    bounds: np.ndarray,
+    status: np.ndarray,
+    n_with: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    tot_n: int,
+    tot_s: float,
+    tot_ss: float,
+    by_age: np.ndarray,
+    run: int,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+    ibuf: np.ndarray,
+) -> None:
+    """:class:`~cogstats.gates.EvidenceGate` on the Welch statistics (methods lift and
+    welch; sequential fixed or group; multiplicity none, or Bonferroni when fixed)."""
+    recheck = ip[IP_RECHECK] == 1
+    n_les = status.shape[0]
+    min_trials = ip[IP_MINT]
+    max_trials = ip[IP_MAXT]
+    max_base = ip[IP_MAXB]
+    group = ip[IP_EV_GROUP] == 1
+    pm = fp[FP_PM]
+    em = fp[FP_EM]
+    floor_var = fp[FP_FLOOR] ** 2
+    judged = ibuf[0]
+    n_judged = 0
+    m = 0
+    for jj in range(n_les):
+        j = by_age[jj]
+        if status[j] == ST_CANDIDATE or (recheck and status[j] == ST_VERIFIED):
+            judged[n_judged] = j
+            n_judged += 1
+            if n_with[j] >= min_trials and n_with[j] < tot_n:
+                m += 1
+    alpha = fp[FP_ALPHA]
+    if ip[IP_EV_BONF] == 1 and m > 1:
+        alpha = alpha / m
+    for ii in range(n_judged):
+        j = judged[ii]
+        n = n_with[j]
+        nb = tot_n - n
+        d = 0  # 0 hold, 1 promote, 2 evict harmful, 3 evict no_lift
+        if n >= min_trials and nb >= 2 and n >= 2:
+            mean_a = s_with[j] / n
+            sb = tot_s - s_with[j]
+            mean_b = sb / nb
+            var_a = max((ss_with[j] - s_with[j] * mean_a) / (n - 1), 0.0)
+            var_b = max(((tot_ss - ss_with[j]) - sb * mean_b) / (nb - 1), 0.0)
+            va = max(var_a, floor_var)
+            vb = max(var_b, floor_var)
+            est = mean_a - mean_b
+            sa = va / n
+            sbv = vb / nb
+            se = math.sqrt(sa + sbv)
+            up = False
+            down = False
+            if se == 0.0:
+                up = est > pm
+                down = est < -em
+            elif group:
+                b = bounds[min(n, max_trials)]
+                up = (est - pm) / se >= b
+                down = (-em - est) / se >= b
+            else:
+                df = (sa + sbv) ** 2 / (sa**2 / (n - 1) + sbv**2 / (nb - 1))
+                up = 1.0 - t_cdf((est - pm) / se, df) < alpha
+                down = 1.0 - t_cdf((-em - est) / se, df) < alpha
+            if up and not down:
+                d = 1
+            elif down and not up:
+                d = 2
+        stop = (max_trials > 0 and n >= max_trials) or (max_base > 0 and nb >= max_base)
+        if d == 0 and n > 0 and n >= min_trials and stop:
+            d = 3
+        if d == 1:
+            if status[j] == ST_CANDIDATE:
+                status[j] = ST_VERIFIED
+                promote_run[j] = run
+        elif d >= 2:
+            status[j] = ST_EVICTED
+            evict_run[j] = run
+            evict_reason[j] = REASON_HARMFUL if d == 2 else REASON_NO_LIFT
+
+
+@njit(cache=True)
 def run_chunk(
     ip: np.ndarray,
     fp: np.ndarray,
     prop_table: np.ndarray,
+    bounds: np.ndarray,
     arrival: np.ndarray,
     kind: np.ndarray,
     age_rank: np.ndarray,
@@ -615,7 +700,26 @@ def run_chunk(
             else:
                 out_recorded[rep, r] = False
             # gate
-            if gate != GATE_NONE and run >= gate_from and (run - gate_from) % every == 0:
+            if gate == GATE_EVIDENCE and run >= gate_from and (run - gate_from) % every == 0:
+                _evidence_gate(
+                    ip,
+                    fp,
+                    bounds,
+                    status,
+                    n_with,
+                    s_with,
+                    ss_with,
+                    tot_n,
+                    tot_s,
+                    tot_ss,
+                    by_age,
+                    run,
+                    promote_run,
+                    evict_run,
+                    evict_reason,
+                    gibuf,
+                )
+            elif gate != GATE_NONE and run >= gate_from and (run - gate_from) % every == 0:
                 _gate(
                     ip,
                     fp,

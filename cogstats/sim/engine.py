@@ -20,8 +20,41 @@ from cogstats.sim.spec import Scenario
 
 __all__ = ["as_seed_sequence", "simulate"]
 
-#: gates the compiled engine knows; others need engine="reference"
-FAST_GATES = ("none", "cycgraph", "audit")
+#: gates the compiled engine knows (evidence gates in part: see fast_support); others need
+#: engine="reference"
+FAST_GATES = ("none", "cycgraph", "audit", "evidence")
+
+
+def fast_support(s: Scenario) -> str | None:
+    """Why the compiled engine cannot run this scenario's gate, or None when it can.
+
+    The compiled evidence gate covers methods lift and welch, sequential fixed or group,
+    multiplicity none (or Bonferroni with fixed), and hold_unidentifiable False (the
+    identifiability check needs the full design); everything else runs in the reference
+    engine.
+    """
+    g = s.gate
+    if g.type not in FAST_GATES:
+        return f"the compiled engine has no gate {g.type!r}"
+    if g.type != "evidence":
+        return None
+    p = dict(g.policy)
+    options = dict(p.get("options") or {})
+    problems = []
+    if p.get("method") not in ("lift", "welch"):
+        problems.append(f"method {p.get('method')!r} (compiled: lift, welch)")
+    if set(options) - {"noise_floor_sd", "promote_margin", "evict_margin"}:
+        problems.append(f"options {sorted(options)}")
+    if p.get("sequential") not in ("fixed", "group"):
+        problems.append(f"sequential {p.get('sequential')!r} (compiled: fixed, group)")
+    mult = p.get("multiplicity")
+    if not (mult == "none" or (mult == "bonferroni" and p.get("sequential") == "fixed")):
+        problems.append(f"multiplicity {mult!r}")
+    if p.get("hold_unidentifiable", True):
+        problems.append("hold_unidentifiable true (compiled: false)")
+    if problems:
+        return "the compiled engine's evidence gate does not cover " + "; ".join(problems)
+    return None
 
 
 def as_seed_sequence(rng: Any) -> np.random.SeedSequence:
@@ -89,6 +122,20 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
         ip[K.IP_GATE] = K.GATE_AUDIT
         ip[K.IP_AUDIT_HITS] = gate.min_hits
         fp[K.FP_AUDIT_RATE] = gate.min_win_rate
+    elif g.type == "evidence":
+        ip[K.IP_GATE] = K.GATE_EVIDENCE
+        ip[K.IP_MINT] = gate.min_trials
+        ip[K.IP_MAXT] = gate.max_trials or 0
+        ip[K.IP_MAXB] = gate.max_baseline_runs or 0
+        ip[K.IP_EV_GROUP] = int(gate.sequential == "group")
+        ip[K.IP_EV_BONF] = int(gate.multiplicity == "bonferroni")
+        fp[K.FP_PM] = gate.promote_margin
+        fp[K.FP_EM] = gate.evict_margin
+        fp[K.FP_ALPHA] = gate.alpha
+        floor = 0.0
+        if gate.method == "welch":
+            floor = float(dict(gate.options).get("noise_floor_sd", 0.1))
+        fp[K.FP_FLOOR] = floor
     elif g.type == "cycgraph":
         ip[K.IP_GATE] = K.GATE_MARGIN if gate.decision_rule == "margin" else K.GATE_INFERENCE
         ip[K.IP_MINT] = gate.min_trials
@@ -115,6 +162,7 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
         ip,
         fp,
         _propensity_table(s),
+        _boundary_table(s),
         lessons.arrival,
         lessons.kind,
         lessons.age_rank,
@@ -151,6 +199,17 @@ def _propensity_table(s: Scenario) -> np.ndarray:
         slots = min(r.candidate_slots, r.max_facts)
         for n in range(1, s.n_lessons + 1):
             table[n] = bernoulli_capped_propensity(n, slots, r.inclusion_prob)
+    return table
+
+
+def _boundary_table(s: Scenario) -> np.ndarray:
+    """Group-sequential z boundaries by trial count for a compiled evidence gate."""
+    gate = s.gate.build() if s.gate.type == "evidence" else None
+    if gate is None or gate.sequential != "group":
+        return np.zeros(1)
+    table = np.full(int(gate.max_trials) + 1, np.inf)
+    for n, b in gate.boundaries().items():
+        table[n] = b
     return table
 
 
@@ -232,11 +291,9 @@ def simulate(
             raise ParameterError(
                 "a gate object runs in the plain-Python engine: pass engine='reference'"
             )
-    if engine == "fast" and scenario.gate.type not in FAST_GATES:
-        raise ParameterError(
-            f"the compiled engine has no gate {scenario.gate.type!r} (it has "
-            f"{list(FAST_GATES)}); use engine='reference', which runs any gate object"
-        )
+    reason = fast_support(scenario) if engine == "fast" and gate is None else None
+    if reason is not None:
+        raise ParameterError(f"{reason}; use engine='reference', which runs any gate object")
     seed = as_seed_sequence(rng)
     lessons = lesson_table(scenario)
     lay = layout(scenario)

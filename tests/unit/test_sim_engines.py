@@ -219,3 +219,64 @@ def test_any_gate_object_runs_in_the_reference_engine() -> None:
     assert (evicted["trials"] == 3).all()
     with pytest.raises(Exception, match="engine='reference'"):
         simulate(s, replicates=1, rng=1, gate=EvictAtThree())
+
+
+EVIDENCE_CASES = {
+    "evidence_lift_fixed": {
+        "type": "evidence",
+        "method": "lift",
+        "alpha": 0.05,
+        "min_trials": 3,
+        "max_trials": 12,
+        "hold_unidentifiable": False,
+    },
+    "evidence_welch_group": {
+        "type": "evidence",
+        "method": "welch",
+        "alpha": 0.01,
+        "sequential": "group",
+        "min_trials": 4,
+        "max_trials": 14,
+        "promote_margin": 0.02,
+        "evict_margin": 0.02,
+        "options": {"noise_floor_sd": 0.05},
+        "hold_unidentifiable": False,
+    },
+    "evidence_lift_bonferroni": {
+        "type": "evidence",
+        "method": "lift",
+        "alpha": 0.1,
+        "multiplicity": "bonferroni",
+        "min_trials": 3,
+        "max_baseline_runs": 15,
+        "hold_unidentifiable": False,
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVIDENCE_CASES))
+def test_engines_agree_on_evidence_gates(name: str) -> None:
+    s = _variant(
+        gate=EVIDENCE_CASES[name],
+        retrieval={
+            "policy": "randomized",
+            "max_facts": 6,
+            "candidate_slots": 3,
+            "inclusion": "bernoulli",
+        },
+    )
+    lessons = lesson_table(s)
+    lay = layout(s)
+    u = draw_uniforms(np.random.SeedSequence(7), 0, 6, lay)
+    prep = prepare(s, lessons, u, lay)
+    fast = run_fast(s, lessons, prep)
+    ref = run_reference(s, lessons, prep)
+    assert fast.differences(ref) == []
+    decided = (fast.promote_run > 0) | (fast.evict_run > 0)
+    assert decided.any()
+
+
+def test_evidence_gates_beyond_the_compiled_ones_need_the_reference_engine() -> None:
+    s = _variant(gate={"type": "evidence", "method": "ols", "min_trials": 3})
+    with pytest.raises(Exception, match="method 'ols'.*engine='reference'"):
+        simulate(s, replicates=1, rng=1)
