@@ -75,7 +75,17 @@ def test_round_trip() -> None:
     assert Scenario.from_dict(s.to_dict(full=True)) == s
 
 
-@pytest.mark.parametrize("name", ["cycgraph_oc", "poison_crater", "cycgraph_demo"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cycgraph_oc",
+        "poison_crater",
+        "cycgraph_demo",
+        "s1_recommended",
+        "adaptive_confounding",
+        "peeking_null",
+    ],
+)
 def test_shipped_specs_load(name: str) -> None:
     spec = load_spec(ROOT / "simulations" / f"{name}.toml")
     assert spec.replicates >= 100
