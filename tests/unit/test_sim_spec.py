@@ -88,8 +88,9 @@ def test_round_trip() -> None:
 )
 def test_shipped_specs_load(name: str) -> None:
     spec = load_spec(ROOT / "simulations" / f"{name}.toml")
-    assert spec.replicates >= 100
-    assert spec.cells()
+    assert spec.replicates >= 50  # every shipped benchmark spec has a real sample size
+    for _, scenario in spec.cells():
+        assert Scenario.from_dict(scenario.to_dict()) == scenario
 
 
 BAD = [
