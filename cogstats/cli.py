@@ -77,6 +77,20 @@ def _read_candidates(spec: str) -> list[str] | None:
     return out
 
 
+def _assignments(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs; values are read as JSON when they parse, else as strings."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CogstatsError(f"{flag} must look like NAME=VALUE; got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def _cmd_gate(args: argparse.Namespace) -> int:
     from cogstats.gates import CycgraphGate
     from cogstats.ledger import Ledger
@@ -94,15 +108,7 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
     from cogstats.ledger import Ledger
 
     ledger = Ledger.read(args.ledger, format=args.ledger_format)
-    options: dict[str, Any] = {}
-    for item in args.option or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise CogstatsError(f"--option must look like NAME=VALUE; got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+    options = _assignments(args.option, "--option")
     if args.covariates:
         options["covariates"] = args.covariates
     result = attribute(ledger, method=args.method, rng=args.seed, **options)
@@ -129,15 +135,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         for name in report_names():
             print(f"{name}: {get_report(name).title}")
         return 0
-    params: dict[str, Any] = {}
-    for item in args.param or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise CogstatsError(f"--param must look like NAME=VALUE; got {item!r}")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
+    params = _assignments(args.param, "--param")
     result = run_report(args.name, Path(args.out), params or None, ci=args.quick)
     print(f"{args.name}: {result.html}")
     return 0

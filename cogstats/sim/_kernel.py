@@ -272,6 +272,48 @@ def _select(
 
 
 @njit(cache=True)
+def _welch(
+    n: int, s: float, ss: float, tot_n: int, tot_s: float, tot_ss: float, floor_var: float
+) -> tuple[float, float, float]:
+    """Lift, Welch standard error and Welch-Satterthwaite df of a lesson with n trials,
+    from the sufficient statistics of its runs (n, s, ss) and of all recorded runs."""
+    nb = tot_n - n
+    mean_a = s / n
+    sb = tot_s - s
+    mean_b = sb / nb
+    va = max(max((ss - s * mean_a) / (n - 1), 0.0), floor_var)
+    vb = max(max(((tot_ss - ss) - sb * mean_b) / (nb - 1), 0.0), floor_var)
+    sa = va / n
+    sbv = vb / nb
+    se = math.sqrt(sa + sbv)
+    df = math.inf
+    if se > 0.0:
+        df = (sa + sbv) ** 2 / (sa**2 / (n - 1) + sbv**2 / (nb - 1))
+    return mean_a - mean_b, se, df
+
+
+@njit(cache=True)
+def _apply(
+    d: int,
+    j: int,
+    run: int,
+    status: np.ndarray,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+) -> None:
+    """Apply decision ``d`` (0 hold, 1 promote, 2 evict harmful, 3 evict no_lift)."""
+    if d == 1:
+        if status[j] == ST_CANDIDATE:
+            status[j] = ST_VERIFIED
+            promote_run[j] = run
+    elif d >= 2:
+        status[j] = ST_EVICTED
+        evict_run[j] = run
+        evict_reason[j] = REASON_HARMFUL if d == 2 else REASON_NO_LIFT
+
+
+@njit(cache=True)
 def _gate(
     ip: np.ndarray,
     fp: np.ndarray,
@@ -351,22 +393,11 @@ def _gate(
             if max_hit:
                 decision[j] = 3
             continue
-        mean_a = s_with[j] / n
-        sb = tot_s - s_with[j]
-        mean_b = sb / nb
-        var_a = (ss_with[j] - s_with[j] * mean_a) / (n - 1)
-        var_b = ((tot_ss - ss_with[j]) - sb * mean_b) / (nb - 1)
-        va = max(max(var_a, 0.0), floor_var)
-        vb = max(max(var_b, 0.0), floor_var)
-        lift = mean_a - mean_b
-        sa = va / n
-        sbv = vb / nb
-        se = math.sqrt(sa + sbv)
+        lift, se, df = _welch(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
         if se == 0.0:
             pp = 1.0 if lift > pm else 0.0
             pex = 1.0 if lift > -em else 0.0
         else:
-            df = (sa + sbv) ** 2 / (sa**2 / (n - 1) + sbv**2 / (nb - 1))
             pp = 1.0 - t_cdf((pm - lift) / se, df)
             pex = 1.0 - t_cdf((-em - lift) / se, df)
         p_evict = 1.0 - pex
@@ -407,15 +438,7 @@ def _gate(
                 decision[j] = 3
     for ii in range(n_judged):
         j = judged[ii]
-        d = decision[j]
-        if d == 1:
-            if status[j] == ST_CANDIDATE:
-                status[j] = ST_VERIFIED
-                promote_run[j] = run
-        elif d >= 2:
-            status[j] = ST_EVICTED
-            evict_run[j] = run
-            evict_reason[j] = REASON_HARMFUL if d == 2 else REASON_NO_LIFT
+        _apply(decision[j], j, run, status, promote_run, evict_run, evict_reason)
 
 
 @njit(cache=True)
@@ -467,17 +490,7 @@ def _evidence_gate(
         nb = tot_n - n
         d = 0  # 0 hold, 1 promote, 2 evict harmful, 3 evict no_lift
         if n >= min_trials and nb >= 2 and n >= 2:
-            mean_a = s_with[j] / n
-            sb = tot_s - s_with[j]
-            mean_b = sb / nb
-            var_a = max((ss_with[j] - s_with[j] * mean_a) / (n - 1), 0.0)
-            var_b = max(((tot_ss - ss_with[j]) - sb * mean_b) / (nb - 1), 0.0)
-            va = max(var_a, floor_var)
-            vb = max(var_b, floor_var)
-            est = mean_a - mean_b
-            sa = va / n
-            sbv = vb / nb
-            se = math.sqrt(sa + sbv)
+            est, se, df = _welch(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
             up = False
             down = False
             if se == 0.0:
@@ -488,7 +501,6 @@ def _evidence_gate(
                 up = (est - pm) / se >= b
                 down = (-em - est) / se >= b
             else:
-                df = (sa + sbv) ** 2 / (sa**2 / (n - 1) + sbv**2 / (nb - 1))
                 up = 1.0 - t_cdf((est - pm) / se, df) < alpha
                 down = 1.0 - t_cdf((-em - est) / se, df) < alpha
             if up and not down:
@@ -498,14 +510,7 @@ def _evidence_gate(
         stop = (max_trials > 0 and n >= max_trials) or (max_base > 0 and nb >= max_base)
         if d == 0 and n > 0 and n >= min_trials and stop:
             d = 3
-        if d == 1:
-            if status[j] == ST_CANDIDATE:
-                status[j] = ST_VERIFIED
-                promote_run[j] = run
-        elif d >= 2:
-            status[j] = ST_EVICTED
-            evict_run[j] = run
-            evict_reason[j] = REASON_HARMFUL if d == 2 else REASON_NO_LIFT
+        _apply(d, j, run, status, promote_run, evict_run, evict_reason)
 
 
 @njit(cache=True)
