@@ -62,6 +62,24 @@ def _bh(p: np.ndarray, q: float) -> np.ndarray:
 
 
 @njit(cache=True)
+def _pick_smallest(
+    u: np.ndarray, members: np.ndarray, k: int, picked: np.ndarray, inj: np.ndarray, count: int
+) -> int:
+    """Inject the ``k`` of ``members`` with the smallest uniforms ``u`` (aligned with
+    ``members``), in member order; ``picked`` is scratch of at least ``len(u)``."""
+    m = u.shape[0]
+    order = np.argsort(u, kind="mergesort")
+    picked[:m] = False
+    for i in range(k):
+        picked[order[i]] = True
+    for i in range(m):
+        if picked[i]:
+            inj[count] = members[i]
+            count += 1
+    return count
+
+
+@njit(cache=True)
 def _select(
     ip: np.ndarray,
     fp: np.ndarray,
@@ -203,49 +221,25 @@ def _select(
             else:
                 k = min(slots, n)
                 prop = k / n if n > 0 else 0.0
-            order = np.argsort(u[2 : n + 2], kind="mergesort")
-            picked = bbuf[0, :n]
-            picked[:] = False
-            for i in range(k):
-                picked[order[i]] = True
+            count = _pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
             for i in range(n):
-                if picked[i]:
-                    inj[count] = cand[i]
-                    count += 1
                 pid[n_logged] = cand[i]
                 pval[n_logged] = prop
                 n_logged += 1
         else:
             if rec_count % 2 == 0:
                 k = min(slots, (n + 1) // 2)
-                order = np.argsort(u[2 : n + 2], kind="mergesort")
-                picked = bbuf[0, :n]
-                picked[:] = False
-                for i in range(k):
-                    picked[order[i]] = True
-                for i in range(n):
-                    if picked[i]:
-                        inj[count] = cand[i]
-                        count += 1
+                count = _pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
             else:
                 rest = ibuf[1]
                 ur = fbuf
                 nr = 0
                 for i in range(n):
                     if not last_in[cand[i]]:
-                        rest[nr] = i
+                        rest[nr] = cand[i]
                         ur[nr] = u[2 + i]
                         nr += 1
-                k = min(slots, nr)
-                order = np.argsort(ur[:nr], kind="mergesort")
-                picked = bbuf[0, :nr]
-                picked[:] = False
-                for i in range(k):
-                    picked[order[i]] = True
-                for i in range(nr):
-                    if picked[i]:
-                        inj[count] = cand[rest[i]]
-                        count += 1
+                count = _pick_smallest(ur[:nr], rest[:nr], min(slots, nr), bbuf[0], inj, count)
     # verified block (newest first) fills the remaining places
     room = max_facts - count
     if room > 0:
