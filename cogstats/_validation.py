@@ -16,6 +16,7 @@ from typing import Any, cast
 __all__ = [
     "CogstatsError",
     "LedgerError",
+    "LedgerWarning",
     "ParameterError",
     "SpecError",
 ]
@@ -41,6 +42,8 @@ class LedgerError(CogstatsError, ValueError):
         The offending field.
     source : str or None
         The file the record came from, when it came from a file.
+    message : str
+        The message without the file/row/field prefix.
     """
 
     def __init__(
@@ -54,15 +57,42 @@ class LedgerError(CogstatsError, ValueError):
         self.row = row
         self.field = field
         self.source = source
-        where = []
-        if source is not None:
-            where.append(str(source))
-        if row is not None:
-            where.append(f"row {row}")
-        if field is not None:
-            where.append(f"field {field!r}")
-        prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.message = message
+        super().__init__(_where(message, row, field, source))
+
+
+class LedgerWarning(UserWarning):
+    """Ledger input that is read, but perhaps not as meant: names the row and field.
+
+    Raised as a warning, e.g. when a run lists the same lesson twice (it counts once).
+    Attributes as :class:`LedgerError`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        row: int | None = None,
+        field: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.row = row
+        self.field = field
+        self.source = source
+        self.message = message
+        super().__init__(_where(message, row, field, source))
+
+
+def _where(message: str, row: int | None, field: str | None, source: str | None) -> str:
+    where = []
+    if source is not None:
+        where.append(str(source))
+    if row is not None:
+        where.append(f"row {row}")
+    if field is not None:
+        where.append(f"field {field!r}")
+    prefix = ", ".join(where)
+    return f"{prefix}: {message}" if prefix else message
 
 
 class SpecError(CogstatsError, ValueError):

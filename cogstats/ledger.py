@@ -3,54 +3,47 @@
 A :class:`Ledger` holds one row per run (``run_id``, ``score`` in [0, 1], ``fact_ids``,
 then optional covariates such as a difficulty proxy, a task family, or the logged
 injection propensities ``eligible_ids``/``propensities``).  It validates everything at
-the door, reads and writes JSON Lines, CSV, Parquet and cycgraph's JSON, and answers the
-per-lesson questions every estimator and gate asks: trials, mean score, sample variance,
-the leave-one-fact-out baseline, and the sparse run x lesson inclusion design.
+the door, reads and writes JSON Lines, CSV/TSV, Parquet and cycgraph's JSON, and answers
+the per-lesson questions every estimator and gate asks: trials, mean score, sample
+variance, the leave-one-fact-out baseline, and the sparse run x lesson inclusion design.
 
-Semantics follow cycgraph's ``InMemoryOutcomeLedger`` (see
-``../shared/reference/cycgraph-gate.md``): recording a ``run_id`` again replaces the earlier
-outcome in place; a lesson id listed twice in one run counts once; the baseline of a lesson
+Semantics follow cycgraph's ``InMemoryOutcomeLedger``: recording a ``run_id`` again
+replaces the earlier outcome in place; a lesson id listed twice in one run counts once
+(the stored ``fact_ids`` keep the duplicate, as cycgraph's stored outcome does, and the
+ledger warns with :class:`~cogstats._validation.LedgerWarning`); the baseline of a lesson
 is every recorded run that does not contain it.  Means are accumulated in run order, as
 cycgraph does, so point-estimate ties (``0.55 - 0.50 >= 0.05``) come out the same.
+Lesson ids are NFC-normalised on the way in (``unicodedata.normalize``), so ids that look
+the same are one lesson.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import numbers
+import unicodedata
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
 from scipy import sparse
 
+from cogstats import _ledger_io
+from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-exported
+    FORMATS,  # noqa: F401
+    PROPENSITY_COLUMNS,  # noqa: F401
+    REQUIRED_COLUMNS,
+    LedgerFormat,
+)
 from cogstats._results import frame_text
-from cogstats._validation import LedgerError, ParameterError, check_choice
+from cogstats._validation import LedgerError, LedgerWarning, ParameterError
 
 __all__ = ["Baseline", "InclusionDesign", "Ledger"]
-
-REQUIRED_COLUMNS = ("run_id", "score", "fact_ids")
-#: Optional list columns holding the logged injection propensities of a run: for every
-#: lesson that retrieval could have injected (``eligible_ids``), the probability that it
-#: was injected (``propensities``, aligned with ``eligible_ids``).
-PROPENSITY_COLUMNS = ("eligible_ids", "propensities")
-FORMATS = ("jsonl", "csv", "parquet", "cycgraph-json")
-_SUFFIXES = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".json": "cycgraph-json",
-}
-
-LedgerFormat = Literal["jsonl", "csv", "parquet", "cycgraph-json"]
 
 
 @dataclass(frozen=True)
@@ -185,18 +178,21 @@ class Ledger:
             raise ParameterError(f"frame must be a polars DataFrame; got {type(frame).__name__}")
         missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
         if missing:
-            raise LedgerError(
-                f"missing required column(s) {missing}; a ledger needs {list(REQUIRED_COLUMNS)}",
-                field=missing[0],
-                source=source,
-            )
+            raise _ledger_io.missing_columns_error(missing, frame.columns, source, {})
         ledger = cls()
         ledger._extend(frame.iter_rows(named=True), source=source, fact_ids_required=True)
         return ledger
 
     @classmethod
-    def read(cls, path: str | Path, *, format: LedgerFormat | None = None) -> Ledger:
-        """Read a ledger file.
+    def read(
+        cls,
+        path: str | Path,
+        *,
+        format: LedgerFormat | None = None,
+        columns: Mapping[str, str] | None = None,
+        delimiter: str | None = None,
+    ) -> Ledger:
+        """Read a ledger file: JSON Lines, CSV/TSV, Parquet or cycgraph's JSON.
 
         Parameters
         ----------
@@ -204,15 +200,82 @@ class Ledger:
             The file.
         format : {"jsonl", "csv", "parquet", "cycgraph-json"}, optional
             Inferred from the suffix when omitted (``.jsonl``/``.ndjson``, ``.csv``,
-            ``.parquet``/``.pq``, ``.json``).  CSV holds fact ids space- or
-            semicolon-separated in one cell; cycgraph JSON is either a list of
-            ``RunOutcome`` records or an object whose ``runs`` array holds them.
+            ``.tsv`` (CSV with tabs), ``.parquet``/``.pq``, ``.json``).  cycgraph JSON is
+            either a list of ``RunOutcome`` records or an object whose ``runs`` array
+            holds them.
+        columns : mapping of str to str, optional
+            The file's names for ledger columns, ``{ledger name: file name}``, e.g.
+            ``{"run_id": "run", "fact_ids": "lessons_in_prompt"}``; CSV/Parquet columns
+            and JSON keys alike (on the command line ``--column run_id=run``).  Mapping
+            to a column the file lacks, two names onto one column, or onto a name the
+            file already uses is an error.
+        delimiter : str, optional
+            CSV only: the one-character field delimiter.  By default ``.tsv`` files are
+            tab-separated and other CSV files are sniffed (``csv.Sniffer`` on the header
+            line, among ``,``, tab, ``;`` and ``|``); a header that holds none of them,
+            or more than one, is an error asking for ``delimiter=``.
+
+        Returns
+        -------
+        Ledger
 
         Raises
         ------
         LedgerError
-            Naming the file, the row (1-based data row; for JSON Lines the line) and the
-            field of the first malformed record.  Nothing is silently dropped.
+            Naming the file, the row (1-based data row of a CSV file, the line of a JSON
+            Lines file, the position of a run in cycgraph JSON or Parquet) and the field
+            of the first malformed record; an encoding problem names the byte offset.
+            Nothing is silently dropped.
+        ParameterError
+            For invalid ``format``, ``columns`` or ``delimiter``, or a mapping that does
+            not fit the file.
+
+        Warns
+        -----
+        LedgerWarning
+            When a run lists a lesson twice (it counts once; the stored ``fact_ids`` keep
+            the duplicate, as cycgraph's stored outcome does).
+
+        Notes
+        -----
+        **Text.**  Files are UTF-8; a byte-order mark is dropped.  Other encodings
+        (UTF-16, latin-1, ...) and binary data are errors naming the byte offset.  Lines
+        may end in ``\\n`` or ``\\r\\n``.
+
+        **CSV.**  The first non-blank line is the header; blank lines (also rows of
+        empty cells) are skipped, quoted cells may hold the delimiter, quotes and line
+        breaks, and a header-only file is an empty ledger.  ``run_id`` cells are always
+        read as strings (``7`` is the run ``"7"``), stripped of surrounding whitespace;
+        other columns become covariates of the narrowest type all their cells parse as
+        (integer, float, boolean ``true``/``false``, else string; an empty cell is null).
+        ``fact_ids``, ``eligible_ids`` and ``propensities`` cells follow one rule table,
+        applied to the stripped cell:
+
+        =============================  ==========================================
+        the cell                       read as
+        =============================  ==========================================
+        empty                          no lessons (``fact_ids``); not logged
+                                       (null) in ``eligible_ids``/``propensities``
+        starts with ``[``              a list: JSON (``["a", "b"]``) or the Python
+                                       literal pandas writes (``['a', 'b']``, read
+                                       with ``ast.literal_eval``, never ``eval``),
+                                       elements as written
+        holds ``;``                    split on ``;`` (ids may hold spaces)
+        holds ``,``                    split on ``,`` (``"a, b"`` is a and b)
+        anything else                  split on whitespace
+        =============================  ==========================================
+
+        Split pieces are stripped and empty pieces dropped.  A bracketed cell must be a
+        flat list of strings (numbers for ``propensities``), else the error names the
+        row and field.
+
+        **JSON Lines, JSON and Parquet** are typed, and read strictly: ``run_id`` must be
+        a string, ``score`` a number, ``fact_ids`` a list of strings (or missing or null
+        in JSON: no lessons); anything else is an error naming the row and field.
+
+        **Lesson ids** are NFC-normalised (``unicodedata.normalize("NFC", id)``), so an
+        id typed with a combining accent and one with the precomposed letter are one
+        lesson.
 
         Examples
         --------
@@ -221,29 +284,51 @@ class Ledger:
         >>> _ = path.write_text("run_id,score,fact_ids\\nr1,0.9,a b\\nr2,0.4,\\n")
         >>> Ledger.read(path).fact_stats()["fact_id"].to_list()
         ['a', 'b']
+
+        A file with its own column names, tab-separated, with pandas-written list cells:
+
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "demo.tsv"
+        >>> _ = path.write_text("run\\tscore\\tlessons\\n1\\t0.9\\t['a', 'b']\\n2\\t0.4\\t[]\\n")
+        >>> ledger = Ledger.read(path, columns={"run_id": "run", "fact_ids": "lessons"})
+        >>> ledger.run_ids, ledger.fact_ids
+        (('1', '2'), ('a', 'b'))
         """
         path = Path(path)
-        fmt = _resolve_format(path, format)
+        fmt, implied = _ledger_io.resolve_format(path, format)
+        mapping = _ledger_io.check_columns(columns)
+        delim = _ledger_io.check_delimiter(delimiter, fmt)
         if not path.exists():
             raise FileNotFoundError(f"ledger file not found: {path}")
+        if path.is_dir():
+            raise ParameterError(f"path must be a ledger file; {path} is a directory")
         src = str(path)
-        if fmt == "jsonl":
-            return cls._from_jsonl(path, src)
-        if fmt == "csv":
-            return cls._from_csv(path, src)
-        if fmt == "parquet":
-            try:
-                frame = pl.read_parquet(path)
-            except Exception as exc:  # pragma: no cover - depends on the file
-                raise LedgerError(f"cannot read Parquet: {exc}", source=src) from exc
-            return cls.from_frame(frame, source=src)
-        return cls._from_cycgraph_json(path, src)
+        records, rows, required = _ledger_io.read_records(
+            path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
+        )
+        ledger = cls()
+        try:
+            ledger._extend(records, source=src, fact_ids_required=required, row_numbers=rows)
+        except LedgerError as exc:
+            if exc.field in mapping and exc.field != mapping[exc.field]:
+                raise LedgerError(
+                    f"{exc.message} (the file's column {mapping[exc.field]!r})",
+                    row=exc.row,
+                    field=exc.field,
+                    source=exc.source,
+                ) from None
+            raise
+        return ledger
 
     def write(self, path: str | Path, *, format: LedgerFormat | None = None) -> Path:
         """Write the ledger; the format is inferred from the suffix unless given.
 
         Round trips through :meth:`read` preserve run order, scores (exactly), fact ids
-        and covariates.
+        and covariates.  CSV (``.tsv``: tab-separated) writes each list column in the
+        first form of :meth:`read`'s rule table that reads back exactly: ids separated
+        by spaces, else by ``;``, else JSON list cells; the written text is read back
+        before the file is written, and a ledger CSV cannot hold exactly (e.g. a string
+        covariate whose values all look like numbers) raises :class:`LedgerError`
+        naming the column, asking for JSON Lines or Parquet.
 
         Examples
         --------
@@ -252,22 +337,82 @@ class Ledger:
         >>> path = ledger.write(pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl")
         >>> Ledger.read(path).frame.equals(ledger.frame)
         True
+        >>> odd = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a b; c"]}])
+        >>> path = odd.write(pathlib.Path(tempfile.mkdtemp()) / "runs.csv")
+        >>> path.read_text().splitlines()[1]
+        'r1,0.5,"[""a b; c""]"'
+        >>> Ledger.read(path).fact_ids
+        ('a b; c',)
         """
         path = Path(path)
-        fmt = _resolve_format(path, format)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        fmt, implied = _ledger_io.resolve_format(path, format)
+        text: str
         if fmt == "parquet":
+            path.parent.mkdir(parents=True, exist_ok=True)
             self.frame.write_parquet(path)
-        elif fmt == "jsonl":
-            with path.open("w", encoding="utf-8") as fh:
-                for rec in self.to_records():
-                    fh.write(json.dumps(rec, allow_nan=False) + "\n")
+            return path
+        if fmt == "jsonl":
+            text = "".join(json.dumps(rec, allow_nan=False) + "\n" for rec in self.to_records())
         elif fmt == "cycgraph-json":
-            with path.open("w", encoding="utf-8") as fh:
-                json.dump({"runs": self.to_records()}, fh, indent=1, allow_nan=False)
+            text = json.dumps({"runs": self.to_records()}, indent=1, allow_nan=False)
         else:
-            self._write_csv(path)
+            text = self._csv_text(implied or ",")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # lone surrogates from a JSON "\\ud800" escape
+            bad = text[exc.start : exc.end]
+            raise LedgerError(
+                f"cannot encode the ledger as UTF-8 ({exc.reason}: {bad!r})",
+                source=str(path),
+            ) from None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
         return path
+
+    def _csv_text(self, delimiter: str) -> str:
+        """The CSV text of the ledger, checked by reading it back (see :meth:`write`)."""
+        text = _ledger_io.csv_text(
+            self._run_ids, self._scores, self._fact_ids, self._covariates, delimiter
+        )
+        problem: str | None = None
+        column: str | None = None
+        row: int | None = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LedgerWarning)
+                records, rows, _ = _ledger_io.csv_records(text, "<csv>", delimiter, {})
+                back = Ledger()
+                back._extend(records, source=None, fact_ids_required=True, row_numbers=rows)
+            mine = self.frame
+            other = back.frame
+            if other.columns != mine.columns:
+                column = next((c for c in mine.columns if c not in other.columns), mine.columns[-1])
+                problem = "would be lost"
+            else:
+                for name in mine.columns:
+                    if not mine[name].equals(other[name]):
+                        column = name
+                        diff = (mine[name] != other[name]) | (
+                            mine[name].is_null() != other[name].is_null()
+                        )
+                        i = int(diff.fill_null(True).arg_true()[0]) if diff.any() else 0
+                        row = i + 1
+                        problem = (
+                            f"holds {mine[name][i]!r} ({mine[name].dtype}) in run "
+                            f"{self._run_ids[i]!r} but would read back as {other[name][i]!r} "
+                            f"({other[name].dtype})"
+                        )
+                        break
+        except LedgerError as exc:
+            problem, column, row = f"would not read back ({exc.message})", exc.field, exc.row
+        if problem is not None:
+            raise LedgerError(
+                f"CSV cannot hold this ledger exactly: the column {problem}; write JSON "
+                "Lines (.jsonl) or Parquet instead",
+                row=row,
+                field=column,
+            )
+        return text
 
     # ------------------------------------------------------------------ mutation
     def record(
@@ -578,6 +723,7 @@ class Ledger:
         new_facts: list[list[str]] = []
         new_covs: list[dict[str, Any]] = []
         seen: dict[str, int] = {}
+        repeated: list[tuple[int, str, list[str]]] = []
         kinds = {name: _column_kind(values) for name, values in self._covariates.items()}
         for k, rec in enumerate(records):
             row = row_numbers[k] if row_numbers is not None else row_offset + k + 1
@@ -617,10 +763,14 @@ class Ledger:
                         field=name,
                         source=source,
                     )
+            if len(set(facts)) != len(facts):
+                repeated.append((row, run_id, facts))
             new_ids.append(run_id)
             new_scores.append(score)
             new_facts.append(facts)
             new_covs.append(covs)
+        if repeated:
+            _warn_repeated(repeated, source)
         # all rows valid: commit
         for run_id, score, facts, covs in zip(
             new_ids, new_scores, new_facts, new_covs, strict=True
@@ -645,189 +795,30 @@ class Ledger:
                 self._covariates[name][i] = value
         self._cache.clear()
 
-    @classmethod
-    def _from_jsonl(cls, path: Path, src: str) -> Ledger:
-        records: list[Mapping[str, Any]] = []
-        lines: list[int] = []
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise LedgerError(
-                        f"malformed JSON ({exc.msg} at column {exc.colno})", row=lineno, source=src
-                    ) from None
-                if not isinstance(rec, dict):
-                    raise LedgerError(
-                        f"each line must be a JSON object; got {type(rec).__name__}",
-                        row=lineno,
-                        source=src,
-                    )
-                records.append(rec)
-                lines.append(lineno)
-        ledger = cls()
-        ledger._extend(records, source=src, fact_ids_required=False, row_numbers=lines)
-        return ledger
-
-    @classmethod
-    def _from_cycgraph_json(cls, path: Path, src: str) -> Ledger:
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise LedgerError(
-                f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src
-            ) from None
-        if isinstance(doc, dict):
-            if "runs" not in doc:
-                raise LedgerError(
-                    "a cycgraph JSON object must hold its run outcomes under 'runs'",
-                    field="runs",
-                    source=src,
-                )
-            doc = doc["runs"]
-        if not isinstance(doc, list):
-            raise LedgerError(
-                "cycgraph JSON must be a list of RunOutcome records or {'runs': [...]}",
-                source=src,
-            )
-        for k, rec in enumerate(doc, start=1):
-            if not isinstance(rec, dict):
-                raise LedgerError(
-                    f"each run must be a JSON object; got {type(rec).__name__}", row=k, source=src
-                )
-        ledger = cls()
-        ledger._extend(doc, source=src, fact_ids_required=False)
-        return ledger
-
-    @classmethod
-    def _from_csv(cls, path: Path, src: str) -> Ledger:
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            try:
-                header = next(reader)
-            except StopIteration:
-                raise LedgerError("empty CSV file (no header)", source=src) from None
-            header = [h.strip() for h in header]
-            missing = [c for c in REQUIRED_COLUMNS if c not in header]
-            if missing:
-                raise LedgerError(
-                    f"missing required column(s) {missing}; the header is {header}",
-                    field=missing[0],
-                    source=src,
-                )
-            dup = {h for h in header if header.count(h) > 1}
-            if dup:
-                raise LedgerError(f"duplicate column(s) {sorted(dup)} in the header", source=src)
-            raw_rows: list[list[str]] = []
-            for k, cells in enumerate(reader, start=1):
-                if not cells or all(not c.strip() for c in cells):
-                    raise LedgerError("empty row", row=k, source=src)
-                if len(cells) != len(header):
-                    raise LedgerError(
-                        f"has {len(cells)} fields; the header has {len(header)}",
-                        row=k,
-                        source=src,
-                    )
-                raw_rows.append(cells)
-        covariate_names = [h for h in header if h not in REQUIRED_COLUMNS]
-        parsers = {
-            name: _infer_csv_column(name, [r[header.index(name)] for r in raw_rows], src)
-            for name in covariate_names
-            if name not in PROPENSITY_COLUMNS
-        }
-        records: list[dict[str, Any]] = []
-        for k, cells in enumerate(raw_rows, start=1):
-            cell = dict(zip(header, cells, strict=True))
-            rec: dict[str, Any] = {"run_id": cell["run_id"]}
-            score_text = cell["score"].strip()
-            try:
-                rec["score"] = float(score_text)
-            except ValueError:
-                raise LedgerError(
-                    f"score must be a number in [0, 1]; got {score_text!r}",
-                    row=k,
-                    field="score",
-                    source=src,
-                ) from None
-            rec["fact_ids"] = _split_ids(cell["fact_ids"])
-            if "eligible_ids" in cell:
-                rec["eligible_ids"] = _split_ids(cell["eligible_ids"])
-            if "propensities" in cell:
-                toks = _split_ids(cell["propensities"])
-                try:
-                    rec["propensities"] = [float(t) for t in toks]
-                except ValueError:
-                    raise LedgerError(
-                        f"propensities must be numbers; got {cell['propensities']!r}",
-                        row=k,
-                        field="propensities",
-                        source=src,
-                    ) from None
-            for name, parse in parsers.items():
-                rec[name] = parse(cell[name], k)
-            records.append(rec)
-        ledger = cls()
-        ledger._extend(records, source=src, fact_ids_required=True)
-        return ledger
-
-    def _write_csv(self, path: Path) -> None:
-        lists = {"fact_ids", *PROPENSITY_COLUMNS}
-        all_tokens = [f for ids in self._fact_ids for f in ids]
-        for name in PROPENSITY_COLUMNS[:1]:
-            if name in self._covariates:
-                all_tokens += [f for ids in self._covariates[name] if ids for f in ids]
-        sep = ";" if any(any(ch.isspace() for ch in t) for t in all_tokens) else " "
-        if sep == ";" and any(";" in t for t in all_tokens):
-            raise LedgerError(
-                "a lesson id contains both whitespace and ';', so it cannot be written to CSV; "
-                "use JSON Lines or Parquet"
-            )
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        header = ["run_id", "score", "fact_ids", *self._covariates]
-        writer.writerow(header)
-        for i in range(len(self)):
-            row = [self._run_ids[i], repr(self._scores[i]), sep.join(self._fact_ids[i])]
-            for name, values in self._covariates.items():
-                v = values[i]
-                if name in lists:
-                    row.append(
-                        ""
-                        if v is None
-                        else sep.join(repr(x) if name == "propensities" else x for x in v)
-                    )
-                elif v is None:
-                    row.append("")
-                elif isinstance(v, float):
-                    row.append(repr(v))
-                else:
-                    row.append(str(v))
-            writer.writerow(row)
-        path.write_text(buf.getvalue(), encoding="utf-8")
-
 
 # ---------------------------------------------------------------------- helpers
-def _resolve_format(path: Path, fmt: str | None) -> str:
-    if fmt is not None:
-        return check_choice("format", fmt, FORMATS)
-    suffix = path.suffix.lower()
-    if suffix not in _SUFFIXES:
-        raise ParameterError(
-            f"cannot infer the ledger format from suffix {suffix!r} of {path}; pass "
-            f"format= one of {list(FORMATS)} or use a suffix in {sorted(_SUFFIXES)}"
-        )
-    return _SUFFIXES[suffix]
-
-
-def _split_ids(text: str) -> list[str]:
-    text = text.strip()
-    if not text:
-        return []
-    if ";" in text:
-        return [t.strip() for t in text.split(";") if t.strip()]
-    return text.split()
+def _warn_repeated(repeated: list[tuple[int, str, list[str]]], source: str | None) -> None:
+    """One LedgerWarning for the runs that list a lesson more than once."""
+    row, run_id, facts = repeated[0]
+    counts: dict[str, int] = {}
+    for f in facts:
+        counts[f] = counts.get(f, 0) + 1
+    fact, times = next((f, c) for f, c in counts.items() if c > 1)
+    more = ""
+    if len(repeated) > 1:
+        rows = ", ".join(str(r) for r, _, _ in repeated[1:6])
+        etc = ", ..." if len(repeated) > 6 else ""
+        more = f"; {len(repeated) - 1} more run(s) repeat a lesson (rows {rows}{etc})"
+    warnings.warn(
+        LedgerWarning(
+            f"run {run_id!r} lists lesson {fact!r} {times} times; it counts once (cycgraph's "
+            f"rule) and the stored fact_ids keep the repeat{more}",
+            row=row,
+            field="fact_ids",
+            source=source,
+        ),
+        stacklevel=4,
+    )
 
 
 def _aggregate(y: np.ndarray) -> Baseline:
@@ -851,11 +842,23 @@ def _validate_record(
         )
     for name in ("run_id", "score") + (("fact_ids",) if fact_ids_required else ()):
         if name not in rec:
-            raise LedgerError("missing required field", row=row, field=name, source=source)
+            raise LedgerError(
+                f"missing required field; the record has {list(rec)}"
+                + (_map_hint(name, list(rec)) if source is not None else ""),
+                row=row,
+                field=name,
+                source=source,
+            )
     run_id = rec["run_id"]
     if not isinstance(run_id, str) or not run_id.strip():
+        hint = ""
+        if isinstance(run_id, numbers.Number) and not isinstance(run_id, bool):
+            hint = (
+                f' (run ids are strings: write "{run_id}", not {run_id}; CSV run ids are '
+                "always read as strings)"
+            )
         raise LedgerError(
-            f"run_id must be a non-empty string; got {run_id!r}",
+            f"run_id must be a non-empty string; got {run_id!r}{hint}",
             row=row,
             field="run_id",
             source=source,
@@ -863,7 +866,8 @@ def _validate_record(
     score = rec["score"]
     if isinstance(score, bool) or not isinstance(score, numbers.Real):
         raise LedgerError(
-            f"score must be a number in [0, 1]; got {score!r}",
+            f"score must be a number in [0, 1]; got {score!r}"
+            + (" (a string, not a number)" if isinstance(score, str) else ""),
             row=row,
             field="score",
             source=source,
@@ -899,23 +903,50 @@ def _validate_id_list(value: Any, field: str, row: int, source: str | None) -> l
     if value is None:
         return []
     if isinstance(value, str) or not isinstance(value, Iterable):
+        hint = (
+            " (only CSV cells are split into ids; JSON and Parquet hold a list)"
+            if isinstance(value, str)
+            else ""
+        )
         raise LedgerError(
-            f"{field} must be a list of lesson ids (strings); got {value!r}",
+            f"{field} must be a list of lesson ids (strings); got {value!r}{hint}",
             row=row,
             field=field,
             source=source,
         )
     out = []
     for k, f in enumerate(value):
-        if not isinstance(f, str) or not f:
+        if not isinstance(f, str) or not f.strip():
             raise LedgerError(
                 f"{field}[{k}] must be a non-empty string lesson id; got {f!r}",
                 row=row,
                 field=field,
                 source=source,
             )
+        if not f.isascii():
+            try:
+                f = unicodedata.normalize("NFC", f)
+                f.encode("utf-8")
+            except UnicodeError:
+                raise LedgerError(
+                    f"{field}[{k}] is not valid Unicode text (a lone surrogate?); got {f!r}",
+                    row=row,
+                    field=field,
+                    source=source,
+                ) from None
         out.append(f)
     return out
+
+
+def _map_hint(name: str, keys: list[str]) -> str:
+    """' ...map it: columns={...} or --column ...' for a field a file's record lacks."""
+    guess = _ledger_io.guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
+    if guess is None:
+        return ""
+    return (
+        f"; if {guess!r} holds it, map it: Ledger.read(path, columns={{{name!r}: {guess!r}}}), "
+        f"or on the command line --column {name}={guess}"
+    )
 
 
 def _validate_propensities(value: Any, row: int, source: str | None) -> list[float]:
@@ -962,47 +993,6 @@ def _validate_covariate(key: str, value: Any, row: int, source: str | None) -> A
         field=key,
         source=source,
     )
-
-
-def _infer_csv_column(name: str, cells: list[str], src: str) -> Any:
-    """Pick the narrowest type every non-empty cell parses as: int, float, bool, str."""
-    values = [c.strip() for c in cells]
-    present = [v for v in values if v]
-
-    def all_parse(fn: Any) -> bool:
-        try:
-            for v in present:
-                fn(v)
-        except ValueError:
-            return False
-        return True
-
-    if present and all_parse(int):
-
-        def parse_int(text: str, row: int) -> int | None:
-            return int(text) if text.strip() else None
-
-        return parse_int
-    if present and all_parse(float):
-
-        def parse_float(text: str, row: int) -> float | None:
-            if not text.strip():
-                return None
-            return float(text)
-
-        return parse_float
-    if present and all(v.lower() in ("true", "false") for v in present):
-
-        def parse_bool(text: str, row: int) -> bool | None:
-            return None if not text.strip() else text.strip().lower() == "true"
-
-        return parse_bool
-
-    def parse_str(text: str, row: int) -> str | None:
-        return text if text.strip() else None
-
-    del name, src
-    return parse_str
 
 
 def _covariate_series(name: str, values: list[Any]) -> pl.Series:

@@ -8,6 +8,7 @@ method up in one dict, rejects unknown options (naming the allowed ones), and ca
 from __future__ import annotations
 
 import html
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,7 +19,7 @@ import polars as pl
 from scipy import special
 
 from cogstats._results import format_settings, frame_text
-from cogstats._validation import ParameterError, check_probability, suggest
+from cogstats._validation import CogstatsError, ParameterError, check_probability, suggest
 from cogstats.ledger import Ledger
 
 __all__ = [
@@ -314,6 +315,23 @@ def attribute(
     Returns
     -------
     Attribution
+        One row per lesson.  On data too thin for a number the number is null, never an
+        error: an empty ledger or one without lessons gives an empty table; a lesson in
+        every run or in none, or with fewer than 2 runs on a side, has null inference
+        (and, where the contrast is missing, a null estimate); a model with as many
+        parameters as runs fits exactly and has null standard errors, intervals and
+        p-values.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown method or option, an invalid option value, or data a method
+        cannot run on at all (e.g. ``mixed`` with a single group, covariates the ledger
+        lacks or that have nulls, ``cov="cluster"`` with one cluster); the message
+        starts with the method's name and says what to do.
+    LedgerError
+        When the ledger lacks columns the method needs (``ipw``/``aipw`` without logged
+        propensities).
 
     Examples
     --------
@@ -338,9 +356,24 @@ def attribute(
             f"{suggest(unknown[0], spec.defaults)}; allowed: {sorted(spec.defaults)}"
         )
     merged = {**spec.defaults, **options}
-    if spec.uses_rng:
-        return spec.function(ledger, rng=rng, **merged)
-    return spec.function(ledger, **merged)
+    try:
+        with warnings.catch_warnings():
+            # numpy's divide-by-zero and invalid-value warnings on degenerate data: the
+            # affected numbers are NaN (null in the table), which is the documented answer
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if spec.uses_rng:
+                return spec.function(ledger, rng=rng, **merged)
+            return spec.function(ledger, **merged)
+    except CogstatsError as exc:
+        _name_method(exc, method)
+        raise
+
+
+def _name_method(exc: CogstatsError, method: str) -> None:
+    """Prefix the message of an error raised inside an estimator with the method's name."""
+    text = str(exc.args[0]) if exc.args else ""
+    if f"method {method!r}" not in text and not text.startswith(f"{method}:"):
+        exc.args = (f"method {method!r}: {text}", *exc.args[1:])
 
 
 def get_spec(method: str) -> EstimatorSpec:

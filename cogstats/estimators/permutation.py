@@ -915,7 +915,7 @@ def freedman_lane(
     kept = np.flatnonzero(keep)
     base = np.hstack([np.ones((n, 1)), controls.matrix])
     full = np.hstack([base, x[:, kept]])
-    if np.linalg.matrix_rank(base) < base.shape[1]:
+    if n and np.linalg.matrix_rank(base) < base.shape[1]:
         raise ParameterError(
             f"covariates: the columns {controls.columns!r} are collinear with each other or "
             "with the intercept; leave the redundant ones out"
@@ -929,7 +929,12 @@ def freedman_lane(
     maxima = np.empty(0)
     batch_rows = 0
     df = n - full.shape[1]
-    if kept.size and df >= 1:
+    if kept.size and n and np.ptp(y) == 0:
+        # every run scored the same: the coefficients are exactly 0 (a fit and its
+        # permutations would give t statistics of rounding noise over rounding noise)
+        est[kept], se[kept], t[kept] = 0.0, 0.0, np.nan
+        pval[kept], padj[kept] = 1.0, 1.0
+    elif kept.size and df >= 1:
         lesson_cols = np.arange(base.shape[1], full.shape[1])
         res = _freedman_lane_test(
             y,

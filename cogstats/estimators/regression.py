@@ -203,6 +203,39 @@ def _normal_inference(
     return est - q * se, est + q * se, p
 
 
+def _residual_df(exog: np.ndarray) -> int:
+    """Runs minus the rank of the design (statsmodels' ``df_resid``)."""
+    if exog.shape[0] == 0:
+        return 0
+    return int(exog.shape[0] - np.linalg.matrix_rank(exog))
+
+
+def _check_clusters(parameter: str, name: str | None, codes: np.ndarray) -> None:
+    """Cluster-robust errors and random intercepts need at least 2 clusters (groups)."""
+    levels = int(np.unique(codes).size)
+    if codes.size and levels < 2:
+        raise ParameterError(
+            f"{parameter} {name!r} has a single value over all {codes.size} runs, "
+            "so there is nothing to compare across clusters or groups; "
+            + (
+                "use method='ols' (no grouping), or pass groups=<another covariate>"
+                if parameter == "groups"
+                else "use cov='HC3', or cluster on another covariate"
+            )
+        )
+
+
+def _constant_scores(k: int) -> tuple[np.ndarray, ...]:
+    """Estimate, se, ci_low, ci_high, pvalue when every run scored the same.
+
+    The lesson coefficients are then exactly 0 with zero variance (a fit would return
+    rounding noise, and t statistics of noise over noise); as for ``lift``, a difference
+    known exactly to be 0 has p-value 1.
+    """
+    zero = np.zeros(k)
+    return zero, zero, zero, zero, np.ones(k)
+
+
 def _settings(**kwargs: Any) -> dict[str, Any]:
     out = dict(kwargs)
     if "covariates" in out:
@@ -311,26 +344,48 @@ def ols(
             "cov='cluster' needs cluster=<name of the covariate whose values are the "
             "clusters>; got cluster=None"
         )
+    if codes is not None:
+        _check_clusters("cluster", cluster, codes)
     d = _prepare(ledger, covariates, threshold)
     exog = d.exog()
     use_t = cov != "cluster"
     cov_kwds = {"groups": codes} if cov == "cluster" else None
-    fit = sm.OLS(d.y, exog).fit(cov_type=cov, cov_kwds=cov_kwds, use_t=use_t)
-    lesson = slice(exog.shape[1] - int(d.keep.sum()), exog.shape[1])
-    est = np.asarray(fit.params)[lesson]
-    se = np.asarray(fit.bse)[lesson]
-    ci = np.asarray(fit.conf_int(alpha=1.0 - level))[lesson]
-    df = float(fit.df_resid) if use_t else math.inf
+    n_keep = int(d.keep.sum())
+    lesson = slice(exog.shape[1] - n_keep, exog.shape[1])
+    fit: Any = None
+    if d.n == 0:  # an empty ledger: no lessons, an empty table
+        est = se = lo = hi = p = stat = np.zeros(0)
+        df = math.nan
+    elif np.ptp(d.y) == 0:
+        est, se, lo, hi, p = _constant_scores(n_keep)
+        stat = np.full(n_keep, np.nan)
+        df = float(_residual_df(exog)) if use_t else math.inf
+    elif _residual_df(exog) <= 0:
+        # as many parameters as runs: the estimates fit exactly; no inference is possible
+        # (statsmodels would give infinite or NaN errors, and divide by zero for clusters)
+        fit = sm.OLS(d.y, exog).fit()
+        est = np.asarray(fit.params)[lesson]
+        se = lo = hi = p = stat = np.full(n_keep, np.nan)
+        df = 0.0
+    else:
+        fit = sm.OLS(d.y, exog).fit(cov_type=cov, cov_kwds=cov_kwds, use_t=use_t)
+        est = np.asarray(fit.params)[lesson]
+        se = np.asarray(fit.bse)[lesson]
+        ci = np.asarray(fit.conf_int(alpha=1.0 - level))[lesson]
+        lo, hi = ci[:, 0], ci[:, 1]
+        p = np.asarray(fit.pvalues)[lesson]
+        stat = np.asarray(fit.tvalues)[lesson]
+        df = float(fit.df_resid) if use_t else math.inf
     table = _table(
         "ols",
         d,
         d.keep,
         est,
         se,
-        ci[:, 0],
-        ci[:, 1],
-        np.asarray(fit.pvalues)[lesson],
-        {"df": np.full(d.keep.size, df), "statistic": np.asarray(fit.tvalues)[lesson]},
+        lo,
+        hi,
+        p,
+        {"df": np.full(d.keep.size, df), "statistic": stat},
     )
     settings = _settings(
         covariates=d.controls.covariates,
@@ -350,6 +405,8 @@ def _projector_basis(controls: np.ndarray) -> np.ndarray:
     """Orthonormal basis of the column space of ``[1, controls]`` (rank-revealing SVD)."""
     c = np.hstack([np.ones((controls.shape[0], 1)), controls])
     u, s, _ = np.linalg.svd(c, full_matrices=False)
+    if s.size == 0:  # no runs
+        return np.zeros((c.shape[0], 0))
     rank = int(np.sum(s > s[0] * max(c.shape) * np.finfo(float).eps))
     return np.asarray(u[:, :rank])
 
@@ -483,7 +540,9 @@ def ridge(
     centred_ss = np.sum((x - x.mean(axis=0)) ** 2, axis=0)
     keep &= np.sum(xt * xt, axis=0) > 1e-12 * np.maximum(centred_ss, 1e-300)
     xt = xt[:, keep]
-    yt = y - q @ (q.T @ y)
+    constant = n > 0 and np.ptp(y) == 0
+    # every run the same score: the residualized score is exactly 0 (not rounding noise)
+    yt = np.zeros(n) if constant else y - q @ (q.T @ y)
     u, s, vt = np.linalg.svd(xt, full_matrices=False)
     rank = int(np.sum(s > (s[0] if s.size else 0.0) * max(xt.shape) * np.finfo(float).eps))
     u, s, vt = u[:, :rank], s[:rank], vt[:rank]
@@ -505,6 +564,8 @@ def ridge(
     middle = (u * w[:, None]).T @ u
     se = np.sqrt(np.sum((vd @ middle) * vd, axis=1))
     lo, hi, p = _normal_inference(est, se, level)
+    if constant:
+        p = np.ones_like(est)  # an effect known to be exactly 0 (as for lift)
     d = _Design(y, x, design.fact_ids, (x > 0).sum(axis=0).astype(np.int64), controls, ident, keep)
     table = _table("ridge", d, keep, est, se, lo, hi, p)
     effective_df = float(q.shape[1] + np.sum(s**2 / (s**2 + lam)))
@@ -697,14 +758,32 @@ def fraclogit(
     d = _prepare(ledger, covariates, threshold)
     exog = d.exog()
     n_keep = int(d.keep.sum())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit = sm.GLM(d.y, exog, family=sm.families.Binomial()).fit()
-    vcov = glm_robust_cov(fit, cov)
-    params = np.asarray(fit.params)
     columns = np.arange(exog.shape[1] - n_keep, exog.shape[1])
-    ame, se = average_marginal_effects(exog, params, columns, vcov)
+    fit: Any = None
+    caught: list[warnings.WarningMessage] = []
+    if d.n == 0:  # an empty ledger: no lessons, an empty table
+        params = np.zeros(exog.shape[1])
+        vcov = np.zeros((exog.shape[1], exog.shape[1]))
+        ame = se = np.zeros(0)
+    elif np.ptp(d.y) == 0:
+        # every run scored the same: the lesson coefficients are exactly 0
+        params = np.zeros(exog.shape[1])
+        vcov = np.zeros((exog.shape[1], exog.shape[1]))
+        ame = se = np.zeros(n_keep)
+    else:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit = sm.GLM(d.y, exog, family=sm.families.Binomial()).fit()
+        params = np.asarray(fit.params)
+        if _residual_df(exog) <= 0:
+            # as many parameters as runs: an exact fit, no sandwich variance to speak of
+            vcov = np.full((exog.shape[1], exog.shape[1]), np.nan)
+        else:
+            vcov = glm_robust_cov(fit, cov)
+        ame, se = average_marginal_effects(exog, params, columns, vcov)
     lo, hi, p = _normal_inference(ame, se, level)
+    if d.n and np.ptp(d.y) == 0:
+        p = np.ones(n_keep)
     log_odds_se = np.sqrt(np.diag(vcov))[columns]
     table = _table(
         "fraclogit",
@@ -729,7 +808,7 @@ def fraclogit(
     extras = {
         "fit": fit,
         "cov_params": vcov,
-        "converged": bool(fit.converged),
+        "converged": None if fit is None else bool(fit.converged),
         "fit_warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
         "identifiability": d.ident,
         "exog_names": d.exog_names(),
@@ -860,6 +939,12 @@ def mixed(
     level = check_probability("confidence_level", confidence_level)
     threshold = _check_vif(vif_threshold)
     maxiter = cast(int, check_int("max_iterations", max_iterations, minimum=1))
+    if isinstance(groups, str) and groups not in ledger.covariates:
+        raise ParameterError(
+            f"groups: {groups!r} is not a covariate of the ledger (it has "
+            f"{ledger.covariates!r}); mixed needs the covariate that groups the runs, such "
+            "as a task family: pass groups=<its name>, or use method='ols' (no grouping)"
+        )
     codes, levels = group_codes(ledger, groups, parameter="groups")
     if (
         not isinstance(covariates, str)
@@ -870,26 +955,42 @@ def mixed(
             f"covariates must not contain the groups covariate {groups!r} (its random "
             f"intercept already adjusts for it); got covariates={covariates!r}"
         )
+    _check_clusters("groups", groups, codes)
+    if codes.size and np.bincount(codes).max() < 2:
+        raise ParameterError(
+            f"every value of groups {groups!r} holds a single run, so a random "
+            "intercept per group cannot be told apart from the run's own noise; use "
+            "method='ols', or pass groups=<a covariate that groups several runs>"
+        )
     dummies = _group_dummies(codes, len(levels))
     d = _prepare(ledger, covariates, threshold, extra=dummies, extra_source=groups)
     exog = d.exog()
     n_keep = int(d.keep.sum())
     lessons = slice(exog.shape[1] - n_keep, exog.shape[1])
-    reason: str | None
+    reason: str | None = None
     fit: Any = None
     caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fit = MixedLM(d.y, exog, groups=codes).fit(reml=True, maxiter=maxiter)
-        reason = _mixed_problem(fit, caught, lessons)
-    except np.linalg.LinAlgError as exc:
-        reason = f"MixedLM raised LinAlgError: {exc}"
+    constant = np.ptp(d.y) == 0
+    if not constant:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fit = MixedLM(d.y, exog, groups=codes).fit(reml=True, maxiter=maxiter)
+            reason = _mixed_problem(fit, caught, lessons)
+        except np.linalg.LinAlgError as exc:
+            reason = f"MixedLM raised LinAlgError: {exc}"
     fit_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
-    if reason is None:
+    group_variance: float | None
+    used: Any
+    if constant:
+        est, se, lo, hi, p = _constant_scores(n_keep)
+        group_variance = 0.0
+        used = None
+        df = math.inf
+    elif reason is None:
         est = np.asarray(fit.fe_params)[lessons]
         se = np.asarray(fit.bse_fe)[lessons]
-        group_variance: float | None = float(np.asarray(fit.cov_re).ravel()[0])
+        group_variance = float(np.asarray(fit.cov_re).ravel()[0])
         used = fit
         lo, hi, p = _normal_inference(est, se, level)
         df = math.inf
@@ -905,11 +1006,18 @@ def mixed(
         lessons = slice(exog.shape[1] - n_keep, exog.shape[1])
         # t with G - 1 degrees of freedom (statsmodels' use_t for cluster covariances):
         # with the normal reference and 3 families the null rejection rate was ~18% at 5%
-        used = sm.OLS(d.y, exog).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-        est = np.asarray(used.params)[lessons]
-        se = np.asarray(used.bse)[lessons]
-        ci = np.asarray(used.conf_int(alpha=1.0 - level))[lessons]
-        lo, hi, p = ci[:, 0], ci[:, 1], np.asarray(used.pvalues)[lessons]
+        if _residual_df(exog) <= 0:
+            # as many parameters as runs: an exact fit, no inference (statsmodels' cluster
+            # covariance would divide by zero)
+            used = sm.OLS(d.y, exog).fit()
+            est = np.asarray(used.params)[lessons]
+            se = lo = hi = p = np.full(n_keep, np.nan)
+        else:
+            used = sm.OLS(d.y, exog).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
+            est = np.asarray(used.params)[lessons]
+            se = np.asarray(used.bse)[lessons]
+            ci = np.asarray(used.conf_int(alpha=1.0 - level))[lessons]
+            lo, hi, p = ci[:, 0], ci[:, 1], np.asarray(used.pvalues)[lessons]
         df = float(len(levels) - 1)
         group_variance = None
     fallback = reason is not None

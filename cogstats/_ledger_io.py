@@ -1,0 +1,760 @@
+"""Reading and writing ledger files: JSON Lines, CSV/TSV, Parquet and cycgraph's JSON.
+
+Private: :meth:`cogstats.Ledger.read` and :meth:`cogstats.Ledger.write` are the doors.
+Each reader turns a file into *records* (plain dicts keyed by the ledger's column names,
+after the caller's column mapping) and their 1-based row numbers; the ledger validates
+the records (types, ranges, duplicates) and names the row and field of the first bad one.
+What only a file can get wrong is checked here: its bytes (encoding, byte-order marks,
+binary data), its layout (header, delimiter, quoting, field counts) and the text of CSV
+cells (the list-cell rule table below).
+
+CSV list cells (``fact_ids``, ``eligible_ids``, ``propensities``) follow one rule table,
+applied to the cell with surrounding whitespace removed:
+
+====================================  ===============================================
+the cell                              read as
+====================================  ===============================================
+empty                                 no lessons (``fact_ids``); not logged (``null``)
+                                      for ``eligible_ids``/``propensities``
+starts with ``[``                     a list: JSON (``["a", "b"]``) or the Python
+                                      literal pandas writes (``['a', 'b']``, parsed by
+                                      ``ast.literal_eval``, never ``eval``); elements
+                                      are taken as written
+holds ``;``                           split on ``;`` (ids may hold spaces)
+holds ``,``                           split on ``,``
+anything else                         split on whitespace
+====================================  ===============================================
+
+Split pieces are stripped of surrounding whitespace and empty pieces dropped.  A
+bracketed cell must be a flat list of strings (of numbers for ``propensities``).
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import csv
+import difflib
+import io
+import json
+import math
+import tokenize
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from cogstats._validation import LedgerError, ParameterError, check_choice
+
+REQUIRED_COLUMNS = ("run_id", "score", "fact_ids")
+#: Optional list columns holding the logged injection propensities of a run: for every
+#: lesson that retrieval could have injected (``eligible_ids``), the probability that it
+#: was injected (``propensities``, aligned with ``eligible_ids``).
+PROPENSITY_COLUMNS = ("eligible_ids", "propensities")
+#: Columns whose CSV cells hold lists (see the module's rule table).
+LIST_COLUMNS = ("fact_ids", *PROPENSITY_COLUMNS)
+FORMATS = ("jsonl", "csv", "parquet", "cycgraph-json")
+LedgerFormat = Literal["jsonl", "csv", "parquet", "cycgraph-json"]
+#: suffix -> (format, the delimiter it implies for CSV)
+SUFFIXES: dict[str, tuple[str, str | None]] = {
+    ".jsonl": ("jsonl", None),
+    ".ndjson": ("jsonl", None),
+    ".csv": ("csv", None),
+    ".tsv": ("csv", "\t"),
+    ".parquet": ("parquet", None),
+    ".pq": ("parquet", None),
+    ".json": ("cycgraph-json", None),
+}
+#: Delimiters the CSV sniffer chooses among.
+SNIFFED_DELIMITERS = (",", "\t", ";", "|")
+
+# Names people give the required columns, for the "map it" suggestion of a missing column.
+_SYNONYMS = {
+    "run_id": ("run", "id", "runid", "run_number", "run_no", "run_index", "trial", "episode"),
+    "score": ("reward", "fitness", "outcome", "value", "result", "quality", "grade"),
+    "fact_ids": (
+        "lessons",
+        "lesson_ids",
+        "lessons_in_prompt",
+        "facts",
+        "fact_id",
+        "lesson_id",
+        "injected",
+        "lessons_used",
+        "memories",
+    ),
+}
+_KEYWORDS = {"run_id": ("run",), "score": ("score", "reward"), "fact_ids": ("lesson", "fact")}
+# Magic numbers of files people feed a text reader by mistake.
+_MAGIC = (
+    (b"PAR1", "a Parquet file: read it with format='parquet' (or give it a .parquet suffix)"),
+    (b"\x1f\x8b", "gzip-compressed: decompress it first"),
+    (b"PK\x03\x04", "a zip archive (an .xlsx workbook?): export the sheet as CSV (UTF-8)"),
+)
+
+
+# ---------------------------------------------------------------------- parameters
+def resolve_format(path: Path, fmt: str | None) -> tuple[str, str | None]:
+    """The format of ``path`` and the delimiter its suffix implies (``.tsv``: tab)."""
+    suffix = path.suffix.lower()
+    implied = SUFFIXES.get(suffix, (None, None))
+    if fmt is not None:
+        fmt = check_choice("format", fmt, FORMATS)
+        return fmt, implied[1] if implied[0] == fmt else None
+    if implied[0] is None:
+        raise ParameterError(
+            f"cannot infer the ledger format from suffix {suffix!r} of {path}; pass "
+            f"format= one of {list(FORMATS)} or use a suffix in {sorted(SUFFIXES)}"
+        )
+    return implied[0], implied[1]
+
+
+def check_columns(columns: Any) -> dict[str, str]:
+    """Validate a column mapping (ledger name -> the file's name); returns a plain dict."""
+    if columns is None:
+        return {}
+    if not isinstance(columns, Mapping):
+        raise ParameterError(
+            "columns must be a mapping from ledger column names to the file's column names, "
+            f"e.g. {{'run_id': 'run', 'fact_ids': 'lessons_in_prompt'}}; got {columns!r}"
+        )
+    out: dict[str, str] = {}
+    onto: dict[str, str] = {}
+    for name, source in columns.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ParameterError(f"columns: keys must be non-empty column names; got {name!r}")
+        if not isinstance(source, str) or not source.strip():
+            raise ParameterError(
+                f"columns: {name!r} must map to a non-empty column name of the file; got {source!r}"
+            )
+        if source in onto:
+            raise ParameterError(
+                f"columns maps both {onto[source]!r} and {name!r} onto the file's column "
+                f"{source!r}; one column can be only one of them"
+            )
+        onto[source] = name
+        out[name] = source
+    return out
+
+
+def check_delimiter(delimiter: Any, fmt: str) -> str | None:
+    """Validate ``delimiter=``: one character, for CSV only."""
+    if delimiter is None:
+        return None
+    if fmt != "csv":
+        raise ParameterError(
+            f"delimiter applies to CSV/TSV ledgers only; got delimiter={delimiter!r} with "
+            f"format {fmt!r}"
+        )
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
+        raise ParameterError(
+            "delimiter must be one character other than a quote or a line break, e.g. ',', "
+            f"'\\t', ';' or '|'; got {delimiter!r}"
+        )
+    return delimiter
+
+
+# ---------------------------------------------------------------------- bytes -> text
+def decode(data: bytes, src: str) -> str:
+    """UTF-8 text of a ledger file, without a byte-order mark; clear errors for the rest."""
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            raise LedgerError(f"this is not a text ledger but {what}", source=src)
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise LedgerError(_utf16_message("UTF-32"), source=src)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise LedgerError(_utf16_message("UTF-16"), source=src)
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = start + exc.start
+        line = data.count(b"\n", 0, offset) + 1
+        bad = data[offset : offset + 4]
+        raise LedgerError(
+            f"not UTF-8 text: byte offset {offset} (line {line}) holds {bad!r}; cogstats "
+            "reads UTF-8 ledgers. Re-save the file as UTF-8 (for a latin-1/cp1252 file: "
+            "iconv -f cp1252 -t utf-8, or pandas' to_csv(encoding='utf-8'))",
+            source=src,
+        ) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        offset = start + len(text[:nul].encode("utf-8"))
+        line = text.count("\n", 0, nul) + 1
+        hint = (
+            " (UTF-16 text has one in every other byte: re-save it as UTF-8)"
+            if text.count("\0") * 3 >= len(text)
+            else ""
+        )
+        raise LedgerError(
+            f"binary data: a NUL byte at byte offset {offset} (line {line}); this is not a "
+            f"text ledger{hint}",
+            source=src,
+        )
+    return text
+
+
+def _utf16_message(kind: str) -> str:
+    return (
+        f"the file is {kind} text (it starts with a {kind} byte-order mark, byte offset 0); "
+        "cogstats reads UTF-8 ledgers: re-save it as UTF-8 (e.g. iconv -f "
+        f"{kind.lower()} -t utf-8)"
+    )
+
+
+# ---------------------------------------------------------------------- column mapping
+def rename_plan(
+    names: Sequence[str], mapping: Mapping[str, str], src: str, what: str
+) -> dict[str, str]:
+    """The file's name -> the ledger's name, after checking ``mapping`` against ``names``."""
+    plan: dict[str, str] = {}
+    present = set(names)
+    for name, source in mapping.items():
+        if source not in present:
+            raise ParameterError(
+                f"columns maps {name!r} to {source!r}, but {src} has no {what} {source!r}"
+                f"{_near(source, names)}; it has {list(names)}"
+            )
+        plan[source] = name
+    renamed_away = set(plan) - set(plan.values())
+    for source, name in plan.items():
+        if name in present and name not in renamed_away and name != source:
+            raise ParameterError(
+                f"columns maps {name!r} to {source!r}, but {src} also has a {what} named "
+                f"{name!r}; map that one to another name too, or drop it"
+            )
+    return plan
+
+
+def _near(name: str, names: Sequence[str]) -> str:
+    match = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def missing_columns_error(
+    missing: Sequence[str], available: Sequence[str], src: str | None, mapping: Mapping[str, str]
+) -> LedgerError:
+    """The error for required columns a file lacks, with the mapping that would fix it."""
+    taken = set(mapping.values()) | set(REQUIRED_COLUMNS)
+    pairs: list[tuple[str, str]] = []
+    for name in missing:
+        guess = guess_source(name, [a for a in available if a not in taken])
+        pairs.append((name, guess or "<column>"))
+        if guess:
+            taken.add(guess)
+    python = ", ".join(f"{k!r}: {v!r}" for k, v in [*mapping.items(), *pairs])
+    cli = " ".join(f"--column {k}={v}" for k, v in pairs)
+    names = "column" if len(missing) == 1 else "columns"
+    hint = _delimiter_hint(available)
+    return LedgerError(
+        f"missing required {names} {list(missing)}; the file has columns {list(available)}"
+        f"{hint}. If the file names them differently, map them: "
+        f"Ledger.read(path, columns={{{python}}}), or on the command line {cli}",
+        field=missing[0],
+        source=src,
+    )
+
+
+def guess_source(name: str, candidates: Sequence[str]) -> str | None:
+    lowered = [(c, c.strip().lower()) for c in candidates]
+    for c, low in lowered:
+        if low in _SYNONYMS.get(name, ()):
+            return c
+    for c, low in lowered:
+        if any(k in low for k in _KEYWORDS.get(name, ())):
+            return c
+    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _delimiter_hint(available: Sequence[str]) -> str:
+    if len(available) != 1:
+        return ""
+    for d in SNIFFED_DELIMITERS:
+        if d in available[0]:
+            return f" (one column: is the file separated by {d!r}? pass delimiter={d!r})"
+    return ""
+
+
+# ---------------------------------------------------------------------- list cells
+def split_list_cell(
+    text: str, field: str, row: int, src: str | None, *, numeric: bool, nullable: bool
+) -> list[Any] | None:
+    """One CSV list cell by the module's rule table (``LedgerError`` naming row and field)."""
+    s = text.strip()
+    if not s:
+        return None if nullable else []
+    if s.startswith("["):
+        return _bracketed(s, field, row, src, numeric=numeric)
+    if ";" in s:
+        pieces = [t.strip() for t in s.split(";")]
+    elif "," in s:
+        pieces = [t.strip() for t in s.split(",")]
+    else:
+        pieces = s.split()
+    pieces = [t for t in pieces if t]
+    if not numeric:
+        return pieces
+    out: list[Any] = []
+    for t in pieces:
+        try:
+            out.append(float(t))
+        except ValueError:
+            raise LedgerError(
+                f"{field} must hold numbers; {t!r} in {text!r} is not one",
+                row=row,
+                field=field,
+                source=src,
+            ) from None
+    return out
+
+
+def _bracketed(s: str, field: str, row: int, src: str | None, *, numeric: bool) -> list[Any]:
+    kind = "numbers" if numeric else "strings"
+    example = "[0.5, 0.25]" if numeric else "[\"a\", \"b\"] or ['a', 'b']"
+    literal = False
+    try:
+        value = json.loads(s)
+    except ValueError:
+        literal = True
+        try:
+            value = ast.literal_eval(s)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise LedgerError(
+                f"the cell {_short(s)} starts with '[' but is neither a JSON list nor a Python "
+                f"list literal of {kind}, such as {example}",
+                row=row,
+                field=field,
+                source=src,
+            ) from None
+    if literal and isinstance(value, list) and _adjacent_strings(s, value):
+        raise LedgerError(
+            f"the cell {_short(s)} holds strings with no comma between them (Python "
+            "joins them into one; numpy prints arrays that way): write "
+            f"{example}",
+            row=row,
+            field=field,
+            source=src,
+        )
+    if not isinstance(value, list):
+        raise LedgerError(
+            f"the cell {_short(s)} must be a list of {kind}, such as {example}",
+            row=row,
+            field=field,
+            source=src,
+        )
+    for k, v in enumerate(value):
+        ok = (
+            isinstance(v, int | float) and not isinstance(v, bool)
+            if numeric
+            else isinstance(v, str)
+        )
+        if not ok:
+            raise LedgerError(
+                f"{field}[{k}] must be a {'number' if numeric else 'string lesson id'}; got "
+                f"{v!r} in the cell {_short(s)}",
+                row=row,
+                field=field,
+                source=src,
+            )
+    return [float(v) for v in value] if numeric else value
+
+
+def _adjacent_strings(s: str, value: list[Any]) -> bool:
+    """Whether a Python literal joined adjacent strings (``['a' 'b']`` is ``['ab']``)."""
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(s).readline)
+            if t.type == tokenize.STRING
+        ]
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - literal_eval passed
+        return True
+    return len(tokens) != sum(isinstance(v, str) for v in value)
+
+
+def _short(s: str) -> str:
+    return repr(s if len(s) <= 60 else s[:57] + "...")
+
+
+# ---------------------------------------------------------------------- readers
+Records = tuple[list[dict[str, Any]], list[int], bool]
+
+
+def read_records(
+    path: Path,
+    fmt: str,
+    *,
+    mapping: Mapping[str, str],
+    delimiter: str | None,
+) -> Records:
+    """The file's runs as records, their row numbers, and whether fact_ids is required."""
+    src = str(path)
+    if fmt == "parquet":
+        return _parquet_records(path, src, mapping)
+    text = decode(path.read_bytes(), src)
+    if fmt == "csv":
+        return csv_records(text, src, delimiter, mapping)
+    if fmt == "jsonl":
+        return _jsonl_records(text, src, mapping)
+    return _json_records(text, src, mapping)
+
+
+def _parquet_records(path: Path, src: str, mapping: Mapping[str, str]) -> Records:
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as exc:  # polars raises several types; all mean "cannot read it"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise LedgerError(
+            f"cannot read it as Parquet ({type(exc).__name__}: {first[:200]})", source=src
+        ) from None
+    plan = rename_plan(frame.columns, mapping, src, "column")
+    if plan:
+        frame = frame.rename(plan)
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise missing_columns_error(missing, frame.columns, src, mapping)
+    return list(frame.iter_rows(named=True)), list(range(1, frame.height + 1)), True
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
+    records: list[dict[str, Any]] = []
+    rows: list[int] = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line, object_pairs_hook=_object)
+        except json.JSONDecodeError as exc:
+            raise LedgerError(
+                f"malformed JSON ({exc.msg} at column {exc.colno})", row=lineno, source=src
+            ) from None
+        except _DuplicateKey as exc:
+            raise LedgerError(
+                "the key appears twice in one JSON object; which one counts is ambiguous",
+                row=lineno,
+                field=exc.key,
+                source=src,
+            ) from None
+        if not isinstance(rec, dict):
+            raise LedgerError(
+                f"each line must be a JSON object; got {type(rec).__name__}",
+                row=lineno,
+                source=src,
+            )
+        records.append(rec)
+        rows.append(lineno)
+    return _rename_records(records, src, mapping), rows, False
+
+
+def _json_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
+    try:
+        doc = json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError as exc:
+        raise LedgerError(
+            f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src
+        ) from None
+    except _DuplicateKey as exc:
+        raise LedgerError(
+            "a key appears twice in one JSON object; which one counts is ambiguous",
+            field=exc.key,
+            source=src,
+        ) from None
+    if isinstance(doc, dict):
+        if "runs" not in doc:
+            raise LedgerError(
+                "a cycgraph JSON object must hold its run outcomes under 'runs'",
+                field="runs",
+                source=src,
+            )
+        doc = doc["runs"]
+    if not isinstance(doc, list):
+        raise LedgerError(
+            "cycgraph JSON must be a list of RunOutcome records or {'runs': [...]}",
+            source=src,
+        )
+    for k, rec in enumerate(doc, start=1):
+        if not isinstance(rec, dict):
+            raise LedgerError(
+                f"each run must be a JSON object; got {type(rec).__name__}", row=k, source=src
+            )
+    return _rename_records(doc, src, mapping), list(range(1, len(doc) + 1)), False
+
+
+def _rename_records(
+    records: list[dict[str, Any]], src: str, mapping: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    if not mapping or not records:
+        return records
+    keys: dict[str, None] = {}
+    for rec in records:
+        keys.update(dict.fromkeys(rec))
+    plan = rename_plan(list(keys), mapping, src, "key")
+    return [{plan.get(k, k): v for k, v in rec.items()} for rec in records]
+
+
+class _CsvRows:
+    """(record number, cells) of a csv reader; csv errors become LedgerErrors.
+
+    Record numbers count from 1 at the first record of the file; ``header`` (set by the
+    caller) is the record number of the header, so data row ``k`` is record ``header + k``.
+    """
+
+    def __init__(self, reader: Any, src: str) -> None:
+        self.reader = reader
+        self.src = src
+        self.header = 0
+
+    def __iter__(self) -> Iterator[tuple[int, list[str]]]:
+        k = 0
+        while True:
+            try:
+                cells = next(self.reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                row = k + 1 - self.header if self.header else None
+                raise LedgerError(
+                    f"malformed CSV at line {self.reader.line_num} ({exc}); quote cells that "
+                    "hold the delimiter, a quote or a line break",
+                    row=row,
+                    source=self.src,
+                ) from None
+            k += 1
+            yield k, cells
+
+
+def sniff_delimiter(text: str, src: str) -> str:
+    """The delimiter of the header line: csv.Sniffer among ``, \\t ; |``, or an error."""
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    unquoted = "".join(header.split('"')[0::2])  # outside double quotes
+    present = [d for d in SNIFFED_DELIMITERS if d in unquoted]
+    if len(present) > 1:
+        raise LedgerError(
+            f"cannot tell the delimiter: the header line {_short(header)} holds "
+            f"{' and '.join(repr(d) for d in present)}; pass delimiter= (on the command line "
+            "--delimiter)",
+            source=src,
+        )
+    try:
+        found = csv.Sniffer().sniff(header, delimiters="".join(SNIFFED_DELIMITERS)).delimiter
+    except csv.Error:
+        found = ""
+    if found not in SNIFFED_DELIMITERS or not present:
+        raise LedgerError(
+            f"cannot tell the delimiter of the header line {_short(header)} (none of "
+            f"{list(SNIFFED_DELIMITERS)} separates it); pass delimiter= (on the command line "
+            "--delimiter)",
+            source=src,
+        )
+    return found
+
+
+def csv_records(text: str, src: str, delimiter: str | None, mapping: Mapping[str, str]) -> Records:
+    if not text.strip():
+        raise LedgerError(
+            "empty file: no header line (a CSV ledger starts with a header such as "
+            "run_id,score,fact_ids)",
+            source=src,
+        )
+    delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
+    records_of = _CsvRows(reader, src)
+    rows_iter = iter(records_of)
+    header: list[str] = []
+    at = 0
+    for at, cells in rows_iter:  # the first non-blank line is the header
+        if any(c.strip() for c in cells):
+            header = [h.strip() for h in cells]
+            records_of.header = at
+            break
+    plan = rename_plan([h for h in header if h], mapping, src, "column")
+    header = [plan.get(h, h) for h in header]
+    named = [h for h in header if h]
+    missing = [c for c in REQUIRED_COLUMNS if c not in named]
+    if missing:
+        raise missing_columns_error(missing, [h for h in named], src, mapping)
+    dup = sorted({h for h in named if named.count(h) > 1})
+    if dup:
+        raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
+    width = len(header)
+    raw_rows: list[tuple[int, list[str]]] = []
+    for record, cells in rows_iter:
+        k = record - at  # data rows count from 1 after the header
+        if not any(c.strip() for c in cells):
+            continue  # blank lines (and rows of empty cells) hold no run
+        if len(cells) != width:
+            raise LedgerError(
+                f"has {len(cells)} fields; the header has {width} (a cell holding the "
+                f"delimiter {delim!r} must be quoted)",
+                row=k,
+                source=src,
+            )
+        for j, name in enumerate(header):
+            if not name and cells[j].strip():
+                raise LedgerError(
+                    f"column {j + 1} has no name in the header but holds {cells[j]!r}; name "
+                    "it in the header",
+                    row=k,
+                    source=src,
+                )
+        raw_rows.append((k, cells))
+    position = {name: j for j, name in enumerate(header) if name}
+    covariate_names = [h for h in named if h not in REQUIRED_COLUMNS and h not in LIST_COLUMNS]
+    parsers = {
+        name: _infer_csv_column([cells[position[name]] for _, cells in raw_rows])
+        for name in covariate_names
+    }
+    records: list[dict[str, Any]] = []
+    rows: list[int] = []
+    for k, cells in raw_rows:
+        rec: dict[str, Any] = {}
+        for name, j in position.items():
+            cell = cells[j]
+            if name == "run_id":
+                rec[name] = cell.strip()
+            elif name == "score":
+                rec[name] = _parse_score(cell, k, src)
+            elif name in LIST_COLUMNS:
+                rec[name] = split_list_cell(
+                    cell,
+                    name,
+                    k,
+                    src,
+                    numeric=name == "propensities",
+                    nullable=name != "fact_ids",
+                )
+            else:
+                rec[name] = parsers[name](cell)
+        records.append(rec)
+        rows.append(k)
+    return records, rows, True
+
+
+def _parse_score(cell: str, row: int, src: str) -> float:
+    text = cell.strip()
+    try:
+        return float(text)
+    except ValueError:
+        what = "empty" if not text else repr(text)
+        raise LedgerError(
+            f"score must be a number in [0, 1]; got {what}",
+            row=row,
+            field="score",
+            source=src,
+        ) from None
+
+
+def _infer_csv_column(cells: list[str]) -> Callable[[str], Any]:
+    """Pick the narrowest type every non-empty cell parses as: int, float, bool, str."""
+    present = [v for v in (c.strip() for c in cells) if v]
+
+    def all_parse(fn: Callable[[str], Any]) -> bool:
+        try:
+            for v in present:
+                fn(v)
+        except ValueError:
+            return False
+        return True
+
+    if present and all_parse(int):
+        return lambda text: int(text) if text.strip() else None
+    if present and all_parse(float):
+        return lambda text: float(text) if text.strip() else None
+    if present and all(v.lower() in ("true", "false") for v in present):
+        return lambda text: text.strip().lower() == "true" if text.strip() else None
+    return lambda text: text if text.strip() else None
+
+
+# ---------------------------------------------------------------------- CSV writer
+def csv_text(
+    run_ids: Sequence[str],
+    scores: Sequence[float],
+    fact_ids: Sequence[Sequence[str]],
+    covariates: Mapping[str, Sequence[Any]],
+    delimiter: str,
+) -> str:
+    """The CSV text of a ledger; list cells in the first form that reads back exactly.
+
+    Each list column is written space-separated when every cell of it reads back the same
+    by the rule table, else ``;``-separated when that does, else as JSON lists (which
+    always read back).  An empty ``eligible_ids``/``propensities`` list is ``[]`` (an
+    empty cell there means "not logged").
+    """
+    lists: dict[str, list[str]] = {"fact_ids": _list_cells(list(fact_ids), "fact_ids")}
+    for name in PROPENSITY_COLUMNS:
+        if name in covariates:
+            lists[name] = _list_cells(list(covariates[name]), name)
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(["run_id", "score", "fact_ids", *covariates])
+    for i, run_id in enumerate(run_ids):
+        row = [run_id, repr(float(scores[i])), lists["fact_ids"][i]]
+        for name, values in covariates.items():
+            v = values[i]
+            if name in lists:
+                row.append(lists[name][i])
+            elif v is None:
+                row.append("")
+            elif isinstance(v, float):
+                row.append(repr(v))
+            else:
+                row.append(str(v))
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def _list_cells(values: list[Sequence[Any] | None], name: str) -> list[str]:
+    numeric = name == "propensities"
+    nullable = name != "fact_ids"
+
+    def text(v: Sequence[Any]) -> list[str]:
+        return [repr(float(x)) if numeric else str(x) for x in v]
+
+    for joiner in (" ", ";"):
+        cells = []
+        for v in values:
+            if v is None:
+                cells.append("")
+            elif nullable and len(v) == 0:
+                cells.append("[]")
+            else:
+                cells.append(joiner.join(text(v)))
+        if all(_reads_back(c, v, name) for c, v in zip(cells, values, strict=True)):
+            return cells
+    return [
+        "" if v is None else json.dumps([float(x) if numeric else x for x in v], allow_nan=False)
+        for v in values
+    ]
+
+
+def _reads_back(cell: str, value: Sequence[Any] | None, name: str) -> bool:
+    try:
+        back = split_list_cell(
+            cell, name, 0, None, numeric=name == "propensities", nullable=name != "fact_ids"
+        )
+    except LedgerError:
+        return False
+    if value is None or back is None:
+        return value is None and back is None
+    if name == "propensities":
+        return len(back) == len(value) and all(
+            math.isclose(a, b, rel_tol=0.0, abs_tol=0.0) for a, b in zip(back, value, strict=True)
+        )
+    return list(back) == list(value)
