@@ -328,7 +328,8 @@ def _bracketed(s: str, field: str, row: int, src: str | None, *, numeric: bool) 
                 field=field,
                 source=src,
             ) from None
-    if literal and isinstance(value, list) and _adjacent_strings(s, value):
+    flat_strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if literal and flat_strings and _adjacent_strings(s, value):
         raise LedgerError(
             f"the cell {_short(s)} holds strings with no comma between them (Python "
             "joins them into one; numpy prints arrays that way): write "
@@ -371,7 +372,7 @@ def _adjacent_strings(s: str, value: list[Any]) -> bool:
         ]
     except (tokenize.TokenError, SyntaxError):  # pragma: no cover - literal_eval passed
         return True
-    return len(tokens) != sum(isinstance(v, str) for v in value)
+    return len(tokens) != len(value)
 
 
 def _short(s: str) -> str:
@@ -542,7 +543,7 @@ class _CsvRows:
 
 def sniff_delimiter(text: str, src: str) -> str:
     """The delimiter of the header line: csv.Sniffer among ``, \\t ; |``, or an error."""
-    header = next((line for line in text.splitlines() if line.strip()), "")
+    header = next((line for line in text.split("\n") if line.strip()), "").rstrip("\r")
     unquoted = "".join(header.split('"')[0::2])  # outside double quotes
     present = [d for d in SNIFFED_DELIMITERS if d in unquoted]
     if len(present) > 1:
@@ -745,6 +746,10 @@ def _list_cells(values: list[Sequence[Any] | None], name: str) -> list[str]:
 
 
 def _reads_back(cell: str, value: Sequence[Any] | None, name: str) -> bool:
+    if "\0" in cell or "\r" in cell:
+        # a NUL makes the file binary, and Python's csv writer leaves a lone carriage
+        # return unquoted (the reader then ends the row there); JSON escapes both
+        return False
     try:
         back = split_list_cell(
             cell, name, 0, None, numeric=name == "propensities", nullable=name != "fact_ids"

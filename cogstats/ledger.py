@@ -302,11 +302,11 @@ class Ledger:
         if path.is_dir():
             raise ParameterError(f"path must be a ledger file; {path} is a directory")
         src = str(path)
-        records, rows, required = _ledger_io.read_records(
-            path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
-        )
         ledger = cls()
         try:
+            records, rows, required = _ledger_io.read_records(
+                path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
+            )
             ledger._extend(records, source=src, fact_ids_required=required, row_numbers=rows)
         except LedgerError as exc:
             if exc.field in mapping and exc.field != mapping[exc.field]:
@@ -380,34 +380,30 @@ class Ledger:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LedgerWarning)
+                _ledger_io.decode(text.encode("utf-8"), "<csv>")  # NUL characters
                 records, rows, _ = _ledger_io.csv_records(text, "<csv>", delimiter, {})
                 back = Ledger()
                 back._extend(records, source=None, fact_ids_required=True, row_numbers=rows)
-            mine = self.frame
-            other = back.frame
-            if other.columns != mine.columns:
-                column = next((c for c in mine.columns if c not in other.columns), mine.columns[-1])
-                problem = "would be lost"
-            else:
-                for name in mine.columns:
-                    if not mine[name].equals(other[name]):
-                        column = name
-                        diff = (mine[name] != other[name]) | (
-                            mine[name].is_null() != other[name].is_null()
-                        )
-                        i = int(diff.fill_null(True).arg_true()[0]) if diff.any() else 0
-                        row = i + 1
-                        problem = (
-                            f"holds {mine[name][i]!r} ({mine[name].dtype}) in run "
-                            f"{self._run_ids[i]!r} but would read back as {other[name][i]!r} "
-                            f"({other[name].dtype})"
-                        )
-                        break
+            mine, other = self.frame, back.frame
+            for name in mine.columns:
+                if name not in other.columns:
+                    column, problem = name, f"the column {name!r} would be lost"
+                    break
+                a, b = mine[name].to_list(), other[name].to_list()
+                if a and (mine[name].dtype != other[name].dtype or a != b):
+                    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), 0)
+                    column, row = name, i + 1
+                    problem = (
+                        f"the column {name!r} holds {a[i]!r} ({mine[name].dtype}) in run "
+                        f"{self._run_ids[i]!r} but would read back as {b[i]!r} "
+                        f"({other[name].dtype})"
+                    )
+                    break
         except LedgerError as exc:
-            problem, column, row = f"would not read back ({exc.message})", exc.field, exc.row
+            problem, column, row = f"it would not read back ({exc.message})", exc.field, exc.row
         if problem is not None:
             raise LedgerError(
-                f"CSV cannot hold this ledger exactly: the column {problem}; write JSON "
+                f"CSV cannot hold this ledger exactly: {problem}; write JSON "
                 "Lines (.jsonl) or Parquet instead",
                 row=row,
                 field=column,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cogstats import Ledger
-from cogstats._validation import LedgerError, ParameterError
+from cogstats._ledger_io import split_list_cell
+from cogstats._validation import LedgerError, LedgerWarning, ParameterError
 
 RECORDS = [
     {"run_id": "r1", "score": 0.9, "fact_ids": ["a", "b"], "difficulty": 0.1, "family": "x"},
@@ -21,6 +24,11 @@ RECORDS = [
     {"run_id": "r3", "score": 0.7, "fact_ids": ["a", "a"], "difficulty": 0.0, "family": "x"},
     {"run_id": "r4", "score": 0.5, "fact_ids": ["b"], "difficulty": None, "family": "y"},
 ]
+#: RECORDS list lesson 'a' twice in run r3 (row 3): every read of them warns
+REPEAT = r"row 3, field 'fact_ids': run 'r3' lists lesson 'a' 2 times; it counts once"
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*run 'r3' lists lesson 'a' 2 times:cogstats._validation.LedgerWarning"
+)
 
 
 def test_fact_stats_and_baselines_closed_form() -> None:
@@ -82,12 +90,166 @@ def test_design_matrix() -> None:
     assert design.column("a").tolist() == [True, False, True, False]
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet", ".json"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".tsv", ".parquet", ".json"])
 def test_round_trip(tmp_path: Path, suffix: str) -> None:
     ledger = Ledger.from_records(RECORDS)
     path = ledger.write(tmp_path / f"ledger{suffix}")
-    back = Ledger.read(path)
+    with pytest.warns(LedgerWarning, match=REPEAT):  # the stored repeat is read back
+        back = Ledger.read(path)
     assert back.frame.equals(ledger.frame), (back.frame, ledger.frame)
+    assert back.frame.schema == ledger.frame.schema
+    if suffix == ".tsv":
+        assert path.read_text().splitlines()[0] == "run_id\tscore\tfact_ids\tdifficulty\tfamily"
+
+
+def test_repeated_lesson_counts_once_and_warns() -> None:
+    records = [
+        {"run_id": "r1", "score": 0.9, "fact_ids": ["a", "b", "a"]},
+        {"run_id": "r2", "score": 0.4, "fact_ids": ["b"]},
+        {"run_id": "r3", "score": 0.7, "fact_ids": ["c", "c", "c"]},
+    ]
+    with pytest.warns(LedgerWarning) as caught:
+        ledger = Ledger.from_records(records)
+    assert len(caught) == 1
+    warning = caught[0].message
+    assert isinstance(warning, LedgerWarning)
+    assert (warning.row, warning.field, warning.source) == (1, "fact_ids", None)
+    assert "run 'r1' lists lesson 'a' 2 times" in str(warning)
+    assert "1 more run(s) repeat a lesson (rows 3)" in str(warning)
+    assert ledger.frame["fact_ids"].to_list()[0] == ["a", "b", "a"]  # stored as given
+    assert dict(ledger.fact_stats().select("fact_id", "trials").rows()) == {
+        "a": 1,
+        "b": 2,
+        "c": 1,
+    }
+
+
+def test_lesson_ids_are_nfc_normalised() -> None:
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": [nfd]}])
+    ledger.record("r2", 0.7, [nfc], eligible_ids=[nfd, "x"], propensities=[1.0, 0.5])
+    assert ledger.fact_ids == (nfc,)
+    assert ledger.frame["eligible_ids"].to_list()[1] == [nfc, "x"]
+    assert ledger.fact_stats()["trials"].to_list() == [2]
+
+
+@pytest.mark.parametrize(
+    ("cell", "ids"),
+    [
+        ("", []),
+        ("   ", []),
+        ("a", ["a"]),
+        ("a b\tc", ["a", "b", "c"]),  # whitespace
+        ("a, b,c", ["a", "b", "c"]),  # commas, stripped
+        ("a b, c", ["a b", "c"]),
+        ("a b; c;", ["a b", "c"]),  # ';' wins over ',' and spaces; empty pieces dropped
+        ("x,y;z", ["x,y", "z"]),
+        ('["a b", "c;d", "e,f"]', ["a b", "c;d", "e,f"]),  # JSON list, as written
+        ("['a', 'b']", ["a", "b"]),  # Python literal (pandas)
+        ('[" a "]', [" a "]),
+        ("[]", []),
+        ("  ['a']  ", ["a"]),
+    ],
+)
+def test_csv_list_cell_rule_table(cell: str, ids: list[str]) -> None:
+    assert split_list_cell(cell, "fact_ids", 1, None, numeric=False, nullable=False) == ids
+
+
+@pytest.mark.parametrize(
+    ("cell", "words"),
+    [
+        ("['a' 'b']", "no comma"),
+        ("[1, 'a']", "fact_ids[0] must be a string"),
+        ("[['a']]", "fact_ids[0] must be a string"),
+        ("[a, b]", "neither a JSON list nor a Python"),
+        ("[__import__('os').getcwd()]", "neither a JSON list nor a Python"),  # never eval
+        ("['a',", "neither a JSON list nor a Python"),
+    ],
+)
+def test_csv_bad_list_cells(cell: str, words: str) -> None:
+    with pytest.raises(LedgerError, match=re.escape(words)) as err:
+        split_list_cell(cell, "fact_ids", 4, "f.csv", numeric=False, nullable=False)
+    assert (err.value.row, err.value.field, err.value.source) == (4, "fact_ids", "f.csv")
+
+
+def test_csv_propensity_cells() -> None:
+    def cell(text: str) -> list[float] | None:
+        return split_list_cell(text, "propensities", 1, None, numeric=True, nullable=True)
+
+    assert cell("0.5 0.25") == cell("0.5;0.25") == cell("[0.5, 0.25]") == [0.5, 0.25]
+    assert cell("") is None and cell("[]") == []
+    for bad, words in (("0.5 abc", "'abc'"), ("['0.5']", "must be a number"), ("[true]", "number")):
+        with pytest.raises(LedgerError, match=re.escape(words)):
+            cell(bad)
+
+
+def test_column_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text("run,score,lessons,extra\n1,0.5,a b,x\n2,0.25,,y\n")
+    mapping = {"run_id": "run", "fact_ids": "lessons"}
+    ledger = Ledger.read(path, columns=mapping)
+    assert ledger.run_ids == ("1", "2") and ledger.covariates == ["extra"]
+    jsonl = ledger.write(tmp_path / "runs.jsonl")
+    renamed = jsonl.read_text().replace('"run_id"', '"run"').replace('"fact_ids"', '"lessons"')
+    jsonl.write_text(renamed)
+    assert Ledger.read(jsonl, columns=mapping).frame.equals(ledger.frame)
+    # a bad cell under a mapped column names the ledger field and the file's column
+    path.write_text("run,score,lessons\n1,0.5,[1]\n")
+    with pytest.raises(LedgerError, match=r"row 1, field 'fact_ids'.*the file's column 'lessons'"):
+        Ledger.read(path, columns=mapping)
+
+
+@pytest.mark.parametrize(
+    ("columns", "words"),
+    [
+        (["run_id", "run"], "columns must be a mapping"),
+        ({"": "run"}, "keys must be non-empty"),
+        ({"run_id": 3}, "must map to a non-empty column name"),
+        ({"run_id": "run", "score": "run"}, "maps both 'run_id' and 'score' onto"),
+    ],
+)
+def test_bad_column_mappings(tmp_path: Path, columns: object, words: str) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text("run,score,fact_ids\n1,0.5,a\n")
+    with pytest.raises(ParameterError, match=re.escape(words)):
+        Ledger.read(path, columns=columns)  # type: ignore[arg-type]
+
+
+def test_delimiter_parameter(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text("run_id;score;fact_ids\nr1;0.5;a,b\n")
+    assert Ledger.read(path, delimiter=";").fact_ids == ("a", "b")
+    with pytest.raises(LedgerError, match=r"one column: is the file separated by ';'"):
+        Ledger.read(path, delimiter="|")
+    with pytest.raises(ParameterError, match="delimiter must be one character"):
+        Ledger.read(path, delimiter=";;")
+    with pytest.raises(ParameterError, match="delimiter applies to CSV/TSV ledgers only"):
+        Ledger.read(tmp_path / "runs.jsonl", delimiter=",")
+
+
+def test_csv_round_trip_keeps_unlogged_propensities(tmp_path: Path) -> None:
+    ledger = Ledger.from_records(
+        [
+            {"run_id": "r1", "score": 0.5, "fact_ids": ["a"]},
+            {
+                "run_id": "r2",
+                "score": 0.6,
+                "fact_ids": [],
+                "eligible_ids": ["a"],
+                "propensities": [0.5],
+            },
+            {"run_id": "r3", "score": 0.7, "fact_ids": [], "eligible_ids": [], "propensities": []},
+        ]
+    )
+    path = ledger.write(tmp_path / "p.csv")
+    assert path.read_text().splitlines()[1:] == ["r1,0.5,a,,", "r2,0.6,,a,0.5", "r3,0.7,,[],[]"]
+    assert Ledger.read(path).frame.equals(ledger.frame)
+
+
+def test_empty_ledger_round_trips(tmp_path: Path) -> None:
+    for suffix in (".csv", ".jsonl", ".parquet", ".json"):
+        back = Ledger.read(Ledger().write(tmp_path / f"empty{suffix}"))
+        assert len(back) == 0 and back.fact_ids == ()
 
 
 def test_round_trip_propensities_csv(tmp_path: Path) -> None:
@@ -145,6 +307,8 @@ BAD_RECORDS = [
     ({"run_id": "r", "score": 0.5, "fact_ids": [1]}, "fact_ids", "string"),
     ({"run_id": "r", "score": 0.5, "fact_ids": "a b"}, "fact_ids", "list"),
     ({"run_id": "r", "score": 0.5, "fact_ids": [""]}, "fact_ids", "non-empty"),
+    ({"run_id": "r", "score": 0.5, "fact_ids": ["a", " "]}, "fact_ids", "non-empty"),
+    ({"run_id": "r", "score": 0.5, "fact_ids": ["\ud800"]}, "fact_ids", "not valid Unicode"),
     ({"score": 0.5, "fact_ids": []}, "run_id", "missing"),
     ({"run_id": "r", "fact_ids": []}, "score", "missing"),
     ({"run_id": "r", "score": 0.5, "x": float("nan")}, "x", "finite"),
@@ -302,9 +466,11 @@ def test_covariate_lookup() -> None:
     )
 )
 def test_stats_match_brute_force(rows: list[tuple[float, list[str]]]) -> None:
-    ledger = Ledger.from_records(
-        [{"run_id": f"r{i}", "score": s, "fact_ids": f} for i, (s, f) in enumerate(rows)]
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)  # repeated ids count once
+        ledger = Ledger.from_records(
+            [{"run_id": f"r{i}", "score": s, "fact_ids": f} for i, (s, f) in enumerate(rows)]
+        )
     for r in ledger.fact_stats().iter_rows(named=True):
         ys = [s for s, f in rows if r["fact_id"] in f]
         assert r["trials"] == len(ys)

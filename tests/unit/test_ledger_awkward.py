@@ -1,0 +1,195 @@
+"""Awkward ledger files: each parses as stated in tests/data/awkward/MANIFEST.json or fails
+with a cogstats error naming the file (and the row and field where the problem is in a row).
+
+The corpus (odd encodings, delimiters, types, duplicates, empty files, other column names)
+and the expected outcomes, written by hand, come from tests/data/awkward/make_corpus.py.
+Also here: cycgraph's recorded demo ledger (data/, columns ``run``, ``lessons_in_prompt``)
+read through the column mapping, and CSV writer round trips of awkward lesson ids.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cogstats import Ledger
+from cogstats._validation import CogstatsError, LedgerError, LedgerWarning, ParameterError
+from cogstats.gates import CycgraphGate
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "data" / "awkward"
+MANIFEST = json.loads((CORPUS / "MANIFEST.json").read_text())
+ERRORS = {"LedgerError": LedgerError, "ParameterError": ParameterError}
+
+
+def test_corpus_is_complete() -> None:
+    files = {p.name for p in CORPUS.iterdir()} - {"MANIFEST.json", "make_corpus.py"}
+    assert files == {entry["file"] for entry in MANIFEST}
+    assert len(MANIFEST) >= 30
+    kinds = {entry["outcome"] for entry in MANIFEST}
+    assert kinds == {"runs", "error"}
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=[e["file"] for e in MANIFEST])
+def test_awkward_file(entry: dict[str, Any]) -> None:
+    path = CORPUS / entry["file"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ledger = Ledger.read(path, **entry["read"])
+        except CogstatsError as exc:
+            _check_error(entry, path, exc)
+            return
+        # anything else (a traceback from csv, json, codecs, polars, ...) fails the test
+    assert entry["outcome"] == "runs", f"{entry['file']} read, but should fail: {entry}"
+    got = [[r, s, f] for r, s, f in ledger.frame.select("run_id", "score", "fact_ids").rows()]
+    assert got == entry["runs"]
+    for name, values in entry.get("covariates", {}).items():
+        assert ledger.covariate(name).to_list() == values, name
+    if "trials" in entry:
+        stats = dict(ledger.fact_stats().select("fact_id", "trials").rows())
+        assert stats == entry["trials"]
+    ledger_warnings = [w.message for w in caught if issubclass(w.category, LedgerWarning)]
+    expected = entry.get("warns")
+    if expected is None:
+        assert not ledger_warnings, ledger_warnings
+    else:
+        assert len(ledger_warnings) == 1, ledger_warnings
+        warning = ledger_warnings[0]
+        assert isinstance(warning, LedgerWarning)
+        assert (warning.row, warning.field, warning.source) == (
+            expected["row"],
+            expected["field"],
+            str(path),
+        )
+        text = str(warning)
+        assert f"row {expected['row']}" in text and f"field {expected['field']!r}" in text
+        for words in expected["words"]:
+            assert words in text, (words, text)
+
+
+def _check_error(entry: dict[str, Any], path: Path, exc: Exception) -> None:
+    assert entry["outcome"] == "error", f"{entry['file']} should read, got {exc!r}"
+    assert type(exc) is ERRORS[entry["error"]], repr(exc)
+    text = str(exc)
+    assert str(path) in text, text  # names the file
+    if isinstance(exc, LedgerError):
+        assert exc.source == str(path)
+        assert (exc.row, exc.field) == (entry["row"], entry["field"]), text
+    if entry["row"] is not None:
+        assert f"row {entry['row']}" in text, text
+    if entry["field"] is not None:
+        assert f"field {entry['field']!r}" in text, text
+    for words in entry["words"]:
+        assert words in text, (words, text)
+
+
+# ---------------------------------------------------------------------- cycgraph's demo
+def test_cycgraph_demo_reads_through_the_column_mapping() -> None:
+    path = ROOT / "data" / "cycgraph_poison_demo_runs.csv"
+    with pytest.raises(LedgerError, match=r"--column run_id=run --column fact_ids=lessons"):
+        Ledger.read(path)
+    ledger = Ledger.read(path, columns={"run_id": "run", "fact_ids": "lessons_in_prompt"})
+    raw = pl.read_csv(path, infer_schema_length=0)  # every cell as text
+    assert ledger.run_ids == tuple(raw["run"].to_list())  # run ids stay strings
+    assert ledger.run_ids[:3] == ("1", "2", "3")
+    assert ledger.scores.tolist() == [float(s) for s in raw["score"]]
+    assert ledger.frame["fact_ids"].to_list() == [
+        (cell or "").split() for cell in raw["lessons_in_prompt"]
+    ]
+    assert set(ledger.covariates) == set(raw.columns) - {"run", "score", "lessons_in_prompt"}
+    # the demo's poisons, P1-P3, were in the prompt of every run whose poison count is 3
+    poisoned = [{"P1", "P2", "P3"} <= set(facts) for facts in ledger.frame["fact_ids"].to_list()]
+    assert poisoned == [int(n) == 3 for n in raw["poison_in_prompt"]]
+
+
+def test_cycgraph_demo_gates_with_its_policy() -> None:
+    # run 1 had no lessons and was not recorded (the `recorded` column).  The gate after
+    # run 5 with the demo's policy evicts the three poisons and the genuine L4 and L5 as
+    # harmful, and holds L6 (1 trial), as the write-up says (tests/reference/ replays the
+    # whole demo); here the runs come through the column mapping
+    path = ROOT / "data" / "cycgraph_poison_demo_runs.csv"
+    ledger = Ledger.read(path, columns={"run_id": "run", "fact_ids": "lessons_in_prompt"})
+    frame = ledger.frame.filter(pl.col("recorded") == "yes")
+    assert frame.height == len(ledger) - 1
+    after_run_5 = Ledger.from_frame(frame.filter(pl.col("run_id").cast(pl.Int64) <= 5))
+    gate = CycgraphGate(
+        decision_rule="margin", min_trials=2, promote_margin=0.05, evict_margin=0.05, max_trials=6
+    )
+    report = gate.evaluate(after_run_5, ["L4", "L5", "P1", "P2", "P3", "L6"]).to_frame()
+    assert report.select("fact_id", "decision", "reason").rows() == [
+        *((f, "evict", "eval-gate:harmful") for f in ("L4", "L5", "P1", "P2", "P3")),
+        ("L6", "hold", None),
+    ]
+
+
+# ---------------------------------------------------------------------- CSV round trips
+AWKWARD_IDS = st.text(
+    alphabet=st.characters(
+        codec="utf-8", exclude_categories=("Cs",), include_characters="[],; \t\"'\n"
+    ),
+    min_size=1,
+    max_size=8,
+).filter(lambda s: s.strip() != "")
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs=st.lists(st.lists(AWKWARD_IDS, max_size=4), min_size=1, max_size=5))
+def test_csv_writer_round_trips_every_id_it_accepts(
+    tmp_path_factory: pytest.TempPathFactory, runs: list[list[str]]
+) -> None:
+    records = [{"run_id": f"r{i}", "score": 0.5, "fact_ids": ids} for i, ids in enumerate(runs)]
+    folder = tmp_path_factory.mktemp("round_trip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)  # repeated ids are fine here
+        ledger = Ledger.from_records(records)
+        for suffix in (".csv", ".tsv"):
+            back = Ledger.read(ledger.write(folder / f"l{suffix}"))
+            assert back.frame.equals(ledger.frame), (back.frame, ledger.frame)
+
+
+def test_csv_writer_forms(tmp_path: Path) -> None:
+    plain = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a", "b"]}])
+    assert plain.write(tmp_path / "a.csv").read_text().splitlines()[1] == "r1,0.5,a b"
+    spaced = Ledger.from_records(
+        [
+            {"run_id": "r1", "score": 0.5, "fact_ids": ["a b", "c"]},
+            {"run_id": "r2", "score": 0.5, "fact_ids": ["d e"]},
+        ]
+    )
+    # one id with a space alone in its cell would split on whitespace: ';' cannot hold it
+    # either ("d e" has no ';'), so the column is written as JSON lists
+    lines = spaced.write(tmp_path / "b.csv").read_text().splitlines()
+    assert lines[1:] == ['r1,0.5,"[""a b"", ""c""]"', 'r2,0.5,"[""d e""]"']
+    semi = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a b", "c"]}])
+    assert semi.write(tmp_path / "c.csv").read_text().splitlines()[1] == "r1,0.5,a b;c"
+
+
+@pytest.mark.parametrize(
+    ("covariate", "words"),
+    [
+        ({"code": ["007", "008"]}, "would read back as 7"),
+        ({"label": ["x", ""]}, "would read back as None"),
+        ({"flag": ["true", "false"]}, "would read back as True"),
+    ],
+)
+def test_csv_writer_refuses_what_csv_cannot_hold(
+    tmp_path: Path, covariate: dict[str, list[str]], words: str
+) -> None:
+    (name, values) = next(iter(covariate.items()))
+    ledger = Ledger.from_records(
+        [{"run_id": f"r{i}", "score": 0.5, name: v} for i, v in enumerate(values)]
+    )
+    with pytest.raises(LedgerError, match="JSON Lines") as err:
+        ledger.write(tmp_path / "x.csv")
+    assert err.value.field == name and words in str(err.value)
+    assert not (tmp_path / "x.csv").exists()
+    back = Ledger.read(ledger.write(tmp_path / "x.jsonl"))
+    assert back.frame.equals(ledger.frame)
