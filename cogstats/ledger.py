@@ -325,10 +325,11 @@ class Ledger:
         Round trips through :meth:`read` preserve run order, scores (exactly), fact ids
         and covariates.  CSV (``.tsv``: tab-separated) writes each list column in the
         first form of :meth:`read`'s rule table that reads back exactly: ids separated
-        by spaces, else by ``;``, else JSON list cells; the written text is read back
-        before the file is written, and a ledger CSV cannot hold exactly (e.g. a string
-        covariate whose values all look like numbers) raises :class:`LedgerError`
-        naming the column, asking for JSON Lines or Parquet.
+        by spaces, else by ``;``, else JSON list cells.  Every other cell is checked
+        against the reader's rules before the file is written, and a ledger CSV cannot
+        hold exactly (e.g. a string covariate whose values all look like numbers, or a
+        run id with surrounding spaces) raises :class:`LedgerError` naming the column
+        and row, asking for JSON Lines or Parquet.
 
         Examples
         --------
@@ -370,45 +371,10 @@ class Ledger:
         return path
 
     def _csv_text(self, delimiter: str) -> str:
-        """The CSV text of the ledger, checked by reading it back (see :meth:`write`)."""
-        text = _ledger_io.csv_text(
+        """The CSV text of the ledger, every cell checked to read back (see :meth:`write`)."""
+        return _ledger_io.csv_text(
             self._run_ids, self._scores, self._fact_ids, self._covariates, delimiter
         )
-        problem: str | None = None
-        column: str | None = None
-        row: int | None = None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", LedgerWarning)
-                _ledger_io.decode(text.encode("utf-8"), "<csv>")  # NUL characters
-                records, rows, _ = _ledger_io.csv_records(text, "<csv>", delimiter, {})
-                back = Ledger()
-                back._extend(records, source=None, fact_ids_required=True, row_numbers=rows)
-            mine, other = self.frame, back.frame
-            for name in mine.columns:
-                if name not in other.columns:
-                    column, problem = name, f"the column {name!r} would be lost"
-                    break
-                a, b = mine[name].to_list(), other[name].to_list()
-                if a and (mine[name].dtype != other[name].dtype or a != b):
-                    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), 0)
-                    column, row = name, i + 1
-                    problem = (
-                        f"the column {name!r} holds {a[i]!r} ({mine[name].dtype}) in run "
-                        f"{self._run_ids[i]!r} but would read back as {b[i]!r} "
-                        f"({other[name].dtype})"
-                    )
-                    break
-        except LedgerError as exc:
-            problem, column, row = f"it would not read back ({exc.message})", exc.field, exc.row
-        if problem is not None:
-            raise LedgerError(
-                f"CSV cannot hold this ledger exactly: {problem}; write JSON "
-                "Lines (.jsonl) or Parquet instead",
-                row=row,
-                field=column,
-            )
-        return text
 
     # ------------------------------------------------------------------ mutation
     def record(

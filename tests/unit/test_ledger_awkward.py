@@ -175,9 +175,10 @@ def test_csv_writer_forms(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("covariate", "words"),
     [
-        ({"code": ["007", "008"]}, "would read back as 7"),
-        ({"label": ["x", ""]}, "would read back as None"),
-        ({"flag": ["true", "false"]}, "would read back as True"),
+        ({"code": ["007", "008"]}, "holds '007' in run 'r0', which would read back as 7"),
+        ({"label": ["x", ""]}, "holds '' in run 'r1', which would read back as None"),
+        ({"flag": ["true", "false"]}, "holds 'true' in run 'r0', which would read back as True"),
+        ({"note": ["a\rb", "c"]}, "holds 'a\\rb' in run 'r0'"),
     ],
 )
 def test_csv_writer_refuses_what_csv_cannot_hold(
@@ -189,7 +190,63 @@ def test_csv_writer_refuses_what_csv_cannot_hold(
     )
     with pytest.raises(LedgerError, match="JSON Lines") as err:
         ledger.write(tmp_path / "x.csv")
-    assert err.value.field == name and words in str(err.value)
+    assert err.value.field == name and words in str(err.value), str(err.value)
     assert not (tmp_path / "x.csv").exists()
     back = Ledger.read(ledger.write(tmp_path / "x.jsonl"))
     assert back.frame.equals(ledger.frame)
+
+
+def test_csv_writer_refuses_run_ids_it_would_strip(tmp_path: Path) -> None:
+    ledger = Ledger.from_records([{"run_id": " r1", "score": 0.5}])
+    with pytest.raises(LedgerError, match=r"row 1, field 'run_id': .*run id ' r1'"):
+        ledger.write(tmp_path / "x.csv")
+
+
+TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=6
+)
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXT,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    run_ids=st.lists(TEXT.filter(lambda s: s.strip() != ""), min_size=1, max_size=4, unique=True),
+    column=st.lists(VALUES, min_size=4, max_size=4),
+)
+def test_csv_writer_round_trips_or_refuses(
+    tmp_path_factory: pytest.TempPathFactory, run_ids: list[str], column: list[Any]
+) -> None:
+    # one covariate column holds one type (ints and floats mix), nulls allowed
+    first = next((v for v in column if v is not None), None)
+    number = isinstance(first, int | float) and not isinstance(first, bool)
+
+    def fits(v: Any) -> bool:
+        if v is None:
+            return True
+        if number:
+            return isinstance(v, int | float) and not isinstance(v, bool)
+        return type(v) is type(first)
+
+    column = [v if fits(v) else None for v in column]
+    records = [
+        {"run_id": r, "score": 0.25, "fact_ids": [], "x": column[i]} for i, r in enumerate(run_ids)
+    ]
+    ledger = Ledger.from_records(records)
+    path = tmp_path_factory.mktemp("or_refuse") / "l.csv"
+    refused: LedgerError | None = None
+    try:
+        ledger.write(path)
+    except LedgerError as exc:
+        refused = exc
+    if refused is not None:
+        assert refused.field in ("run_id", "x") and "JSON Lines" in str(refused)
+        assert not path.exists()
+        return
+    back = Ledger.read(path)
+    assert back.frame.equals(ledger.frame) and back.frame.schema == ledger.frame.schema
