@@ -557,7 +557,7 @@ def sniff_delimiter(text: str, src: str) -> str:
         found = csv.Sniffer().sniff(header, delimiters="".join(SNIFFED_DELIMITERS)).delimiter
     except csv.Error:
         found = ""
-    if found not in SNIFFED_DELIMITERS or not present:
+    if not present or found != present[0]:
         raise LedgerError(
             f"cannot tell the delimiter of the header line {_short(header)} (none of "
             f"{list(SNIFFED_DELIMITERS)} separates it); pass delimiter= (on the command line "
