@@ -1,7 +1,9 @@
 """Altair chart builders for cogstats' result frames.
 
 Pure functions from polars frames (simulation runs and decisions, cell tables from
-:func:`cogstats.sim.cli.simulate_spec` or a sweep, attribution rows) to altair charts.
+:func:`cogstats.sim.cli.simulate_spec` or a sweep, attribution rows, gate decisions) and
+from a real :class:`~cogstats.ledger.Ledger` (fitness over runs, lesson timeline) to
+altair charts.
 They check their input columns, reshape for display and draw; they never estimate
 anything (where a builder averages over replicates for display, its docstring says so).
 Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or see
@@ -10,6 +12,7 @@ Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or se
 Needs the ``notebook`` extra (altair, vl-convert-python).
 """
 
+from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
 from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
 from cogstats.charts.fitness import fitness_curve
@@ -21,12 +24,15 @@ __all__ = [
     "DEFAULT_OUTCOMES",
     "REFERENCE_COLUMNS",
     "VERDICTS",
+    "attribution_forest",
     "decision_timeline",
     "decisions_by_run",
     "estimate_intervals",
     "estimator_accuracy",
     "false_eviction_tradeoff",
     "fitness_curve",
+    "gate_decisions",
+    "lesson_timeline",
     "missed_poison_tradeoff",
     "operating_characteristics",
     "tradeoff",
