@@ -15,6 +15,7 @@ Needs the ``notebook`` extra (altair, vl-convert-python).
 from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
 from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
+from cogstats.charts.explorer import EXPLORER_METRICS, threshold_explorer
 from cogstats.charts.fitness import fitness_curve
 from cogstats.charts.oc import DEFAULT_OUTCOMES, REFERENCE_COLUMNS, operating_characteristics
 from cogstats.charts.tradeoff import false_eviction_tradeoff, missed_poison_tradeoff, tradeoff
@@ -22,6 +23,7 @@ from cogstats.charts.tradeoff import false_eviction_tradeoff, missed_poison_trad
 __all__ = [
     "ACCURACY_METRICS",
     "DEFAULT_OUTCOMES",
+    "EXPLORER_METRICS",
     "REFERENCE_COLUMNS",
     "VERDICTS",
     "attribution_forest",
@@ -35,5 +37,6 @@ __all__ = [
     "lesson_timeline",
     "missed_poison_tradeoff",
     "operating_characteristics",
+    "threshold_explorer",
     "tradeoff",
 ]

@@ -232,7 +232,7 @@ def attribution_forest(
         title=color_title,
         scale=_verdict_scale(drawn["color"].unique().to_list()),
     )
-    tooltip = ["method:N", "fact_id:N", "estimate:Q", "ci_low:Q", "ci_high:Q"]
+    tooltip: list[Any] = ["method:N", "fact_id:N", "estimate:Q", "ci_low:Q", "ci_high:Q"]
     tooltip.append(alt.Tooltip("color:N", title=color_title))
     layers = [
         alt.Chart()
