@@ -225,7 +225,8 @@ def attribution_forest(
             pl.col("ci_low").alias("ci_low_shown"), pl.col("ci_high").alias("ci_high_shown")
         )
     drawn = drawn.with_columns(pl.lit(0.0).alias("zero"))
-    x_title = "estimated effect on the score (points; 95% interval)"
+    x_title = "effect on the score"
+    notes.insert(0, "point: estimate; line: 95% interval")
     y = alt.Y("fact_id:N", title="lesson", sort=order)
     c = alt.Color(
         "color:N",

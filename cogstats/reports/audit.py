@@ -39,6 +39,7 @@ from cogstats.reports.evaluation import compare_attributions
 __all__ = [
     "DECISION_COLUMNS",
     "DEFAULT_GATES",
+    "DEMO_POLICY",
     "GATE_NAMES",
     "LedgerAudit",
     "audit_ledger",
@@ -63,6 +64,17 @@ DECISION_COLUMNS: tuple[str, ...] = (
     "estimate",
     "std_error",
     "baseline_runs",
+)
+#: cycgraph's gate policy in its recorded poisoning demo (the gate ran after every run from
+#: run 3; retrieval max_facts 12, candidate_slots 6, rest_after_trials 2).
+DEMO_POLICY: Mapping[str, Any] = MappingProxyType(
+    {
+        "decision_rule": "margin",
+        "min_trials": 2,
+        "promote_margin": 0.05,
+        "evict_margin": 0.05,
+        "max_trials": 6,
+    }
 )
 _LEDGER_FIELDS = ("run_id", "score", "fact_ids", "eligible_ids", "propensities")
 _HARMFUL = "eval-gate:harmful"
@@ -618,8 +630,9 @@ def audit_ledger(
 def replay_gates(
     runs: pl.DataFrame,
     lessons: pl.DataFrame,
-    gates: Mapping[str, Any],
+    gates: Mapping[str, Any] | Sequence[str],
     *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     from_run: int = 1,
 ) -> pl.DataFrame:
     """Replay a recorded ledger run by run through several gates, each on its own.
@@ -638,8 +651,12 @@ def replay_gates(
     lessons : polars.DataFrame
         ``lesson``, ``kind`` and ``first_gate_as_candidate`` (the first gate, by run,
         at which the lesson is a candidate).
-    gates : mapping
-        Name -> gate object (anything with ``evaluate(ledger, candidates)``).
+    gates : mapping or sequence of str
+        Name -> gate object (anything with ``evaluate(ledger, candidates)``), or gate
+        names from :data:`GATE_NAMES`.
+    options : mapping, optional
+        For named gates: name -> constructor options (e.g. ``{"cycgraph":
+        DEMO_POLICY}``).
     from_run : int
         The first run after which the gates run.
 
@@ -677,7 +694,13 @@ def replay_gates(
         builder="replay_gates",
         argument="lessons",
     )
-    if not isinstance(gates, Mapping) or not gates:
+    if not isinstance(gates, Mapping):
+        extra = dict(options or {})
+        unknown = [k for k in extra if k not in gates]
+        if unknown:
+            raise ParameterError(f"options names gate(s) {unknown} that are not in gates")
+        gates = {n: _make_gate(n, **dict(extra.get(n, {}))) for n in _check_gates(gates)}
+    if not gates:
         raise ParameterError(f"gates must be a non-empty mapping name -> gate; got {gates!r}")
     first = int(check_int("from_run", from_run, minimum=1))  # type: ignore[arg-type]
     kinds = dict(zip(lessons["lesson"].to_list(), lessons["kind"].to_list(), strict=True))
