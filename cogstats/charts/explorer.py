@@ -27,6 +27,14 @@ EXPLORER_METRICS: dict[str, str] = {
     "missed_poison": "missed poison (share of poisons still live at the end)",
     "time_to_verdict": "time to verdict (runs from arrival to first decision)",
 }
+_SHORT = {
+    "false_eviction_rate": "false eviction",
+    "missed_poison": "missed poison",
+    "time_to_verdict": "time to verdict (runs)",
+    "poison_time_to_eviction": "time to evict poison (runs)",
+    "poison_recall": "poison recall",
+    "regret": "regret",
+}
 _LABELS = {
     "gate.min_trials": "min trials",
     "gate.decision_rule": "decision rule",
@@ -119,9 +127,10 @@ def threshold_explorer(
     if not free:
         raise ParameterError("threshold_explorer: no grid axis varies in table")
     names = {a: f"a{i}" for i, a in enumerate(axes)}
+    short = {m: _SHORT.get(m, m.replace("_", " ").replace(".", " ")) for m in metrics}
     data = table.select(
         *(pl.col(a).alias(names[a]) for a in axes),
-        *(pl.col(m).cast(pl.Float64).fill_nan(None) for m in metrics),
+        *(pl.col(m).cast(pl.Float64).fill_nan(None).alias(short[m]) for m in metrics),
     )
     params = []
     tests = []
@@ -138,11 +147,11 @@ def threshold_explorer(
     chosen = " && ".join(tests)
     x_metric = metrics[-1]
     tooltip: list[Any] = [alt.Tooltip(f"{names[a]}:N", title=_label(a)) for a in axes]
-    tooltip += [alt.Tooltip(f"{m}:Q", title=m, format=".3f") for m in metrics]
+    tooltip += [alt.Tooltip(f"{short[m]}:Q", title=short[m], format=".3f") for m in metrics]
     panels = []
     for metric in metrics[:-1]:
-        x = alt.X(f"{x_metric}:Q", title=EXPLORER_METRICS.get(x_metric, x_metric))
-        y = alt.Y(f"{metric}:Q", title=EXPLORER_METRICS.get(metric, metric))
+        x = alt.X(f"{short[x_metric]}:Q", title=EXPLORER_METRICS.get(x_metric, short[x_metric]))
+        y = alt.Y(f"{short[metric]}:Q", title=EXPLORER_METRICS.get(metric, short[metric]))
         every = (
             alt.Chart().mark_point(color="#9e9e9e", opacity=0.6).encode(x=x, y=y, tooltip=tooltip)
         )
@@ -156,10 +165,12 @@ def threshold_explorer(
     rows = (
         alt.Chart()
         .transform_filter(chosen)
-        .transform_fold(list[Any](metrics), as_=["metric", "value"])
+        .transform_fold(list[Any](short.values()), as_=["metric", "value"])
         .mark_text(align="left", fontSize=13)
         .encode(
-            y=alt.Y("metric:N", title=None, sort=metrics, axis=alt.Axis(labelLimit=260)),
+            y=alt.Y(
+                "metric:N", title=None, sort=list(short.values()), axis=alt.Axis(labelLimit=260)
+            ),
             text=alt.Text("value:Q", format=".3f"),
         )
         .properties(width=80, height=height, title="chosen cell")

@@ -44,6 +44,7 @@ __all__ = [
     "LedgerAudit",
     "audit_ledger",
     "read_ledger",
+    "recorded_ledger",
     "replay_gates",
 ]
 
@@ -627,6 +628,41 @@ def audit_ledger(
 
 
 # ---------------------------------------------------------------------- replay
+def _recorded(value: Any) -> bool:
+    return str(value).strip().lower() in ("yes", "true", "1")
+
+
+def recorded_ledger(runs: pl.DataFrame) -> Ledger:
+    """The ledger of a recorded demo's runs: the rows with ``recorded`` yes, in run order.
+
+    ``runs`` has the columns of :func:`replay_gates` (``run``, ``score``,
+    ``lessons_in_prompt`` space-separated, ``recorded``); run ids are the run numbers as
+    text.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"run": [1, 2], "score": [0.0, 0.9],
+    ...                      "lessons_in_prompt": [None, "a b"], "recorded": ["no", "yes"]})
+    >>> recorded_ledger(runs).frame.rows()
+    [('2', 0.9, ['a', 'b'])]
+    """
+    from cogstats.charts._frames import require_columns
+
+    require_columns(
+        runs,
+        ["run", "score", "lessons_in_prompt", "recorded"],
+        builder="recorded_ledger",
+        argument="runs",
+        allow_empty=True,
+    )
+    ledger = Ledger()
+    for r in runs.sort("run").iter_rows(named=True):
+        if _recorded(r["recorded"]):
+            ledger.record(str(r["run"]), float(r["score"]), (r["lessons_in_prompt"] or "").split())
+    return ledger
+
+
 def replay_gates(
     runs: pl.DataFrame,
     lessons: pl.DataFrame,
@@ -712,7 +748,7 @@ def replay_gates(
     frames = []
     for r in runs.sort("run").iter_rows(named=True):
         prompt = (r["lessons_in_prompt"] or "").split()
-        if str(r["recorded"]).lower() in ("yes", "true", "1"):
+        if _recorded(r["recorded"]):
             ledger.record(str(r["run"]), float(r["score"]), prompt)
         if r["run"] < first or len(ledger) == 0:
             continue

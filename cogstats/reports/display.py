@@ -102,7 +102,9 @@ class Table:
             f'<table class="cogstats-table" style="{_TABLE_STYLE}">{caption}'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
-        scroll = f"max-height:{self.max_height}px;overflow:auto" if self.frame.height > 15 else ""
+        scroll = "overflow-x:auto" + (
+            f";max-height:{self.max_height}px;overflow-y:auto" if self.frame.height > 15 else ""
+        )
         return (
             f'<div class="cogstats-table-wrap" style="{scroll}">{table}</div>'
             f'<div style="font-size:11px;color:#666">{note}</div>'
@@ -285,5 +287,7 @@ def interactive_chart(chart: Any, *, height: int = 600) -> InteractiveChart:
     import io
 
     buffer = io.StringIO()
-    chart.save(buffer, format="html", inline=True, embed_options={"renderer": "svg"})
+    chart.save(
+        buffer, format="html", inline=True, embed_options={"renderer": "svg", "actions": False}
+    )
     return InteractiveChart(page=buffer.getvalue(), height=height)

@@ -208,7 +208,7 @@ REPORTS: dict[str, Report] = {
             notebook="threshold_explorer.ipynb",
             title="Move the gate's thresholds with sliders: false eviction, missed poison and "
             "time to verdict of a precomputed sweep (works offline)",
-            ci_parameters={"replicates": 20},
+            ci_parameters={"spec_path": "simulations/threshold_sweep_ci.toml", "replicates": 20},
             path_parameters=("spec_path", "sweep_path"),
         ),
         Report(

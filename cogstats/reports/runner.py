@@ -278,6 +278,18 @@ def _shown_path(value: Any, bases: Sequence[Path]) -> Any:
     return path.name
 
 
+def _literal(text: Any) -> Any:
+    """A parameter's default as papermill reports it (source text) turned into a value."""
+    import ast
+
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
 def _kernel_path(path: Path, cwd: Path) -> str:
     """A path for the kernel (which runs in ``cwd``): relative when inside it."""
     try:
@@ -503,7 +515,9 @@ def run_report(
         ) from exc
     executed_s = time.perf_counter() - start
     nb = nbformat.read(str(executed), as_version=4)
-    shown = {k: _shown_path(v, (cwd, out)) for k, v in params.items()}
+    effective = {k: _literal(info["default"]) for k, info in declared.items()}
+    effective.update(params)
+    shown = {k: _shown_path(v, (cwd, out)) for k, v in effective.items()}
     _publish(nb, name=name, shown=shown, started=started, seconds=executed_s)
     nbformat.write(nb, str(executed))
     start = time.perf_counter()
