@@ -60,9 +60,9 @@ def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
 
     def guard(route: Any) -> None:
         url = route.request.url
-        if url.startswith("file://") and url.split("#")[0].endswith(path.name):
-            route.continue_()
-        elif url.startswith(("data:", "about:")):
+        if (url.startswith("file://") and url.split("#")[0].endswith(path.name)) or url.startswith(
+            ("data:", "about:")
+        ):
             route.continue_()
         else:
             outside.append(url)
