@@ -63,7 +63,7 @@ def _ledger_curve(
     """Run number, score, and the centred rolling mean and band over ``window`` runs."""
     col = pl.col("score")
     half = multiplier * col.rolling_std(window, min_samples=2, center=True)
-    count = pl.lit(1.0).rolling_sum(window, min_samples=1, center=True)
+    count = col.is_not_null().cast(pl.Float64).rolling_sum(window, min_samples=1, center=True)
     frame = pl.DataFrame(
         {
             "run": range(1, len(ledger) + 1),
