@@ -25,7 +25,6 @@ from cogstats._results import frame_text
 __all__ = ["run_demo"]
 
 
-
 def _say(message: str) -> None:
     print(message, flush=True)
 

@@ -6,6 +6,7 @@ names Vega-Lite reads literally, and turn NaN into null so that the renderer ski
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
@@ -13,7 +14,13 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_real
 
-__all__ = ["check_multiplier", "optional_columns", "require_columns", "select_as"]
+__all__ = [
+    "check_multiplier",
+    "natural_key",
+    "optional_columns",
+    "require_columns",
+    "select_as",
+]
 
 
 def require_columns(
@@ -74,3 +81,14 @@ def check_multiplier(value: object) -> float:
 def optional_columns(frame: pl.DataFrame, candidates: Sequence[str]) -> list[str]:
     """The names among ``candidates`` that ``frame`` has, in order."""
     return [c for c in candidates if c in frame.columns]
+
+
+def natural_key(text: str) -> list[tuple[int, int | str]]:
+    """Sort key that orders ids as people do: ``L2`` before ``L10``.
+
+    Examples
+    --------
+    >>> sorted(["L10", "L2", "P1", "L1"], key=natural_key)
+    ['L1', 'L2', 'L10', 'P1']
+    """
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t]

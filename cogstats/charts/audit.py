@@ -16,7 +16,7 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.charts._frames import require_columns, select_as
+from cogstats.charts._frames import natural_key, require_columns, select_as
 from cogstats.charts.decisions import _verdict, _verdict_scale
 from cogstats.ledger import Ledger
 
@@ -153,7 +153,7 @@ def attribution_forest(
         Column that colours the marks; with ``decision`` (and ``reason``) columns the
         default ``"verdict"`` is made from them (``evict: harmful`` etc.).
     lessons : sequence of str, optional
-        Lessons to draw, in this order (default: all, by id).
+        Lessons to draw, in this order (default: all, by id, ``L2`` before ``L10``).
     color_title : str
         Legend title.
     title : str, optional
@@ -200,7 +200,7 @@ def attribution_forest(
     drawn = data.filter(pl.col("estimate").is_not_null())
     if drawn.height == 0:
         raise ParameterError("attribution_forest: attributions has no row with an estimate")
-    order = _lesson_order(lessons, sorted(data["fact_id"].unique().to_list()))
+    order = _lesson_order(lessons, sorted(data["fact_id"].unique().to_list(), key=natural_key))
     drawn = drawn.filter(pl.col("fact_id").is_in(pl.Series(order, dtype=pl.String).implode()))
     skipped = data.height - data.filter(pl.col("estimate").is_not_null()).height
     notes = (
@@ -272,7 +272,7 @@ def gate_decisions(
         The column across: ``"gate"`` (side by side) or e.g. ``"after_run"`` for a
         replay gate by gate (then filter to one gate first, or facet the result).
     lessons : sequence of str, optional
-        Lessons to draw, in this order (default: all, by id).
+        Lessons to draw, in this order (default: all, by id, ``L2`` before ``L10``).
     title : str, optional
         Chart title.
     step : int
@@ -302,7 +302,7 @@ def gate_decisions(
     data = _verdict(decisions.select(keep))
     if x != "x":
         data = data.rename({x: "x"})
-    order = _lesson_order(lessons, sorted(data["fact_id"].unique().to_list()))
+    order = _lesson_order(lessons, sorted(data["fact_id"].unique().to_list(), key=natural_key))
     data = data.filter(pl.col("fact_id").is_in(pl.Series(order, dtype=pl.String).implode()))
     tooltip = ["fact_id:N", alt.Tooltip("x:N", title=x), "verdict:N"]
     tooltip += ["why:N"] if "why" in data.columns else []

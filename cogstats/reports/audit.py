@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int, suggest
+from cogstats.charts._frames import natural_key
 from cogstats.estimators import check_identifiability
 from cogstats.ledger import Ledger
 from cogstats.reports.evaluation import compare_attributions
@@ -396,11 +397,10 @@ class LedgerAudit:
         >>> audit_ledger(ledger, rng=1).side_by_side().columns
         ['fact_id', 'trials', 'cycgraph', 'cycgraph_why', 'evidence', 'evidence_why']
         """
-        out = (
-            self.decisions.group_by("fact_id", maintain_order=True)
-            .agg(pl.col("trials").first())
-            .sort("fact_id")
-        )
+        out = self.decisions.group_by("fact_id", maintain_order=True).agg(pl.col("trials").first())
+        order = sorted(out["fact_id"].to_list(), key=natural_key)
+        rank = pl.DataFrame({"fact_id": order, "_rank": range(len(order))})
+        out = out.join(rank, on="fact_id").sort("_rank").drop("_rank")
         for gate in self.gates:
             d = self._gate(gate)
             labels = [_verdict_label(a, b) for a, b in zip(d["decision"], d["reason"], strict=True)]
@@ -427,8 +427,10 @@ class LedgerAudit:
             .sort(["size", "fact_id"], descending=[True, False])["fact_id"]
             .to_list()
         )
-        ordered = list(dict.fromkeys([*sorted(set(flagged)), *ranked, *self.ledger.fact_ids]))
-        return sorted(ordered[:n])
+        ordered = list(
+            dict.fromkeys([*sorted(set(flagged), key=natural_key), *ranked, *self.ledger.fact_ids])
+        )
+        return sorted(ordered[:n], key=natural_key)
 
     def key_numbers(self) -> dict[str, Any]:
         """The numbers the report's summary block shows (name -> value).
