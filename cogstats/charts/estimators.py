@@ -248,7 +248,7 @@ def estimator_accuracy(
         parts.append(part)
     data = pl.concat(parts, how="vertical_relaxed")
     methods = list(dict.fromkeys(data["method"].to_list()))
-    x = alt.X("method:N", title=method, sort=methods)
+    x = alt.X("method:N", title="estimator" if method == "method" else method, sort=methods)
     enc: dict[str, Any] = {"x": x}
     if group is not None:
         enc["color"] = alt.Color("group:N", title=group)
