@@ -79,6 +79,15 @@ def test_lesson_timeline(ledger: Ledger) -> None:
         lesson_timeline(ledger.frame)  # type: ignore[arg-type]
 
 
+def test_estimate_intervals_take_an_attribution(ledger: Ledger) -> None:
+    from cogstats import attribute
+    from cogstats.charts import estimate_intervals
+
+    result = attribute(ledger, method="lift")
+    chart = estimate_intervals(result, truth=None)
+    assert len(chart.layer[2].data) == len(ledger.fact_ids)
+
+
 def test_forest_and_decision_grid() -> None:
     rows = pl.DataFrame(
         {
