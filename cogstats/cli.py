@@ -136,7 +136,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"{name}: {get_report(name).title}")
         return 0
     params = _assignments(args.param, "--param")
-    result = run_report(args.name, Path(args.out), params or None, ci=args.quick)
+    result = run_report(
+        args.name, Path(args.out), params or None, ci=args.quick, show_code=args.show_code
+    )
     print(f"{args.name}: {result.html}")
     return 0
 
@@ -205,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--quick", action="store_true", help="the report's CI parameters")
     p.add_argument("--param", action="append", help="notebook parameter NAME=VALUE (JSON)")
+    p.add_argument("--show-code", action="store_true", help="keep the code cells in the page")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("demo", help="simulate, sweep and write the demo report")

@@ -7,8 +7,12 @@
    threshold_sweep_ci.toml with ``--quick``) into a resumable store and print the setting
    that evicts poison fastest with recall >= 0.99 and false eviction <= 2% (benchmark
    S2's goals), or the closest one when none meets them;
-3. render the report notebooks (papermill, offline HTML with inline SVG charts) with the
-   trade-off report reading that sweep, and write ``index.html``.
+3. render the report notebooks (papermill, offline HTML with inline SVG charts; two
+   kernels at a time) with the trade-off report reading that sweep, and write
+   ``index.html``.
+
+The specs come from the checkout's ``simulations/`` folder, or the installed copy
+(:func:`cogstats.reports.resource_root`), so the demo runs outside a checkout too.
 """
 
 from __future__ import annotations
@@ -19,9 +23,6 @@ from pathlib import Path
 from cogstats._results import frame_text
 
 __all__ = ["run_demo"]
-
-ROOT = Path(__file__).resolve().parents[1]
-SIMULATIONS = ROOT / "simulations"
 
 
 def _say(message: str) -> None:
@@ -37,29 +38,25 @@ def run_demo(out: Path, *, quick: bool = False) -> int:
 
         run_demo(Path("reports/demo"), quick=True)
     """
-    from cogstats.reports import render_demo_report
+    from cogstats.reports import render_demo_report, resource_root
     from cogstats.sim import load_spec, simulate
     from cogstats.sweep import recommend, sweep_spec
 
-    if not SIMULATIONS.is_dir():
-        raise FileNotFoundError(
-            f"the demo needs the repository's simulations/ folder ({SIMULATIONS}); run it "
-            "from a checkout of cogstats"
-        )
+    simulations = resource_root() / "simulations"
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
     _say("1/3 simulate: S2 poison crater and the recorded demo's scenario")
     for name in ("poison_crater", "cycgraph_demo"):
-        spec = load_spec(SIMULATIONS / f"{name}.toml")
+        spec = load_spec(simulations / f"{name}.toml")
         reps = min(spec.replicates, 100) if quick else spec.replicates
         result = simulate(spec.scenario, replicates=reps, rng=spec.seed)
         result.write(out / "simulate" / name)
         _say(result.summary())
 
     _say("\n2/3 sweep: gate thresholds on S2 (resumable store)")
-    sweep_file = SIMULATIONS / ("threshold_sweep_ci.toml" if quick else "threshold_sweep.toml")
+    sweep_file = simulations / ("threshold_sweep_ci.toml" if quick else "threshold_sweep.toml")
     sweep_dir = out / "sweep" / sweep_file.stem
     sweep = sweep_spec(sweep_file, out=sweep_dir, progress=None)
     table = sweep.table
@@ -79,7 +76,11 @@ def run_demo(out: Path, *, quick: bool = False) -> int:
     index = render_demo_report(
         out / "report",
         quick=quick,
-        parameters={"tradeoffs": {"sweep_path": str(sweep_dir.resolve())}},
+        parameters={
+            "tradeoffs": {"sweep_path": str(sweep_dir.resolve())},
+            "threshold_explorer": {"sweep_path": str(sweep_dir.resolve())},
+        },
+        workers=2,
     )
     _say(f"report: {index}")
     _say(f"done in {time.perf_counter() - started:.0f} s")

@@ -1,9 +1,14 @@
-"""Shared fixtures: the recorded cycgraph vectors and the ../shared data folder."""
+"""Shared fixtures: cycgraph's recorded gate vectors and the repository's data folder.
+
+Everything the tests read lives in the repository (a plain clone runs every test):
+``tests/data/cycgraph_gate_vectors.json`` (recorded from cycgraph's code) and the recorded
+poisoning demo ``data/cycgraph_poison_demo_{runs,lessons}.csv`` (cycgraph's demo,
+Apache-2.0; source and policy in ``data/README.md`` and ``docs/reference.md``).
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,20 +16,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(scope="session")
 def vectors() -> dict[str, Any]:
-    """cycgraph_gate_vectors.json, copied from ../shared/reference (recorded facts)."""
+    """cycgraph_gate_vectors.json: inputs and outputs recorded from cycgraph's gate code."""
     return json.loads((DATA / "cycgraph_gate_vectors.json").read_text())
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """../shared; skipped locally when absent, a failure in CI (CI=true)."""
-    if not (SHARED / "data").is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the shared data folder {SHARED / 'data'} is missing")
-        pytest.skip(f"{SHARED / 'data'} not present")
-    return SHARED
+    """The repository root: ``shared_dir / "data"`` holds the recorded demo ledger.
+
+    (The name is historical: the files used to be read from a folder beside the clone;
+    they are copied into the repository's ``data/`` now.)
+    """
+    folder = ROOT / "data"
+    for name in ("cycgraph_poison_demo_runs.csv", "cycgraph_poison_demo_lessons.csv"):
+        assert (folder / name).is_file(), f"{folder / name} is missing from the repository"
+    return ROOT

@@ -1,7 +1,9 @@
 """Altair chart builders for cogstats' result frames.
 
 Pure functions from polars frames (simulation runs and decisions, cell tables from
-:func:`cogstats.sim.cli.simulate_spec` or a sweep, attribution rows) to altair charts.
+:func:`cogstats.sim.cli.simulate_spec` or a sweep, attribution rows, gate decisions) and
+from a real :class:`~cogstats.ledger.Ledger` (fitness over runs, lesson timeline) to
+altair charts.
 They check their input columns, reshape for display and draw; they never estimate
 anything (where a builder averages over replicates for display, its docstring says so).
 Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or see
@@ -10,8 +12,10 @@ Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or se
 Needs the ``notebook`` extra (altair, vl-convert-python).
 """
 
+from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
 from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
+from cogstats.charts.explorer import EXPLORER_METRICS, threshold_explorer
 from cogstats.charts.fitness import fitness_curve
 from cogstats.charts.oc import DEFAULT_OUTCOMES, REFERENCE_COLUMNS, operating_characteristics
 from cogstats.charts.tradeoff import false_eviction_tradeoff, missed_poison_tradeoff, tradeoff
@@ -19,15 +23,20 @@ from cogstats.charts.tradeoff import false_eviction_tradeoff, missed_poison_trad
 __all__ = [
     "ACCURACY_METRICS",
     "DEFAULT_OUTCOMES",
+    "EXPLORER_METRICS",
     "REFERENCE_COLUMNS",
     "VERDICTS",
+    "attribution_forest",
     "decision_timeline",
     "decisions_by_run",
     "estimate_intervals",
     "estimator_accuracy",
     "false_eviction_tradeoff",
     "fitness_curve",
+    "gate_decisions",
+    "lesson_timeline",
     "missed_poison_tradeoff",
     "operating_characteristics",
+    "threshold_explorer",
     "tradeoff",
 ]

@@ -6,6 +6,7 @@ names Vega-Lite reads literally, and turn NaN into null so that the renderer ski
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
@@ -13,7 +14,15 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_real
 
-__all__ = ["check_multiplier", "optional_columns", "require_columns", "select_as"]
+__all__ = [
+    "AXIS_TITLES",
+    "axis_title",
+    "check_multiplier",
+    "natural_key",
+    "optional_columns",
+    "require_columns",
+    "select_as",
+]
 
 
 def require_columns(
@@ -74,3 +83,47 @@ def check_multiplier(value: object) -> float:
 def optional_columns(frame: pl.DataFrame, candidates: Sequence[str]) -> list[str]:
     """The names among ``candidates`` that ``frame`` has, in order."""
     return [c for c in candidates if c in frame.columns]
+
+
+def natural_key(text: str) -> list[tuple[int, int | str]]:
+    """Sort key that orders ids as people do: ``L2`` before ``L10``.
+
+    Examples
+    --------
+    >>> sorted(["L10", "L2", "P1", "L1"], key=natural_key)
+    ['L1', 'L2', 'L10', 'P1']
+    """
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t]
+
+
+#: Column -> axis title in words, with units, for the metrics and grid axes charts draw.
+AXIS_TITLES: dict[str, str] = {
+    "time_to_verdict": "time to verdict (runs from arrival to first decision)",
+    "poison_time_to_eviction": "time to evict a poison (runs from its arrival)",
+    "false_eviction_rate": "false eviction rate (share of genuine lessons tried)",
+    "missed_poison": "missed poison (share of poisons live at the end)",
+    "poison_recall": "poison recall (share of poisons evicted)",
+    "false_promotion_rate": "false promotion rate (share of lessons tried)",
+    "regret": "regret (oracle score minus score, per run)",
+    "fitness_mean": "mean score (0 to 1)",
+    "lessons.listed[0].effect": "true effect of the lesson on the score",
+    "runs": "run budget (runs)",
+    "gate.min_trials": "minimum trials (runs with the lesson)",
+    "gate.decision_rule": "decision rule",
+    "gate.evict_margin": "evict margin (score)",
+    "gate.promote_margin": "promote margin (score)",
+    "retrieval.rest_after_trials": "rest after trials (runs)",
+}
+
+
+def axis_title(column: str) -> str:
+    """The words (and unit) an axis of ``column`` is titled with; the name otherwise.
+
+    Examples
+    --------
+    >>> axis_title("time_to_verdict")
+    'time to verdict (runs from arrival to first decision)'
+    >>> axis_title("my_metric")
+    'my metric'
+    """
+    return AXIS_TITLES.get(column, column.replace("_", " "))

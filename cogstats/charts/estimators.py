@@ -25,7 +25,7 @@ _ACCURACY = "estimator_accuracy"
 
 
 def estimate_intervals(
-    attributions: pl.DataFrame,
+    attributions: pl.DataFrame | Any,
     *,
     truth: str | None = "true_effect",
     color: str = "method",
@@ -38,9 +38,10 @@ def estimate_intervals(
 
     Parameters
     ----------
-    attributions : polars.DataFrame
+    attributions : polars.DataFrame or Attribution
         Attribution rows (``fact_id``, ``estimate``, ``ci_low``, ``ci_high`` and the
-        ``color`` column), e.g. ``pl.concat`` of several ``Attribution.to_frame()``; the
+        ``color`` column), e.g. ``pl.concat`` of several ``Attribution.to_frame()``, or
+        one :class:`~cogstats.estimators.Attribution` of a real ledger; the
         ``truth`` column (the lesson's true effect, from a simulation's ``lessons``) when
         ``truth`` is given; ``kind`` is shown in the tooltip when present.
     truth : str or None
@@ -90,6 +91,8 @@ def estimate_intervals(
     """
     check_int("width", width, minimum=1)
     check_int("step", step, minimum=1, optional=True)
+    if not isinstance(attributions, pl.DataFrame) and hasattr(attributions, "to_frame"):
+        attributions = attributions.to_frame()  # an Attribution of a real ledger
     needed = ["fact_id", "estimate", "ci_low", "ci_high", color]
     if truth is not None:
         needed.append(truth)
@@ -248,7 +251,7 @@ def estimator_accuracy(
         parts.append(part)
     data = pl.concat(parts, how="vertical_relaxed")
     methods = list(dict.fromkeys(data["method"].to_list()))
-    x = alt.X("method:N", title=method, sort=methods)
+    x = alt.X("method:N", title="estimator" if method == "method" else method, sort=methods)
     enc: dict[str, Any] = {"x": x}
     if group is not None:
         enc["color"] = alt.Color("group:N", title=group)

@@ -1,8 +1,11 @@
-"""Fitness curves: the mean score by run over replicates, with a band.
+"""Fitness curves: the mean score by run over replicates, or a real ledger's rolling mean.
 
-Display-only aggregation: the curve is the per-run mean of the replicates' scores; the band
-is either the spread of the replicates (two quantiles) or the Monte Carlo error of that
-mean (mean plus/minus a multiple of sd / sqrt(replicates)).  No estimate is made here.
+Display-only aggregation: for simulated runs the curve is the per-run mean of the
+replicates' scores and the band either their spread (two quantiles) or the Monte Carlo
+error of that mean (mean plus/minus a multiple of sd / sqrt(replicates)); for a
+:class:`~cogstats.ledger.Ledger` the curve is the rolling mean of the scores over a window
+of runs and the band the rolling quantiles or the rolling mean's standard error.  No
+estimate is made here.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_choice, check_int, check_real
 from cogstats.charts._frames import check_multiplier, require_columns
+from cogstats.ledger import Ledger
 
 __all__ = ["fitness_curve"]
 
@@ -49,8 +53,99 @@ def _aggregate(
     return out
 
 
+def _ledger_curve(
+    ledger: Ledger,
+    window: int,
+    band: str,
+    quantiles: tuple[float, float],
+    multiplier: float,
+) -> pl.DataFrame:
+    """Run number, score, and the centred rolling mean and band over ``window`` runs."""
+    col = pl.col("score")
+    half = multiplier * col.rolling_std(window, min_samples=2, center=True)
+    count = col.is_not_null().cast(pl.Float64).rolling_sum(window, min_samples=1, center=True)
+    frame = pl.DataFrame(
+        {
+            "run": range(1, len(ledger) + 1),
+            "run_id": list(ledger.run_ids),
+            "score": ledger.scores,
+            "lessons": [len(set(f)) for f in ledger.frame["fact_ids"].to_list()],
+        },
+        schema={"run": pl.Int64, "run_id": pl.String, "score": pl.Float64, "lessons": pl.Int64},
+    )
+    exprs = [col.rolling_mean(window, min_samples=1, center=True).alias("mean")]
+    if band == "spread":
+        exprs += [
+            col.rolling_quantile(quantiles[0], "linear", window, min_samples=1, center=True).alias(
+                "low"
+            ),
+            col.rolling_quantile(quantiles[1], "linear", window, min_samples=1, center=True).alias(
+                "high"
+            ),
+        ]
+    elif band == "mcse":
+        mean = col.rolling_mean(window, min_samples=1, center=True)
+        exprs += [
+            (mean - half / count.sqrt()).alias("low"),
+            (mean + half / count.sqrt()).alias("high"),
+        ]
+    else:
+        exprs += [
+            pl.lit(None, dtype=pl.Float64).alias("low"),
+            pl.lit(None, dtype=pl.Float64).alias("high"),
+        ]
+    return frame.with_columns(exprs).fill_nan(None)
+
+
+def _ledger_chart(
+    ledger: Ledger,
+    *,
+    window: int,
+    band: str,
+    quantiles: tuple[float, float],
+    multiplier: float,
+    title: str | None,
+    width: int,
+    height: int,
+) -> alt.LayerChart:
+    data = _ledger_curve(ledger, window, band, quantiles, multiplier)
+    x = alt.X("run:Q", title="run (position in the ledger)", axis=alt.Axis(tickMinStep=1))
+    y_title = "score (0 to 1)"
+    layers: list[Any] = []
+    if band != "none":
+        layers.append(
+            alt.Chart(data)
+            .mark_area(opacity=0.2, color="#4c78a8")
+            .encode(x=x, y=alt.Y("low:Q", title=y_title), y2=alt.Y2("high:Q"))
+        )
+    layers += [
+        alt.Chart(data)
+        .mark_point(size=14, opacity=0.45, color="#555555", filled=True)
+        .encode(
+            x=x,
+            y=alt.Y("score:Q", title=y_title, scale=alt.Scale(zero=False)),
+            tooltip=["run:Q", "run_id:N", "score:Q", "lessons:Q"],
+        ),
+        alt.Chart(data)
+        .mark_line(strokeWidth=2, color="#4c78a8")
+        .encode(x=x, y=alt.Y("mean:Q", title=y_title), tooltip=["run:Q", "mean:Q"]),
+    ]
+    band_title = {
+        "spread": f"band: {quantiles[0]:g}-{quantiles[1]:g} quantiles of the scores in the window",
+        "mcse": f"band: rolling mean +/- {multiplier:g} standard errors",
+        "none": "",
+    }[band]
+    subtitle = f"line: rolling mean over {window} runs (centred); points: each run's score"
+    return alt.LayerChart(
+        layer=layers,
+        width=width,
+        height=height,
+        title=alt.Title(title or "", subtitle=[subtitle, band_title] if band_title else [subtitle]),
+    )
+
+
 def fitness_curve(
-    runs: pl.DataFrame,
+    runs: pl.DataFrame | Ledger,
     *,
     band: str = "spread",
     quantiles: Sequence[float] = (0.1, 0.9),
@@ -61,15 +156,19 @@ def fitness_curve(
     title: str | None = None,
     width: int = 480,
     height: int = 260,
+    window: int = 10,
 ) -> alt.LayerChart:
     """Mean score by run over replicates, with a band, optionally against the oracle.
 
     Parameters
     ----------
-    runs : polars.DataFrame
+    runs : polars.DataFrame or Ledger
         One row per replicate and run with ``replicate``, ``run``, ``score`` (the
         ``runs`` frame of :class:`~cogstats.sim.SimulationResult`); ``oracle_score``
-        when ``oracle`` is true; the ``group`` column when given.
+        when ``oracle`` is true; the ``group`` column when given.  Or a real
+        :class:`~cogstats.ledger.Ledger`: its scores in ledger order, with their
+        centred rolling mean over ``window`` runs and the band of the same window
+        (``oracle``, ``poison_arrival`` and ``group`` do not apply).
     band : {"spread", "mcse", "none"}
         ``"spread"``: the ``quantiles`` of the replicates' scores at each run (what one
         replicate looks like); ``"mcse"``: the mean plus/minus ``mcse_multiplier`` Monte
@@ -90,12 +189,15 @@ def fitness_curve(
         Chart title.
     width, height : int
         Plot size in pixels.
+    window : int
+        Runs in the rolling window of a ledger's curve (>= 1; ignored for simulated runs).
 
     Returns
     -------
     altair.LayerChart
         Layers: the band (``area``, when ``band != "none"``), the mean curves (``line``),
         and the poison rule (``rule``) when asked.  One data row per (group, series, run).
+        For a ledger: the band, one point per run, the rolling mean.
 
     Notes
     -----
@@ -117,6 +219,10 @@ def fitness_curve(
     ['area', 'line', 'rule']
     >>> len(chart.layer[1].data)  # 12 runs x (score, oracle score)
     24
+    >>> ledger = result.ledger(0)
+    >>> chart = fitness_curve(ledger, window=5, band="mcse")
+    >>> [layer.mark.type for layer in chart.layer], len(chart.data) == len(ledger)
+    (['area', 'point', 'line'], True)
     """
     check_choice("band", band, BANDS)
     q = tuple(quantiles)
@@ -130,6 +236,25 @@ def fitness_curve(
     check_int("poison_arrival", poison_arrival, minimum=1, optional=True)
     check_int("width", width, minimum=1)
     check_int("height", height, minimum=1)
+    check_int("window", window, minimum=1)
+    if isinstance(runs, Ledger):
+        if len(runs) == 0:
+            raise ParameterError(f"{_BUILDER}: the ledger has no runs")
+        if oracle or group is not None or poison_arrival is not None:
+            raise ParameterError(
+                f"{_BUILDER}: oracle, group and poison_arrival apply to simulated runs, "
+                "not to a Ledger"
+            )
+        return _ledger_chart(
+            runs,
+            window=window,
+            band=band,
+            quantiles=(lo, hi),
+            multiplier=multiplier,
+            title=title,
+            width=width,
+            height=height,
+        )
     needed = ["replicate", "run", "score"]
     if oracle:
         needed.append("oracle_score")
@@ -153,8 +278,8 @@ def fitness_curve(
         )
     curves = pl.concat(parts, how="vertical_relaxed").fill_nan(None)
     n_rep = runs["replicate"].n_unique()
-    x = alt.X("run:Q", title="run", axis=alt.Axis(tickMinStep=1))
-    y_title = f"score (mean over {n_rep} replicates)"
+    x = alt.X("run:Q", title="run (number since the start)", axis=alt.Axis(tickMinStep=1))
+    y_title = f"score, 0 to 1 (mean over {n_rep} replicates)"
     color: Any
     if group is not None:
         color = alt.Color("group:N", title=group)

@@ -14,7 +14,13 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.charts._frames import check_multiplier, require_columns, select_as
+from cogstats.charts._frames import (
+    AXIS_TITLES,
+    axis_title,
+    check_multiplier,
+    require_columns,
+    select_as,
+)
 
 __all__ = ["DEFAULT_OUTCOMES", "REFERENCE_COLUMNS", "operating_characteristics"]
 
@@ -158,11 +164,11 @@ def operating_characteristics(
                 ref = ref.with_columns(pl.lit(None, dtype=pl.Float64).alias(c))
         data = pl.concat([data, ref.select(data.columns)], how="vertical_relaxed")
     budgets = sorted(data["budget"].unique().drop_nulls().to_list())
-    x = alt.X("effect:Q", title=f"true effect ({effect})")
-    y = alt.Y("rate:Q", title="rate", scale=alt.Scale(domain=[0, 1]))
+    x = alt.X("effect:Q", title=axis_title(effect) if effect in AXIS_TITLES else effect)
+    y = alt.Y("rate:Q", title="rate (share of replicates)", scale=alt.Scale(domain=[0, 1]))
     color = alt.Color(
         "budget:O",
-        title=f"budget ({budget})",
+        title=axis_title(budget) if budget in AXIS_TITLES else budget,
         scale=alt.Scale(domain=budgets, scheme=_BUDGET_SCHEME),
     )
     tooltip = ["source:N", "outcome:N", "effect:Q", "budget:O", "rate:Q", "low:Q", "high:Q"]

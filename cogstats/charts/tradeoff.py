@@ -14,7 +14,7 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.charts._frames import check_multiplier, require_columns, select_as
+from cogstats.charts._frames import axis_title, check_multiplier, require_columns, select_as
 
 __all__ = ["false_eviction_tradeoff", "missed_poison_tradeoff", "tradeoff"]
 
@@ -128,14 +128,14 @@ def tradeoff(
                 (pl.col(axis) + half).alias(f"{axis}_high"),
             )
             errors[axis] = True
-    ex = alt.X("x:Q", title=x, scale=alt.Scale(zero=False))
-    ey = alt.Y("y:Q", title=y, scale=alt.Scale(zero=False))
+    ex = alt.X("x:Q", title=axis_title(x), scale=alt.Scale(zero=False))
+    ey = alt.Y("y:Q", title=axis_title(y), scale=alt.Scale(zero=False))
     enc_color: Any = alt.Undefined
     enc_fill: Any = alt.value("#4c78a8")
     if color is not None:
         kind = _kind(cells, color)
         scale = alt.Scale(scheme=_ORDERED) if kind == "O" else alt.Undefined
-        enc_color = alt.Color(f"color:{kind}", title=color, scale=scale)
+        enc_color = alt.Color(f"color:{kind}", title=axis_title(color), scale=scale)
         enc_fill = alt.Fill(f"color:{kind}", legend=None, scale=scale)
     tooltip: list[Any] = [alt.Tooltip("x:Q", title=x), alt.Tooltip("y:Q", title=y)]
     if color is not None:

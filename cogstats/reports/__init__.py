@@ -11,6 +11,14 @@ estimators against simulated truth (notebooks do not define functions or loop).
 Needs the ``notebook`` extra (papermill, nbconvert, ipykernel, altair, vl-convert-python).
 """
 
+from cogstats.reports.display import (
+    InteractiveChart,
+    SummaryBlock,
+    Table,
+    interactive_chart,
+    show_table,
+    summary_block,
+)
 from cogstats.reports.registry import (
     REPORTS,
     RESERVED_PARAMETERS,
@@ -20,6 +28,7 @@ from cogstats.reports.registry import (
     get_report,
     report_names,
 )
+from cogstats.reports.resources import resource_path, resource_root
 from cogstats.reports.runner import (
     CHART_FORMATS,
     ReportResult,
@@ -33,14 +42,22 @@ __all__ = [
     "CHART_FORMATS",
     "REPORTS",
     "RESERVED_PARAMETERS",
+    "InteractiveChart",
     "Report",
     "ReportError",
     "ReportResult",
+    "SummaryBlock",
+    "Table",
     "default_notebook_dir",
     "export_html",
     "get_report",
+    "interactive_chart",
     "render_demo_report",
     "report_names",
+    "resource_path",
+    "resource_root",
     "run_report",
     "save_chart",
+    "show_table",
+    "summary_block",
 ]

@@ -1,7 +1,7 @@
 """cycgraph's published operating characteristics, and the comparison with a simulated S1 grid.
 
 The published table (50 replicates per cell, from cycgraph's own simulator
-``gateOperatingCharacteristics``) is restated in ``../shared/reference/cycgraph-gate.md``:
+``gateOperatingCharacteristics``) is restated in ``docs/reference.md``:
 the correct-verdict rate (evict as harmful for a negative effect, promote for a positive
 one) at 10/25/50/100 runs, and at effect 0 the rate of false decisions (promote or evict
 as harmful).  ``tests/reference/test_s1_reproduction.py`` holds the same numbers.

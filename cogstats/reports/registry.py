@@ -1,11 +1,13 @@
 """The report notebooks cogstats ships: name -> notebook, parameters, CI parameters.
 
-A report is a thin parameterized notebook in the repository's ``notebooks/`` folder (its
-first cell, tagged ``parameters``, declares one ``name: type = value  # help`` per line).
-The notebook is the one source of the parameters and their defaults; the registry adds
-the CI parameters (small enough that every report runs in well under benchmark C3's three
-minutes) and says which parameters are file paths (resolved against the caller's working
-directory, while the notebook itself runs in ``notebooks/``).
+A report is a thin parameterized notebook in the ``notebooks/`` folder of a checkout, or
+of the installed package's resources (:mod:`cogstats.reports.resources`); its first cell,
+tagged ``parameters``, declares one ``name: type = value  # help`` per line (types
+``int``, ``float``, ``str``, ``bool``, ``list`` and ``dict``).  The notebook is the one
+source of the parameters and their defaults; the registry adds a one-line title, the CI
+parameters (small enough that every report runs in well under benchmark C3's three
+minutes) and says which parameters are file paths (relative ones resolve against the
+directory the report is run from, where the notebook's kernel runs).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "float": (float, int),
     "str": (str,),
     "bool": (bool,),
+    "list": (list, tuple),
+    "dict": (dict,),
 }
 
 
@@ -44,14 +48,18 @@ class ReportError(CogstatsError, RuntimeError):
 
 
 def default_notebook_dir() -> Path:
-    """The repository's ``notebooks/`` folder (next to the ``cogstats`` package).
+    """The ``notebooks/`` folder of the checkout, or of the installed resources.
+
+    See :func:`cogstats.reports.resources.resource_root`.
 
     Examples
     --------
     >>> default_notebook_dir().name
     'notebooks'
     """
-    return Path(__file__).resolve().parents[2] / "notebooks"
+    from cogstats.reports.resources import resource_root
+
+    return resource_root() / "notebooks"
 
 
 @dataclass(frozen=True)
@@ -65,13 +73,15 @@ class Report:
     notebook : str
         File name in the notebooks folder.
     title : str
-        One line saying what it shows.
+        One line saying what it answers (listed by ``cogstats report`` and on the
+        index page).
     ci_parameters : mapping
         Parameter values for CI and ``--quick`` runs.
     path_parameters : tuple of str
-        Parameters holding file paths: values passed by a caller are resolved against
-        the caller's working directory (the notebook runs in the notebooks folder, where
-        its own defaults are relative).
+        Parameters holding file paths: the notebook resolves them with
+        :func:`~cogstats.reports.resources.resource_path` (the working directory of the
+        run first, then the checkout or installed resources); the run manifest shows
+        them relative to where the report ran.
     """
 
     name: str
@@ -86,8 +96,9 @@ class Report:
         path = folder / self.notebook
         if not path.is_file():
             raise ReportError(
-                f"report {self.name!r}: notebook {path} not found (the report notebooks "
-                "live in the repository's notebooks/ folder; pass notebook_dir=...)"
+                f"report {self.name!r}: notebook {self.notebook} not found in {folder.name}/ "
+                "(the report notebooks live in notebooks/ of a checkout or of the installed "
+                "package's resources; pass notebook_dir=...)"
             )
         return path
 
@@ -136,7 +147,12 @@ class Report:
                     f"report {self.name!r}: parameter {key!r} must be {kind} "
                     f"(default {declared[key]['default']}); got {value!r}"
                 )
-            out[key] = value
+            if kind == "dict" and not all(isinstance(k, str) for k in value):
+                raise ParameterError(
+                    f"report {self.name!r}: parameter {key!r} must be a dict with string "
+                    f"keys (default {declared[key]['default']}); got {value!r}"
+                )
+            out[key] = list(value) if kind == "list" else value
         return out
 
 
@@ -163,6 +179,38 @@ def _parameters(path: str) -> tuple[tuple[str, dict[str, Any]], ...]:
 REPORTS: dict[str, Report] = {
     r.name: r
     for r in (
+        Report(
+            name="quickstart",
+            notebook="quickstart.ipynb",
+            title="Quickstart: from a ledger to attribution, a gate's decisions, a simulation "
+            "with known truth and a chart, in ten minutes",
+            ci_parameters={"replicates": 40},
+            path_parameters=("ledger_path", "spec_path"),
+        ),
+        Report(
+            name="ledger_audit",
+            notebook="ledger_audit.ipynb",
+            title="Your ledger: which lessons help or hurt by several estimators, what each "
+            "gate decides, which lessons cannot be told apart",
+            ci_parameters={},
+            path_parameters=("ledger_path",),
+        ),
+        Report(
+            name="poison_replay",
+            notebook="poison_replay.ipynb",
+            title="cycgraph's recorded poisoning demo replayed gate by gate through "
+            "cycgraph's gate and the comparison gate",
+            ci_parameters={},
+            path_parameters=("runs_path", "lessons_path"),
+        ),
+        Report(
+            name="threshold_explorer",
+            notebook="threshold_explorer.ipynb",
+            title="Move the gate's thresholds with sliders: false eviction, missed poison and "
+            "time to verdict of a precomputed sweep (works offline)",
+            ci_parameters={"spec_path": "simulations/threshold_sweep_ci.toml", "replicates": 20},
+            path_parameters=("spec_path", "sweep_path"),
+        ),
         Report(
             name="operating_characteristics",
             notebook="operating_characteristics.ipynb",
@@ -196,8 +244,9 @@ def report_names() -> list[str]:
 
     Examples
     --------
-    >>> report_names()
-    ['operating_characteristics', 'poison_crater', 'tradeoffs']
+    >>> report_names()  # doctest: +NORMALIZE_WHITESPACE
+    ['ledger_audit', 'operating_characteristics', 'poison_crater', 'poison_replay',
+     'quickstart', 'threshold_explorer', 'tradeoffs']
     """
     return sorted(REPORTS)
 

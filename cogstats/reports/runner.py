@@ -60,6 +60,26 @@ _REMOTE = re.compile(
 )
 
 
+# Start-up noise of the kernel: ipykernel warns (log level WARNING) that it runs over TCP
+# without encryption, and debugpy that frozen modules hide breakpoints.  Neither concerns
+# a report run on the local machine; real warnings from the report's code still show.
+_KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
+_KERNEL_ENVIRONMENT = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+#: Packages whose versions the run manifest records.
+MANIFEST_PACKAGES: tuple[str, ...] = (
+    "cogstats",
+    "numpy",
+    "scipy",
+    "polars",
+    "statsmodels",
+    "numba",
+    "altair",
+    "vl-convert-python",
+    "papermill",
+    "nbconvert",
+)
+
+
 @dataclass(frozen=True)
 class ReportResult:
     """What :func:`run_report` wrote.
@@ -69,11 +89,13 @@ class ReportResult:
     name : str
         The report.
     notebook : Path
-        The executed notebook (with outputs).
+        The executed notebook (with outputs and the run manifest).
     html : Path
         The offline HTML page.
     figures : tuple of Path
         The charts the notebook saved (SVG and PNG), sorted.
+    tables : tuple of Path
+        Tables the notebook wrote beside the page (``<name>_*.csv`` / ``.parquet``).
     parameters : mapping
         The parameters the notebook ran with (after CI and caller overrides).
     execute_seconds, export_seconds : float
@@ -84,6 +106,7 @@ class ReportResult:
     notebook: Path
     html: Path
     figures: tuple[Path, ...]
+    tables: tuple[Path, ...] = ()
     parameters: Mapping[str, Any] = field(default_factory=dict)
     execute_seconds: float = 0.0
     export_seconds: float = 0.0
@@ -94,6 +117,7 @@ class ReportResult:
             f"report {self.name!r}: executed in {self.execute_seconds:.1f} s, exported in "
             f"{self.export_seconds:.1f} s\n  html: {self.html}\n  notebook: {self.notebook}\n"
             f"  figures: {len(self.figures)} file(s) under {self.html.parent}"
+            + (f"\n  tables: {', '.join(p.name for p in self.tables)}" if self.tables else "")
         )
 
 
@@ -159,22 +183,32 @@ def save_chart(
     return written
 
 
-def export_html(notebook: str | Path, html_path: str | Path) -> Path:
+def export_html(
+    notebook: str | Path,
+    html_path: str | Path,
+    *,
+    show_code: bool = False,
+) -> Path:
     """Write an executed notebook as a self-contained HTML page that opens offline.
 
     nbconvert's HTML exporter (lab template) without the blocks that load require.js,
     MathJax, mermaid or widget scripts from CDNs; images and SVG outputs are inline.
-    Raises :class:`ReportError` if the page would still fetch anything remote.
+    Code cells are hidden unless ``show_code`` (their outputs stay); the page title is
+    the notebook's ``title`` metadata.  Raises :class:`ReportError` if the page would
+    still fetch anything remote.
 
     Examples
     --------
     >>> import tempfile, nbformat, pathlib
-    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Hello")])
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Hello"),
+    ...                                      nbformat.v4.new_code_cell("secret = 1")])
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> nbformat.write(nb, d / "a.ipynb")
     >>> page = export_html(d / "a.ipynb", d / "a.html").read_text()
-    >>> "Hello" in page, "cdn" in page.lower()
-    (True, False)
+    >>> "Hello" in page, "cdn" in page.lower(), "secret" in page
+    (True, False, False)
+    >>> "secret" in export_html(d / "a.ipynb", d / "b.html", show_code=True).read_text()
+    True
     """
     import jinja2
     import nbformat
@@ -185,13 +219,17 @@ def export_html(notebook: str | Path, html_path: str | Path) -> Path:
         extra_loaders=[jinja2.DictLoader({"cogstats_offline.html.j2": _OFFLINE_TEMPLATE})],
         template_file="cogstats_offline.html.j2",
         embed_images=True,
+        exclude_input=not show_code,
+        exclude_input_prompt=not show_code,
+        exclude_output_prompt=True,
     )
     nb = nbformat.read(str(notebook), as_version=4)
     body, _ = exporter.from_notebook_node(nb)
     remote = _REMOTE.search(body)
     if remote:
         raise ReportError(
-            f"the HTML export of {notebook} would load a remote resource: {remote.group(0)!r}"
+            f"the HTML export of {Path(notebook).name} would load a remote resource: "
+            f"{remote.group(0)!r}"
         )
     out = Path(html_path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -227,12 +265,145 @@ def _check_kernel(kernel_name: str) -> None:
         )
 
 
+def _shown_path(value: Any, bases: Sequence[Path]) -> Any:
+    """An absolute path as the page shows it: relative to a base, else its file name."""
+    if not isinstance(value, str) or not value or not os.path.isabs(value):
+        return value
+    path = Path(value)
+    for base in bases:
+        try:
+            return str(path.relative_to(base)) or "."
+        except ValueError:
+            continue
+    return path.name
+
+
+def _literal(text: Any) -> Any:
+    """A parameter's default as papermill reports it (source text) turned into a value."""
+    import ast
+
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _kernel_path(path: Path, cwd: Path) -> str:
+    """A path for the kernel (which runs in ``cwd``): relative when inside it."""
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _git_commit(root: Path) -> str:
+    """The checkout's commit (and whether it has uncommitted changes), or why none."""
+    import subprocess
+
+    if not (root / ".git").exists():
+        return "none (installed package, not a git checkout)"
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (git not available)"
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    parts = [f"python {sys.version.split()[0]}"]
+    for name in MANIFEST_PACKAGES:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(parts)
+
+
+def _publish(
+    nb: Any,
+    *,
+    name: str,
+    shown: Mapping[str, Any],
+    started: str,
+    seconds: float,
+) -> None:
+    """Give an executed notebook its published look (in place).
+
+    Title from the first ``# heading``; cells tagged ``summary`` moved under it; the
+    injected parameters cell rewritten with the values as the page shows them (no
+    absolute machine paths); the run manifest appended.
+    """
+    import nbformat
+
+    from cogstats.reports.display import show_table
+    from cogstats.reports.resources import resource_root
+
+    report = get_report(name)
+    cells = list(nb.cells)
+    first_md = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"), None)
+    title = report.title
+    if first_md is not None:
+        for line in cells[first_md].source.splitlines():
+            if line.startswith("# "):
+                title = line[2:].strip()
+                break
+    nb.metadata["title"] = title
+    summary = [c for c in cells if "summary" in c.metadata.get("tags", [])]
+    if summary and first_md is not None:
+        rest = [c for c in cells if c not in summary]
+        at = rest.index(cells[first_md]) + 1
+        cells = rest[:at] + summary + rest[at:]
+    for cell in cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.source = "# Parameters\n" + "\n".join(f"{k} = {v!r}" for k, v in shown.items())
+    import polars as pl
+
+    try:
+        root: Path | None = resource_root()
+    except FileNotFoundError:
+        root = None
+    rows = [
+        ("report", f"{name} (cogstats report {name})"),
+        ("started", f"{started} UTC; ran {seconds:.1f} s"),
+        ("seed", str(shown.get("seed", "none (the report draws no random numbers)"))),
+        *((f"parameter {k}", repr(v)) for k, v in shown.items() if k != "seed"),
+        ("package versions", _versions()),
+        ("git commit", _git_commit(root) if root is not None else "unknown"),
+    ]
+    frame = pl.DataFrame({"item": [r[0] for r in rows], "value": [r[1] for r in rows]})
+    manifest = show_table(frame)._repr_html_()
+    cells.append(
+        nbformat.v4.new_markdown_cell(
+            "## Run manifest\n\nWhat produced this page, to run it again.\n\n" + manifest
+        )
+    )
+    nb.cells = cells
+
+
 def run_report(
     name: str,
     out_dir: str | Path,
     parameters: Mapping[str, Any] | None = None,
     *,
     ci: bool = False,
+    show_code: bool = False,
     notebook_dir: str | Path | None = None,
     kernel_name: str = "python3",
     cell_timeout: float | None = None,
@@ -249,12 +420,17 @@ def run_report(
     parameters : mapping, optional
         Parameter values (names and types checked against the notebook's parameters
         cell; unknown names raise, listing the allowed ones).  Applied over the CI
-        parameters when ``ci`` is true.
+        parameters when ``ci`` is true.  Relative file paths resolve against the
+        working directory, where the notebook's kernel runs.
     ci : bool
-        Use the report's CI parameters (small runs for tests, benchmark C3 and ``cogstats
-        demo --quick``).
+        Use the report's CI parameters (small runs for tests, benchmark C3 and
+        ``cogstats report NAME --quick``).
+    show_code : bool
+        Keep the code cells in the page (hidden by default: the page shows prose,
+        tables and charts).
     notebook_dir : str or Path, optional
-        Folder holding the notebooks (default: the repository's ``notebooks/``).
+        Folder holding the notebooks (default: the checkout's or the installed
+        package's ``notebooks/``, :func:`~cogstats.reports.default_notebook_dir`).
     kernel_name : str
         Jupyter kernel; it must run this interpreter (checked).
     cell_timeout : float, optional
@@ -268,7 +444,10 @@ def run_report(
 
     Notes
     -----
-    Every registered report runs through here at its CI parameters in
+    The page gets the notebook's heading as its title, the cell tagged ``summary``
+    right under it, and a run manifest at the end (parameters, seed, package versions,
+    git commit); paths in it are shown relative to the working directory, or as file
+    names.  Every registered report runs through here at its CI parameters in
     ``tests/notebooks/test_execute.py`` and in benchmark C3.
 
     Raises
@@ -286,6 +465,9 @@ def run_report(
     ...
     cogstats._validation.ParameterError: ...no parameter 'replicate' (did you mean 'replicates'?)...
     """
+    import datetime
+
+    import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -294,7 +476,8 @@ def run_report(
     src = report.path(notebook_dir)
     for key in report.path_parameters:
         if key in user and isinstance(user[key], str) and user[key]:
-            user[key] = str(Path(user[key]).expanduser().resolve())
+            user[key] = os.path.expanduser(user[key])
+    cwd = Path.cwd().resolve()
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     figures = out / f"{name}_figures"
@@ -305,10 +488,13 @@ def run_report(
     declared = report.parameters(notebook_dir)
     for key in RESERVED_PARAMETERS:
         if key not in declared:
-            raise ReportError(f"notebook {src} does not declare the parameter {key!r}")
-    params.setdefault("figures_dir", str(figures))
+            raise ReportError(f"notebook {src.name} does not declare the parameter {key!r}")
+    params.setdefault("figures_dir", _kernel_path(figures, cwd))
     _check_kernel(kernel_name)
+    for key, value in _KERNEL_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
     executed = out / f"{name}.ipynb"
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
@@ -316,10 +502,11 @@ def run_report(
             str(executed),
             parameters=params,
             kernel_name=kernel_name,
-            cwd=str(src.parent),
+            cwd=str(cwd),
             progress_bar=False,
             log_output=log_output,
             execution_timeout=cell_timeout,
+            extra_arguments=list(_KERNEL_ARGUMENTS),
         )
     except PapermillExecutionError as exc:
         raise ReportError(
@@ -327,16 +514,25 @@ def run_report(
             f"the partly executed notebook is {executed}"
         ) from exc
     executed_s = time.perf_counter() - start
+    nb = nbformat.read(str(executed), as_version=4)
+    effective = {k: _literal(info["default"]) for k, info in declared.items()}
+    effective.update(params)
+    shown = {k: _shown_path(v, (cwd, out)) for k, v in effective.items()}
+    _publish(nb, name=name, shown=shown, started=started, seconds=executed_s)
+    nbformat.write(nb, str(executed))
     start = time.perf_counter()
-    page = export_html(executed, out / f"{name}.html")
+    page = export_html(executed, out / f"{name}.html", show_code=show_code)
     export_s = time.perf_counter() - start
     saved = Path(params["figures_dir"])
+    saved = saved if saved.is_absolute() else cwd / saved
     files = tuple(sorted(p for p in saved.glob("*") if p.is_file())) if saved.is_dir() else ()
+    tables = tuple(sorted(p for p in out.glob(f"{name}_*") if p.suffix in (".csv", ".parquet")))
     return ReportResult(
         name=name,
         notebook=executed,
         html=page,
         figures=files,
+        tables=tables,
         parameters=params,
         execute_seconds=executed_s,
         export_seconds=export_s,
@@ -350,6 +546,8 @@ def render_demo_report(
     reports: Sequence[str] | None = None,
     parameters: Mapping[str, Mapping[str, Any]] | None = None,
     notebook_dir: str | Path | None = None,
+    show_code: bool = False,
+    workers: int = 1,
 ) -> Path:
     """Run every registered report (CI parameters when ``quick``) and write an index page.
 
@@ -367,18 +565,24 @@ def render_demo_report(
         over the CI parameters when ``quick``), e.g.
         ``{"tradeoffs": {"sweep_path": "sweeps/threshold_sweep"}}``.
     notebook_dir : str or Path, optional
-        Folder holding the notebooks (default: the repository's ``notebooks/``).
+        Folder holding the notebooks (default: :func:`default_notebook_dir`).
+    show_code : bool
+        Keep the code cells in the pages.
+    workers : int
+        Reports run at the same time (each in its own kernel); benchmark C3 allows two.
 
     Returns
     -------
     Path
-        ``out_dir/index.html``, linking each report's page and figures (no scripts).
+        ``out_dir/index.html``: the date, the cogstats version and mode, and for each
+        report a link, its one-line description, its run time and its figures (no
+        scripts).
 
     Notes
     -----
     ``cogstats demo`` calls this.  ``tests/notebooks/test_execute.py`` runs it with
     ``quick=True`` and checks every page (inline SVG charts, nothing remote, no error
-    output) and the index; benchmark C3 times the same runs.
+    output, no machine paths) and the index; benchmark C3 times the same runs.
 
     Examples
     --------
@@ -387,6 +591,13 @@ def render_demo_report(
     >>> index.name, "<script" in index.read_text()
     ('index.html', False)
     """
+    import datetime
+    from concurrent.futures import ThreadPoolExecutor
+    from importlib import metadata
+
+    from cogstats._validation import check_int
+
+    n_workers = int(check_int("workers", workers, minimum=1))  # type: ignore[arg-type]
     names = list(reports) if reports is not None else list(report_names())
     overrides = dict(parameters or {})
     for n in names:
@@ -399,25 +610,44 @@ def render_demo_report(
         get_report(n).validate(values, notebook_dir)  # every error before the first run
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    results = [
-        run_report(n, out, overrides.get(n), ci=quick, notebook_dir=notebook_dir) for n in names
-    ]
+
+    def one(n: str) -> ReportResult:
+        return run_report(
+            n, out, overrides.get(n), ci=quick, notebook_dir=notebook_dir, show_code=show_code
+        )
+
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        results = list(pool.map(one, names))
     items = []
     for r in results:
-        title = html.escape(get_report(r.name).title)
+        description = html.escape(get_report(r.name).title)
         figs = ", ".join(
             f'<a href="{html.escape(os.path.relpath(f, out))}">{html.escape(f.name)}</a>'
             for f in r.figures
+            if f.suffix == ".svg"
         )
+        tables = ", ".join(
+            f'<a href="{html.escape(t.name)}">{html.escape(t.name)}</a>' for t in r.tables
+        )
+        extra = f"; figures (SVG): {figs}" if figs else ""
+        extra += f"; tables: {tables}" if tables else ""
         items.append(
             f'<li><a href="{html.escape(r.html.name)}"><strong>{html.escape(r.name)}</strong>'
-            f"</a>: {title}<br><small>{r.execute_seconds:.1f} s; figures: {figs}</small></li>"
+            f"</a>: {description}<br><small>ran {r.execute_seconds:.1f} s{extra}</small></li>"
         )
     mode = "quick (CI parameters)" if quick else "full parameters"
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        version = metadata.version("cogstats")
+    except metadata.PackageNotFoundError:  # pragma: no cover - always installed
+        version = "unknown"
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        "<title>cogstats reports</title></head><body>"
-        f"<h1>cogstats reports</h1><p>Run: {mode}.</p><ul>{''.join(items)}</ul></body></html>\n"
+        "<title>cogstats reports</title></head>"
+        '<body style="font-family:system-ui,sans-serif;max-width:60em;margin:2em auto">'
+        "<h1>cogstats reports</h1>"
+        f'<p class="cogstats-index-meta">{html.escape(today)}; cogstats {html.escape(version)};'
+        f" {mode}.</p><ul>{''.join(items)}</ul></body></html>\n"
     )
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")

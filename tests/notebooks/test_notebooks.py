@@ -19,7 +19,7 @@ import pytest
 from cogstats.reports import REPORTS, RESERVED_PARAMETERS, default_notebook_dir
 
 NOTEBOOKS = sorted(default_notebook_dir().glob("*.ipynb"))
-PARAM_LINE = re.compile(r"^(\w+): (int|float|str|bool) = (.+?)  # (\S.*)$")
+PARAM_LINE = re.compile(r"^(\w+): (int|float|str|bool|list|dict) = (.+?)  # (\S.*)$")
 FORBIDDEN_NODES = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -87,8 +87,31 @@ def test_thin_code_cells(path: Path) -> None:
                 module = getattr(node, "module", None) or ""
                 for name in [module, *names]:
                     assert name.split(".")[0] not in FORBIDDEN_MODULES, name
-    # charts render as inline SVG so that the exported page needs no JavaScript
-    assert any('alt.renderers.enable("svg")' in c.source for c in code)
+    # charts render as inline SVG so that the exported page needs no JavaScript; the one
+    # exception is an interactive chart, embedded with its JavaScript inlined
+    svg = any('alt.renderers.enable("svg")' in c.source for c in code)
+    interactive = any("interactive_chart(" in c.source for c in code)
+    assert svg or interactive
+    # no machine path and no reference to material outside the repository
+    text = "\n".join(c.source for c in nb.cells)
+    assert "shared/" not in text and "/work/" not in text and "/home/" not in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_published_look(path: Path) -> None:
+    """A heading for the page title, one summary cell, file parameters read from anywhere."""
+    nb = nbformat.read(path, as_version=4)
+    first_md = next(c for c in nb.cells if c.cell_type == "markdown")
+    assert first_md.source.startswith("# "), "the first prose cell is the page title"
+    tagged = [c for c in nb.cells if "summary" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1 and "summary_block(" in tagged[0].source
+    params = papermill.inspect_notebook(str(path))
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    for name in params:
+        if name.endswith("_path"):
+            assert f"resource_path({name})" in code, f"{name} must go through resource_path"
+            default = params[name]["default"].strip("\"'")
+            assert not default.startswith(("..", "/")), f"{name}: a default relative to the repo"
 
 
 @pytest.mark.parametrize("name", sorted(REPORTS))

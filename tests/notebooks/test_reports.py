@@ -1,7 +1,7 @@
 """The reports package without running a notebook: registry, parameter checks, chart and
 HTML export, cycgraph's published table and the estimator scoring loops.
 
-References: the published rates are the numbers of ../shared/reference/cycgraph-gate.md
+References: the published rates are the numbers of docs/reference.md (cycgraph's table)
 as recorded in tests/reference/test_s1_reproduction.py (exact); exact binomial intervals
 are checked against the closed form through scipy's beta quantiles (1e-12) and the
 binomial p-values against scipy.stats.binomtest (exact); the accuracy summary is checked

@@ -1,6 +1,8 @@
-"""Replay of cycgraph's recorded poisoning demo (../shared/data/cycgraph_poison_demo_*.csv).
+"""Replay of cycgraph's recorded poisoning demo (data/cycgraph_poison_demo_*.csv).
 
-Policy (../shared/README.md): margin rule, min_trials 2, margins 0.05, max_trials 6; the
+Source: cycgraph's recorded poisoning demo (github.com/wmcmahan/cycgraph, Apache-2.0),
+copied byte for byte into the repository's data/ folder.  Policy (docs/reference.md):
+margin rule, min_trials 2, margins 0.05, max_trials 6; the
 gate ran after every run from run 3; run 1 (no lessons) was not recorded; retrieval
 max_facts 12, candidate_slots 6, rest_after_trials 2.  The lessons file says from which
 gate each lesson is a candidate.

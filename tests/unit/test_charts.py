@@ -215,7 +215,7 @@ def test_operating_characteristics_spec(cells: pl.DataFrame) -> None:
         "rate",
         "budget",
     )
-    assert EFFECT in enc["x"]["title"]  # the dotted name is a title, never a field
+    assert enc["x"]["title"] == "true effect of the lesson on the score"  # words, not a field
     assert enc["color"]["scale"]["domain"] == [10, 50]
     got = chart.data.filter(pl.col("outcome") == "hold_rate").sort("effect", "budget")
     want = cells.sort(EFFECT, "runs")["hold_rate"]
@@ -310,7 +310,8 @@ def test_missed_poison_tradeoff(cells: pl.DataFrame) -> None:
     assert chart.data["y"].to_list() == want
     half = (chart.data["y_high"] - chart.data["y"]).to_numpy()
     np.testing.assert_allclose(half, 2 * cells["poison_recall_mcse"].to_numpy(), rtol=1e-12)
-    assert chart.to_dict()["layer"][-1]["encoding"]["y"]["title"] == "missed_poison"
+    title = chart.to_dict()["layer"][-1]["encoding"]["y"]["title"]
+    assert title == "missed poison (share of poisons live at the end)"
 
 
 def test_tradeoff_invalid(cells: pl.DataFrame) -> None:

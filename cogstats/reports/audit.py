@@ -1,0 +1,785 @@
+"""Audit a real ledger: attribution by several methods, every gate's decisions, the lessons
+that cannot be told apart; and cycgraph's recorded demo replayed gate by gate.
+
+The loops of the ``ledger_audit`` and ``poison_replay`` reports live here (report
+notebooks do not define functions or loop):
+
+- :func:`read_ledger` reads a user's file with a column mapping;
+- :func:`audit_ledger` runs the methods and the gates on one ledger and returns a
+  :class:`LedgerAudit` (tables, side-by-side decisions, summary, files);
+- :func:`replay_gates` replays a recorded ledger run by run through several gates, each
+  with its own lesson status, as cycgraph's demo ran its gate after every run.
+
+Gates are named (``"cycgraph"``, ``"evidence"``); :func:`_make_gate` is the one place that
+turns a name into a gate.  Every gate's rows are brought to the common report columns
+:data:`DECISION_COLUMNS` (``fact_id, gate, decision, reason, why, trials, estimate,
+std_error, baseline_runs``), ``why`` saying in one word why the gate decided as it did.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cogstats._validation import ParameterError, check_int, suggest
+from cogstats.charts._frames import natural_key
+from cogstats.estimators import check_identifiability
+from cogstats.ledger import Ledger
+from cogstats.reports.evaluation import compare_attributions
+
+__all__ = [
+    "DECISION_COLUMNS",
+    "DEFAULT_GATES",
+    "DEMO_POLICY",
+    "GATE_NAMES",
+    "LedgerAudit",
+    "audit_ledger",
+    "read_ledger",
+    "recorded_ledger",
+    "replay_gates",
+]
+
+#: The gates a ledger audit runs by default: cycgraph's and the comparison gate.
+DEFAULT_GATES: tuple[str, ...] = ("cycgraph", "evidence")
+#: Gate names :func:`_make_gate` knows.
+GATE_NAMES: tuple[str, ...] = ("cycgraph", "evidence")
+#: Covariate names taken as the run difficulty when the caller names none.
+DIFFICULTY_COLUMNS: tuple[str, ...] = ("difficulty_proxy", "difficulty")
+#: The common columns of every gate's rows, in order.
+DECISION_COLUMNS: tuple[str, ...] = (
+    "fact_id",
+    "gate",
+    "decision",
+    "reason",
+    "why",
+    "trials",
+    "estimate",
+    "std_error",
+    "baseline_runs",
+)
+#: cycgraph's gate policy in its recorded poisoning demo (the gate ran after every run from
+#: run 3; retrieval max_facts 12, candidate_slots 6, rest_after_trials 2).
+DEMO_POLICY: Mapping[str, Any] = MappingProxyType(
+    {
+        "decision_rule": "margin",
+        "min_trials": 2,
+        "promote_margin": 0.05,
+        "evict_margin": 0.05,
+        "max_trials": 6,
+    }
+)
+_LEDGER_FIELDS = ("run_id", "score", "fact_ids", "eligible_ids", "propensities")
+_HARMFUL = "eval-gate:harmful"
+_NO_LIFT = "eval-gate:no_lift"
+
+
+# ---------------------------------------------------------------------- reading
+def _check_mapping(columns: Any) -> dict[str, str]:
+    if columns is None:
+        return {}
+    if not isinstance(columns, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in columns.items()
+    ):
+        raise ParameterError(
+            "columns must map a ledger column name to the file's column name, e.g. "
+            f'{{"run_id": "run", "fact_ids": "lessons_in_prompt"}}; got {columns!r}'
+        )
+    sources = list(columns.values())
+    repeated = sorted({s for s in sources if sources.count(s) > 1})
+    if repeated:
+        raise ParameterError(f"columns maps several names onto the file column(s) {repeated}")
+    return dict(columns)
+
+
+def _read_mapped(path: Path, fmt: str | None, mapping: dict[str, str]) -> Ledger:
+    """Read with the ledger's own columns renamed (until ``Ledger.read(columns=)`` exists).
+
+    The file's header (CSV), keys (JSON Lines) or columns (Parquet) are renamed and the
+    result goes through the ledger's own reader and validation.
+    """
+    import csv
+    import io
+
+    suffix = (fmt or path.suffix.lstrip(".")).lower()
+    rename = {src: dst for dst, src in mapping.items()}
+    if suffix in ("csv", "tsv"):
+        text = path.read_text(encoding="utf-8-sig")
+        head, sep, body = text.partition("\n")
+        header = next(csv.reader([head.rstrip("\r")]))
+        missing = [src for src in rename if src not in header]
+        if missing:
+            raise ParameterError(
+                f"columns names file column(s) {missing} that {path.name} lacks; it has {header}"
+            )
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="").writerow([rename.get(h, h) for h in header])
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / path.name
+            copy.write_text(buffer.getvalue() + sep + body, encoding="utf-8")
+            return Ledger.read(copy, format="csv")
+    if suffix in ("jsonl", "ndjson"):
+        records = []
+        for line in path.read_text(encoding="utf-8-sig").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                records.append({rename.get(k, k): v for k, v in rec.items()})
+        return Ledger.from_records(records, source=path.name)
+    if suffix in ("parquet", "pq"):
+        frame = pl.read_parquet(path)
+        missing = [src for src in rename if src not in frame.columns]
+        if missing:
+            raise ParameterError(
+                f"columns names file column(s) {missing} that {path.name} lacks; "
+                f"it has {frame.columns}"
+            )
+        return Ledger.from_frame(frame.rename(rename), source=path.name)
+    raise ParameterError(
+        f"columns cannot rename the fields of a {suffix!r} ledger; use CSV, JSON Lines or Parquet"
+    )
+
+
+def read_ledger(
+    path: str | Path,
+    *,
+    columns: Mapping[str, str] | None = None,
+    format: str | None = None,
+) -> Ledger:
+    """Read a ledger file whose columns may carry other names.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ledger file (CSV, JSON Lines, Parquet, cycgraph JSON; see
+        :meth:`cogstats.Ledger.read`).
+    columns : mapping, optional
+        Ledger name -> the file's column name, e.g. ``{"run_id": "run", "fact_ids":
+        "lessons_in_prompt"}`` for cycgraph's demo CSV.  The ledger's own fields
+        (``run_id``, ``score``, ``fact_ids``, ``eligible_ids``, ``propensities``) are
+        renamed on reading; any other name renames a covariate (``{"difficulty":
+        "hardness"}``).
+    format : str, optional
+        As :meth:`cogstats.Ledger.read`.
+
+    Returns
+    -------
+    Ledger
+
+    Examples
+    --------
+    >>> from cogstats.reports.resources import resource_path
+    >>> ledger = read_ledger(resource_path("data/cycgraph_poison_demo_runs.csv"),
+    ...                      columns={"run_id": "run", "fact_ids": "lessons_in_prompt"})
+    >>> len(ledger), ledger.run_ids[:2]
+    (11, ('1', '2'))
+    >>> try:  # a misspelt column: the error names it and the file's columns
+    ...     read_ledger(resource_path("data/cycgraph_poison_demo_runs.csv"),
+    ...                 columns={"run_id": "run", "fact_ids": "lesons"})
+    ... except ParameterError as err:
+    ...     print("lesons" in str(err), "lessons_in_prompt" in str(err))
+    True True
+    """
+    mapping = _check_mapping(columns)
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"ledger file not found: {path}")
+    fields = {k: v for k, v in mapping.items() if k in _LEDGER_FIELDS}
+    renames = {k: v for k, v in mapping.items() if k not in _LEDGER_FIELDS}
+    if not fields:
+        ledger = Ledger.read(path, format=format)  # type: ignore[arg-type]
+    elif "columns" in inspect.signature(Ledger.read).parameters:
+        ledger = Ledger.read(path, format=format, columns=fields)  # type: ignore[arg-type, call-arg]
+    else:
+        ledger = _read_mapped(path, format, fields)
+    if renames:
+        missing = [src for src in renames.values() if src not in ledger.covariates]
+        if missing:
+            raise ParameterError(
+                f"columns names covariate column(s) {missing} that {path.name} lacks; "
+                f"its covariates are {ledger.covariates}"
+            )
+        frame = ledger.frame.rename({src: dst for dst, src in renames.items()})
+        ledger = Ledger.from_frame(frame, source=path.name)
+    return ledger
+
+
+# ---------------------------------------------------------------------- gates
+def _make_gate(name: str, *, covariates: Sequence[str] = (), **options: Any) -> Any:
+    """The gate called ``name``, with ``options`` for its constructor.
+
+    The one place where reports turn a gate name into a gate:
+
+    - ``"cycgraph"``: :class:`~cogstats.gates.CycgraphGate` (cycgraph's defaults: the
+      inference rule, min_trials 3);
+    - ``"evidence"``: :class:`~cogstats.gates.EvidenceGate` on ``ols`` with the
+      ``covariates`` (the run difficulty when the ledger has it), one-sided tests at
+      alpha 0.05 per side, Benjamini-Hochberg across the lessons of a pass, and lessons
+      that cannot be told apart held.
+
+    (When the gate registry lands, this body becomes ``make_gate(name, **options)``.)
+    """
+    if name == "cycgraph":
+        from cogstats.gates import CycgraphGate
+
+        return CycgraphGate(**options)
+    if name == "evidence":
+        from cogstats.gates import EvidenceGate
+
+        settings: dict[str, Any] = {
+            "method": "ols",
+            "alpha": 0.05,
+            "multiplicity": "bh",
+            "min_trials": 3,
+        }
+        if covariates:
+            settings["options"] = {"covariates": list(covariates)}
+        settings.update(options)
+        return EvidenceGate(**settings)
+    raise ParameterError(
+        f"gate must be one of {list(GATE_NAMES)}; got {name!r}{suggest(name, GATE_NAMES)}"
+    )
+
+
+def _check_gates(gates: Any) -> tuple[str, ...]:
+    if isinstance(gates, str) or not isinstance(gates, Sequence) or not gates:
+        raise ParameterError(
+            f"gates must be a non-empty list of gate names from {list(GATE_NAMES)}; got {gates!r}"
+        )
+    for g in gates:
+        if g not in GATE_NAMES:
+            hint = suggest(g, GATE_NAMES) if isinstance(g, str) else ""
+            raise ParameterError(f"gates: each must be one of {list(GATE_NAMES)}; got {g!r}{hint}")
+    if len(set(gates)) != len(gates):
+        raise ParameterError(f"gates must not repeat a gate; got {list(gates)}")
+    return tuple(gates)
+
+
+def _why(row: Mapping[str, Any], gate: Any, runs: int) -> str:
+    """One word for why a gate decided as it did (today's reports do not say)."""
+    decision, reason, trials = row["decision"], row.get("reason"), row.get("trials") or 0
+    min_trials = getattr(gate, "min_trials", 1)
+    max_trials = getattr(gate, "max_trials", None)
+    baseline = row.get("baseline_runs")
+    if decision == "promote":
+        return "promote_evidence"
+    if decision == "evict":
+        if reason == _HARMFUL:
+            return "harm_evidence"
+        if max_trials is not None and trials >= max_trials:
+            return "max_trials"
+        return "max_baseline_runs"
+    if decision == "retire":
+        return "low_win_rate"
+    if reason is not None and "not_identifiable" in str(reason):
+        return "not_identifiable"
+    if trials == 0 or trials < min_trials:
+        return "min_trials"
+    needed = 2 if getattr(gate, "decision_rule", "inference") == "inference" else 1
+    if (baseline is not None and baseline < needed) or trials >= runs:
+        return "no_baseline"
+    p_up, p_down = row.get("p_promote"), row.get("p_evict")
+    if getattr(gate, "decision_rule", None) == "inference" and p_up is not None and p_down:
+        both = p_up >= getattr(gate, "promote_confidence", 1) and p_down >= getattr(
+            gate, "evict_confidence", 1
+        )
+        if both:
+            return "both_sides"
+    return "insufficient_evidence"
+
+
+def _gate_rows(report: Any, name: str, gate: Any, runs: int) -> pl.DataFrame:
+    """A gate report's rows in the common columns (gate's own columns after them)."""
+    frame = report.to_frame()
+    if "estimate" not in frame.columns and "lift" in frame.columns:
+        frame = frame.with_columns(pl.col("lift").alias("estimate"))
+    if "std_error" not in frame.columns and "se" in frame.columns:
+        frame = frame.with_columns(pl.col("se").alias("std_error"))
+    for column, dtype in (("estimate", pl.Float64), ("std_error", pl.Float64)):
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
+    if "why" not in frame.columns:
+        whys = [_why(r, gate, runs) for r in frame.iter_rows(named=True)]
+        frame = frame.with_columns(pl.Series("why", whys, dtype=pl.String))
+    frame = frame.with_columns(pl.lit(name).alias("gate"))
+    own = [c for c in frame.columns if c not in DECISION_COLUMNS]
+    return frame.select(*DECISION_COLUMNS, *own)
+
+
+def _verdict_label(decision: str | None, reason: str | None) -> str:
+    if decision == "evict" and reason:
+        return "evict: " + str(reason).split(":")[-1]
+    return decision or "not judged"
+
+
+# ---------------------------------------------------------------------- audit
+@dataclass(frozen=True, repr=False, eq=False)
+class LedgerAudit:
+    """What :func:`audit_ledger` found on one ledger.
+
+    Attributes
+    ----------
+    ledger : Ledger
+        The ledger audited.
+    source : str
+        Where it came from, as shown (a file name, never a machine path).
+    gates : tuple of str
+        The gates run, in order; the last is the comparison gate that colours the charts.
+    covariates : tuple of str
+        The covariates the regressions and the evidence gate adjusted for.
+    attribution : polars.DataFrame
+        One row per (method, lesson): ``fact_id, method, estimate, std_error, ci_low,
+        ci_high, pvalue, trials, baseline_runs``, then the comparison gate's
+        ``decision``, ``reason`` and ``why`` for the lesson.
+    decisions : polars.DataFrame
+        One row per (gate, lesson): :data:`DECISION_COLUMNS`, then the gate's own
+        columns (null for the other gates).
+    identifiability : polars.DataFrame
+        :func:`~cogstats.estimators.check_identifiability` on the ledger and covariates.
+    settings : mapping
+        Methods, gate policies, seed.
+    """
+
+    ledger: Ledger
+    source: str
+    gates: tuple[str, ...]
+    covariates: tuple[str, ...]
+    attribution: pl.DataFrame
+    decisions: pl.DataFrame
+    identifiability: pl.DataFrame
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+    def to_frame(self) -> pl.DataFrame:
+        """The decisions of every gate (:attr:`decisions`)."""
+        return self.decisions
+
+    def evicted_harmful(self, gate: str) -> tuple[str, ...]:
+        """Lessons ``gate`` evicts as harmful."""
+        d = self._gate(gate)
+        return tuple(d.filter(pl.col("reason") == _HARMFUL)["fact_id"].to_list())
+
+    def held_harmful(self, gate: str) -> tuple[str, ...]:
+        """Lessons ``gate`` holds although its estimate is clearly negative.
+
+        Held, with ``estimate + 2 * std_error < 0`` (an approximate 95% upper bound below
+        zero): harm the gate sees but does not act on (too few trials, no separate
+        contrast, not enough evidence for its error rate).
+        """
+        d = self._gate(gate).filter(
+            (pl.col("decision") == "hold") & (pl.col("estimate") + 2 * pl.col("std_error") < 0)
+        )
+        return tuple(d["fact_id"].to_list())
+
+    def _gate(self, gate: str) -> pl.DataFrame:
+        if gate not in self.gates:
+            raise ParameterError(f"gate must be one of {list(self.gates)}; got {gate!r}")
+        return self.decisions.filter(pl.col("gate") == gate)
+
+    def side_by_side(self) -> pl.DataFrame:
+        """One row per lesson: trials, then each gate's decision and why.
+
+        Examples
+        --------
+        >>> from cogstats import Ledger
+        >>> ledger = Ledger.from_records(
+        ...     {"run_id": f"r{i}", "score": 0.5 + 0.1 * (i % 2), "fact_ids": ["a"] * (i % 2)}
+        ...     for i in range(8))
+        >>> audit_ledger(ledger, rng=1).side_by_side().columns
+        ['fact_id', 'trials', 'cycgraph', 'cycgraph_why', 'evidence', 'evidence_why']
+        """
+        out = self.decisions.group_by("fact_id", maintain_order=True).agg(pl.col("trials").first())
+        order = sorted(out["fact_id"].to_list(), key=natural_key)
+        rank = pl.DataFrame({"fact_id": order, "_rank": range(len(order))})
+        out = out.join(rank, on="fact_id").sort("_rank").drop("_rank")
+        for gate in self.gates:
+            d = self._gate(gate)
+            labels = [_verdict_label(a, b) for a, b in zip(d["decision"], d["reason"], strict=True)]
+            part = pl.DataFrame(
+                {"fact_id": d["fact_id"], gate: labels, f"{gate}_why": d["why"]},
+                schema={"fact_id": pl.String, gate: pl.String, f"{gate}_why": pl.String},
+            )
+            out = out.join(part, on="fact_id", how="left")
+        return out
+
+    def shown_lessons(self, max_lessons: int = 40) -> list[str]:
+        """The lessons the charts draw: every lesson a gate decided on or holds as
+        harmful, then the largest absolute estimates, up to ``max_lessons``, sorted by id.
+        """
+        n = int(check_int("max_lessons", max_lessons, minimum=1))  # type: ignore[arg-type]
+        flagged: list[str] = []
+        for gate in self.gates:
+            d = self._gate(gate).filter(pl.col("decision") != "hold")
+            flagged += d["fact_id"].to_list() + list(self.held_harmful(gate))
+        ranked = (
+            self.attribution.filter(pl.col("estimate").is_not_null())
+            .group_by("fact_id")
+            .agg(pl.col("estimate").abs().max().alias("size"))
+            .sort(["size", "fact_id"], descending=[True, False])["fact_id"]
+            .to_list()
+        )
+        ordered = list(
+            dict.fromkeys([*sorted(set(flagged), key=natural_key), *ranked, *self.ledger.fact_ids])
+        )
+        return sorted(ordered[:n], key=natural_key)
+
+    def key_numbers(self) -> dict[str, Any]:
+        """The numbers the report's summary block shows (name -> value).
+
+        Examples
+        --------
+        >>> from cogstats import Ledger
+        >>> ledger = Ledger.from_records(
+        ...     {"run_id": f"r{i}", "score": 0.5 + 0.1 * (i % 2), "fact_ids": ["a"] * (i % 2)}
+        ...     for i in range(8))
+        >>> audit_ledger(ledger, rng=1).key_numbers()["runs"]
+        8
+        """
+        numbers: dict[str, Any] = {
+            "runs": len(self.ledger),
+            "lessons": len(self.ledger.fact_ids),
+            "mean score": float(np.mean(self.ledger.scores)),
+            "adjusted for": ", ".join(self.covariates) or "nothing",
+            "cannot be told apart": int((~self.identifiability["identifiable"]).sum()),
+        }
+        for gate in self.gates:
+            numbers[f"{gate}: evicted as harmful"] = len(self.evicted_harmful(gate))
+        return numbers
+
+    def summary(self) -> str:
+        """What was audited and, per gate, the lessons it evicts or holds as harmful."""
+        lines = [
+            f"Ledger audit of {self.source}: {len(self.ledger)} runs, "
+            f"{len(self.ledger.fact_ids)} lessons; covariates: "
+            f"{', '.join(self.covariates) or 'none'}"
+        ]
+        lines += self.findings()
+        return "\n".join(lines)
+
+    def findings(self) -> list[str]:
+        """One sentence per gate (harmful evictions and holds), one on identifiability."""
+        out = []
+        for gate in self.gates:
+            ev = self.evicted_harmful(gate)
+            held = self.held_harmful(gate)
+            d = self._gate(gate)
+            counts = d.group_by("decision").len().sort("decision")
+            tally = ", ".join(f"{n} {k}" for k, n in counts.iter_rows())
+            text = f"{gate}: evicts as harmful {', '.join(ev) if ev else 'none'}"
+            if held:
+                text += f"; holds as harmful (estimate clearly below 0) {', '.join(held)}"
+            out.append(f"{text} ({tally}).")
+        bad = self.identifiability.filter(~pl.col("identifiable"))
+        out.append(
+            f"{bad.height} of {self.identifiability.height} lessons cannot be told apart "
+            "from others in this ledger (same injection pattern, collinear, or no contrast)."
+        )
+        return out
+
+    def write_tables(self, directory: str | Path, prefix: str = "ledger_audit") -> list[Path]:
+        """Write ``<prefix>_attribution`` and ``<prefix>_decisions`` as CSV and Parquet.
+
+        An empty ``directory`` writes nothing.  List columns are written as
+        ``;``-joined text in the CSV files.
+        """
+        if directory == "" or directory is None:
+            return []
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for stem, frame in (("attribution", self.attribution), ("decisions", self.decisions)):
+            base = folder / f"{prefix}_{stem}"
+            frame.write_parquet(base.with_suffix(".parquet"))
+            flat = frame.with_columns(
+                pl.col(c).cast(pl.List(pl.String)).list.join(";")
+                for c, t in frame.schema.items()
+                if isinstance(t, pl.List)
+            )
+            flat.write_csv(base.with_suffix(".csv"))
+            written += [base.with_suffix(".csv"), base.with_suffix(".parquet")]
+        return written
+
+    def __repr__(self) -> str:
+        return (
+            f"LedgerAudit(source={self.source!r}, runs={len(self.ledger)}, "
+            f"lessons={len(self.ledger.fact_ids)}, gates={list(self.gates)})"
+        )
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(f)}</li>" for f in self.findings())
+        return f"<div><strong>{html.escape(repr(self))}</strong><ul>{items}</ul></div>"
+
+
+def _covariates(ledger: Ledger, covariates: Sequence[str] | None) -> tuple[str, ...]:
+    if covariates is None or (not isinstance(covariates, str) and len(covariates) == 0):
+        return tuple(c for c in DIFFICULTY_COLUMNS if c in ledger.covariates)[:1]
+    if isinstance(covariates, str) or not all(isinstance(c, str) for c in covariates):
+        raise ParameterError(f"covariates must be a list of column names; got {covariates!r}")
+    missing = [c for c in covariates if c not in ledger.covariates]
+    if missing:
+        raise ParameterError(
+            f"covariates names column(s) {missing} that the ledger lacks; its covariates "
+            f"are {ledger.covariates} (rename one with columns={{'difficulty': 'its name'}})"
+        )
+    return tuple(covariates)
+
+
+def audit_ledger(
+    ledger: Ledger,
+    *,
+    gates: Sequence[str] = DEFAULT_GATES,
+    covariates: Sequence[str] | None = None,
+    source: str = "ledger",
+    rng: Any = None,
+) -> LedgerAudit:
+    """Attribution by several methods and every gate's decisions on one ledger.
+
+    Methods, side by side: ``lift`` (cycgraph's statistic: mean with the lesson minus
+    mean without), ``ols`` and ``ridge`` regressing the score on every lesson and the
+    covariates (ridge's penalty by generalized cross-validation).  Gates: each name of
+    ``gates`` (see :func:`_make_gate`), all judging every lesson of the ledger.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The runs.
+    gates : sequence of str
+        Gate names, from :data:`GATE_NAMES` (default :data:`DEFAULT_GATES`); the last
+        one colours the attribution rows (its ``decision``/``reason``/``why``).
+    covariates : sequence of str, optional
+        Ledger covariates to adjust for; default: the run difficulty when the ledger
+        has a ``difficulty_proxy`` or ``difficulty`` column, else none.
+    source : str
+        How to name the ledger in the summary (a file name).
+    rng : seed or Generator, optional
+        For methods that draw.
+
+    Returns
+    -------
+    LedgerAudit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(3)
+    >>> inject = rng.random((60, 3)) < 0.5
+    >>> score = np.clip(0.6 - 0.3 * inject[:, 2] + rng.normal(0, 0.05, 60), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": str(i), "score": float(score[i]),
+    ...      "fact_ids": [f for f, on in zip(["a", "b", "bad"], inject[i]) if on]}
+    ...     for i in range(60))
+    >>> audit = audit_ledger(ledger, rng=1)
+    >>> audit.evicted_harmful("cycgraph"), audit.evicted_harmful("evidence")
+    (('bad',), ('bad',))
+    >>> sorted(audit.decisions.columns[:9]) == sorted(DECISION_COLUMNS)
+    True
+    """
+    if not isinstance(ledger, Ledger):
+        raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+    names = _check_gates(gates)
+    covs = _covariates(ledger, covariates)
+    if len(ledger) < 2 or not ledger.fact_ids:
+        raise ParameterError(
+            f"the ledger needs at least 2 runs and one lesson to audit; it has {len(ledger)} "
+            f"run(s) and {len(ledger.fact_ids)} lesson(s)"
+        )
+    label = "" if not covs else " + " + " + ".join(covs)
+    methods: dict[str, dict[str, Any]] = {
+        "lift": {},
+        f"ols{label}": {"method": "ols", **({"covariates": list(covs)} if covs else {})},
+        f"ridge{label}": {"method": "ridge", **({"covariates": list(covs)} if covs else {})},
+    }
+    streams = np.random.default_rng(rng).spawn(len(names) + 1)
+    rows = compare_attributions(ledger, methods, rng=streams[0])
+    frames = []
+    policies = {}
+    for name, stream in zip(names, streams[1:], strict=True):
+        gate = _make_gate(name, covariates=covs)
+        policies[name] = gate.to_policy()
+        if name == "cycgraph":
+            report = gate.evaluate(ledger)
+        else:
+            report = gate.evaluate(ledger, rng=stream)
+        frames.append(_gate_rows(report, name, gate, len(ledger)))
+    decisions = pl.concat(frames, how="diagonal_relaxed")
+    last = decisions.filter(pl.col("gate") == names[-1]).select(
+        "fact_id", "decision", "reason", "why"
+    )
+    attribution = rows.join(last, on="fact_id", how="left")
+    ident = check_identifiability(ledger, covariates=covs)
+    return LedgerAudit(
+        ledger=ledger,
+        source=source,
+        gates=names,
+        covariates=covs,
+        attribution=attribution,
+        decisions=decisions,
+        identifiability=ident,
+        settings={"methods": methods, "gates": policies},
+    )
+
+
+# ---------------------------------------------------------------------- replay
+def _recorded(value: Any) -> bool:
+    return str(value).strip().lower() in ("yes", "true", "1")
+
+
+def recorded_ledger(runs: pl.DataFrame) -> Ledger:
+    """The ledger of a recorded demo's runs: the rows with ``recorded`` yes, in run order.
+
+    ``runs`` has the columns of :func:`replay_gates` (``run``, ``score``,
+    ``lessons_in_prompt`` space-separated, ``recorded``); run ids are the run numbers as
+    text.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"run": [1, 2], "score": [0.0, 0.9],
+    ...                      "lessons_in_prompt": [None, "a b"], "recorded": ["no", "yes"]})
+    >>> recorded_ledger(runs).frame.rows()
+    [('2', 0.9, ['a', 'b'])]
+    """
+    from cogstats.charts._frames import require_columns
+
+    require_columns(
+        runs,
+        ["run", "score", "lessons_in_prompt", "recorded"],
+        builder="recorded_ledger",
+        argument="runs",
+        allow_empty=True,
+    )
+    ledger = Ledger()
+    for r in runs.sort("run").iter_rows(named=True):
+        if _recorded(r["recorded"]):
+            ledger.record(str(r["run"]), float(r["score"]), (r["lessons_in_prompt"] or "").split())
+    return ledger
+
+
+def replay_gates(
+    runs: pl.DataFrame,
+    lessons: pl.DataFrame,
+    gates: Mapping[str, Any] | Sequence[str],
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    from_run: int = 1,
+) -> pl.DataFrame:
+    """Replay a recorded ledger run by run through several gates, each on its own.
+
+    After each run from ``from_run`` on, every gate judges the lessons that are its
+    candidates then (arrived as candidates, not yet promoted or evicted by that gate) on
+    the recorded runs so far.  The prompts are the recorded ones: a gate's decisions do
+    not change which lessons later runs carried (that would need the agent itself).
+
+    Parameters
+    ----------
+    runs : polars.DataFrame
+        ``run`` (int), ``score``, ``lessons_in_prompt`` (space-separated ids, may be
+        null) and ``recorded`` (``"yes"``/``"no"``: runs that were not recorded do not
+        enter the ledger), one row per run in order.
+    lessons : polars.DataFrame
+        ``lesson``, ``kind`` and ``first_gate_as_candidate`` (the first gate, by run,
+        at which the lesson is a candidate).
+    gates : mapping or sequence of str
+        Name -> gate object (anything with ``evaluate(ledger, candidates)``), or gate
+        names from :data:`GATE_NAMES`.
+    options : mapping, optional
+        For named gates: name -> constructor options (e.g. ``{"cycgraph":
+        DEMO_POLICY}``).
+    from_run : int
+        The first run after which the gates run.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (gate, after_run, candidate): ``gate, after_run, fact_id, kind,
+        decision, reason, why, trials, estimate, std_error, baseline_runs``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from cogstats.gates import CycgraphGate
+    >>> runs = pl.DataFrame({"run": [1, 2, 3], "score": [0.9, 0.4, 0.5],
+    ...                      "lessons_in_prompt": ["a", "a b", None],
+    ...                      "recorded": ["yes"] * 3})
+    >>> lessons = pl.DataFrame({"lesson": ["a", "b"], "kind": ["genuine", "poison"],
+    ...                         "first_gate_as_candidate": [1, 2]})
+    >>> gate = CycgraphGate(decision_rule="margin", min_trials=1)
+    >>> out = replay_gates(runs, lessons, {"margin": gate})
+    >>> out.filter(pl.col("decision") != "hold").select("after_run", "fact_id", "decision").rows()
+    [(2, 'b', 'evict'), (3, 'a', 'promote')]
+    """
+    from cogstats.charts._frames import require_columns
+
+    require_columns(
+        runs,
+        ["run", "score", "lessons_in_prompt", "recorded"],
+        builder="replay_gates",
+        argument="runs",
+    )
+    require_columns(
+        lessons,
+        ["lesson", "kind", "first_gate_as_candidate"],
+        builder="replay_gates",
+        argument="lessons",
+    )
+    if not isinstance(gates, Mapping):
+        extra = dict(options or {})
+        unknown = [k for k in extra if k not in gates]
+        if unknown:
+            raise ParameterError(f"options names gate(s) {unknown} that are not in gates")
+        gates = {n: _make_gate(n, **dict(extra.get(n, {}))) for n in _check_gates(gates)}
+    if not gates:
+        raise ParameterError(f"gates must be a non-empty mapping name -> gate; got {gates!r}")
+    first = int(check_int("from_run", from_run, minimum=1))  # type: ignore[arg-type]
+    kinds = dict(zip(lessons["lesson"].to_list(), lessons["kind"].to_list(), strict=True))
+    arrive = dict(
+        zip(lessons["lesson"].to_list(), lessons["first_gate_as_candidate"].to_list(), strict=True)
+    )
+    status: dict[str, dict[str, str]] = {name: {} for name in gates}
+    ledger = Ledger()
+    frames = []
+    for r in runs.sort("run").iter_rows(named=True):
+        prompt = (r["lessons_in_prompt"] or "").split()
+        if _recorded(r["recorded"]):
+            ledger.record(str(r["run"]), float(r["score"]), prompt)
+        if r["run"] < first or len(ledger) == 0:
+            continue
+        for name, gate in gates.items():
+            candidates = [
+                f
+                for f in lessons["lesson"].to_list()
+                if arrive[f] <= r["run"] and f not in status[name]
+            ]
+            if not candidates:
+                continue
+            rows = _gate_rows(gate.evaluate(ledger, candidates), name, gate, len(ledger))
+            for d in rows.iter_rows(named=True):
+                if d["decision"] != "hold":
+                    status[name][d["fact_id"]] = d["decision"]
+            frames.append(
+                rows.select(DECISION_COLUMNS).with_columns(
+                    pl.lit(int(r["run"]), dtype=pl.Int64).alias("after_run"),
+                    pl.col("fact_id").replace_strict(kinds, default=None).alias("kind"),
+                )
+            )
+    if not frames:
+        raise ParameterError("replay_gates: no gate ran (no recorded run at or after from_run)")
+    out = pl.concat(frames, how="vertical_relaxed")
+    return out.select(
+        "gate",
+        "after_run",
+        "fact_id",
+        "kind",
+        *[c for c in DECISION_COLUMNS if c not in ("fact_id", "gate")],
+    )

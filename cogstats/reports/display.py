@@ -1,0 +1,293 @@
+"""What a published report page shows besides charts: tables, the summary block, an
+interactive chart that works offline.
+
+polars' own HTML table prints a dtype row, quotes every string and cuts long tables; a
+report page wants none of that, so :func:`show_table` renders a frame as a plain HTML
+table (numbers to a few significant digits, lists joined, every row, scrolling when
+long).  :func:`summary_block` is the box at the top of a report: what was run and the
+key numbers.  :func:`interactive_chart` embeds an altair chart with its parameters
+(sliders, dropdowns) and the Vega JavaScript inlined, so the page needs no kernel and no
+network.  All three return small frozen objects that render in a notebook
+(``_repr_html_``); the report notebooks display them, they never build HTML themselves.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from cogstats._validation import ParameterError, check_int
+
+__all__ = [
+    "InteractiveChart",
+    "SummaryBlock",
+    "Table",
+    "interactive_chart",
+    "show_table",
+    "summary_block",
+]
+
+_TABLE_STYLE = (
+    "border-collapse:collapse;font-size:13px;font-family:system-ui,sans-serif;"
+    "font-variant-numeric:tabular-nums"
+)
+_CELL = "padding:2px 10px;border-bottom:1px solid #e0e0e0;text-align:{align}"
+
+
+def _cell(value: Any, digits: int) -> tuple[str, bool]:
+    """A value as display text, and whether it is a number (right-aligned)."""
+    if value is None:
+        return "", False
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):d}", True
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        if math.isnan(x):
+            return "", True
+        if math.isinf(x):
+            return ("∞" if x > 0 else "−∞"), True
+        return f"{x:.{digits}g}", True
+    if isinstance(value, list | tuple | pl.Series):
+        return ", ".join(_cell(v, digits)[0] for v in value), False
+    return str(value), False
+
+
+@dataclass(frozen=True)
+class Table:
+    """A frame rendered for a report page (see :func:`show_table`)."""
+
+    frame: pl.DataFrame
+    caption: str | None = None
+    digits: int = 4
+    max_height: int = 420
+
+    def to_frame(self) -> pl.DataFrame:
+        """The frame shown."""
+        return self.frame
+
+    def summary(self) -> str:
+        """One line: rows and columns."""
+        return f"table of {self.frame.height} row(s): {', '.join(self.frame.columns)}"
+
+    def _repr_html_(self) -> str:
+        head = "".join(
+            f'<th style="{_CELL.format(align="left")};border-bottom:2px solid #444">'
+            f"{html.escape(c)}</th>"
+            for c in self.frame.columns
+        )
+        rows = []
+        for row in self.frame.iter_rows():
+            cells = []
+            for v in row:
+                text, numeric = _cell(v, self.digits)
+                style = _CELL.format(align="right" if numeric else "left")
+                cells.append(f'<td style="{style}">{html.escape(text)}</td>')
+            rows.append(f"<tr>{''.join(cells)}</tr>")
+        caption = (
+            f'<caption style="text-align:left;font-weight:600;padding:4px 0">'
+            f"{html.escape(self.caption)}</caption>"
+            if self.caption
+            else ""
+        )
+        note = f"{self.frame.height} row(s)"
+        table = (
+            f'<table class="cogstats-table" style="{_TABLE_STYLE}">{caption}'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+        scroll = "overflow-x:auto" + (
+            f";max-height:{self.max_height}px;overflow-y:auto" if self.frame.height > 15 else ""
+        )
+        return (
+            f'<div class="cogstats-table-wrap" style="{scroll}">{table}</div>'
+            f'<div style="font-size:11px;color:#666">{note}</div>'
+        )
+
+
+def show_table(
+    frame: pl.DataFrame,
+    *,
+    caption: str | None = None,
+    digits: int = 4,
+    max_height: int = 420,
+) -> Table:
+    """A frame as a plain HTML table: every row, no dtype row, no quotes.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        What to show (select and rename columns first; nothing is dropped here).
+    caption : str, optional
+        A caption above the table.
+    digits : int
+        Significant digits of floats (stored numbers are not rounded, only shown).
+    max_height : int
+        Tables longer than 15 rows scroll inside a box this many pixels high, so a long
+        table is shown whole without pushing the rest of the page away.
+
+    Returns
+    -------
+    Table
+        Renders in a notebook (``_repr_html_``).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> t = show_table(pl.DataFrame({"fact_id": ["a"], "estimate": [0.123456], "ok": [True]}))
+    >>> page = t._repr_html_()
+    >>> "0.1235" in page, "&quot;a&quot;" in page, "f64" in page, ">yes<" in page
+    (True, False, False, True)
+    """
+    if not isinstance(frame, pl.DataFrame):
+        raise ParameterError(f"frame must be a polars DataFrame; got {type(frame).__name__}")
+    check_int("digits", digits, minimum=1)
+    check_int("max_height", max_height, minimum=50)
+    return Table(frame=frame, caption=caption, digits=digits, max_height=max_height)
+
+
+@dataclass(frozen=True)
+class SummaryBlock:
+    """The box at the top of a report page (see :func:`summary_block`)."""
+
+    what: str
+    numbers: tuple[tuple[str, str], ...] = ()
+    findings: tuple[str, ...] = ()
+
+    def to_frame(self) -> pl.DataFrame:
+        """The key numbers as rows (name, value)."""
+        return pl.DataFrame(
+            {"name": [k for k, _ in self.numbers], "value": [v for _, v in self.numbers]},
+            schema={"name": pl.String, "value": pl.String},
+        )
+
+    def summary(self) -> str:
+        """The block as plain text."""
+        lines = [self.what, *(f"  {k}: {v}" for k, v in self.numbers)]
+        lines += [f"- {f}" for f in self.findings]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        items = "".join(
+            f'<div style="display:inline-block;margin:4px 18px 4px 0">'
+            f'<div style="font-size:11px;color:#555">{html.escape(k)}</div>'
+            f'<div style="font-size:18px;font-weight:600">{html.escape(v)}</div></div>'
+            for k, v in self.numbers
+        )
+        findings = "".join(f"<li>{html.escape(f)}</li>" for f in self.findings)
+        return (
+            '<div class="cogstats-summary" style="border:1px solid #c8d3e0;'
+            "background:#f5f8fb;border-radius:6px;padding:10px 14px;margin:8px 0;"
+            'font-family:system-ui,sans-serif">'
+            '<div style="font-weight:600;margin-bottom:4px">Summary</div>'
+            f'<div style="margin-bottom:6px">{html.escape(self.what)}</div>'
+            f"<div>{items}</div>"
+            + (f'<ul style="margin:6px 0 0 0">{findings}</ul>' if findings else "")
+            + "</div>"
+        )
+
+
+def summary_block(
+    what: str,
+    numbers: Mapping[str, Any] | None = None,
+    findings: Sequence[str] = (),
+    *,
+    digits: int = 3,
+) -> SummaryBlock:
+    """The summary at the top of a report: what was run, the key numbers, the findings.
+
+    Report notebooks tag the cell that displays it ``summary``;
+    :func:`~cogstats.reports.run_report` moves that cell to the top of the exported page
+    (right under the title), so the reader sees the result before the detail.
+
+    Parameters
+    ----------
+    what : str
+        One or two sentences: what was run on what.
+    numbers : mapping, optional
+        Key numbers, name -> value (floats shown to ``digits`` significant digits).
+    findings : sequence of str
+        Short statements (e.g. which lessons each gate evicts).
+    digits : int
+        Significant digits of float values.
+
+    Examples
+    --------
+    >>> block = summary_block("Gate on 30 runs.", {"runs": 30, "mean score": 0.61234})
+    >>> print(block)
+    Gate on 30 runs.
+      runs: 30
+      mean score: 0.612
+    """
+    if not isinstance(what, str):
+        raise ParameterError(f"what must be a string; got {type(what).__name__}")
+    check_int("digits", digits, minimum=1)
+    pairs = tuple((str(k), _cell(v, digits)[0]) for k, v in dict(numbers or {}).items())
+    if isinstance(findings, str):
+        raise ParameterError("findings must be a sequence of strings, not one string")
+    return SummaryBlock(what=what, numbers=pairs, findings=tuple(str(f) for f in findings))
+
+
+@dataclass(frozen=True)
+class InteractiveChart:
+    """An altair chart embedded with its JavaScript inlined (see :func:`interactive_chart`)."""
+
+    page: str = field(repr=False)
+    height: int = 600
+
+    def summary(self) -> str:
+        """Size of the embedded page."""
+        return f"interactive chart: {len(self.page) / 1e6:.2f} MB of inline HTML/JavaScript"
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<iframe class="cogstats-interactive" title="interactive chart" '
+            f'srcdoc="{html.escape(self.page, quote=True)}" '
+            f'style="width:100%;height:{self.height}px;border:0" '
+            'sandbox="allow-scripts"></iframe>'
+        )
+
+
+def interactive_chart(chart: Any, *, height: int = 600) -> InteractiveChart:
+    """Embed an altair chart (parameters bound to widgets included) for an offline page.
+
+    The chart is saved as a standalone HTML page with the Vega, Vega-Lite and
+    vega-embed JavaScript inlined (altair's ``inline=True``, through vl-convert), rendered
+    as SVG, and placed in an ``<iframe srcdoc=...>``: the exported report needs no
+    kernel and loads nothing from the network.  About 1 MB per chart.
+
+    Parameters
+    ----------
+    chart : altair chart
+        Any top-level altair chart.
+    height : int
+        Height of the frame in pixels.
+
+    Examples
+    --------
+    >>> import altair as alt, polars as pl
+    >>> limit = alt.param(value=2, bind=alt.binding_range(min=1, max=3, step=1))
+    >>> chart = (alt.Chart(pl.DataFrame({"x": [1, 2, 3]})).mark_bar().encode(x="x:Q")
+    ...          .add_params(limit).transform_filter(alt.datum.x <= limit))
+    >>> embedded = interactive_chart(chart, height=300)
+    >>> frame = embedded._repr_html_()
+    >>> frame.startswith("<iframe"), "cdn.jsdelivr" in embedded.page
+    (True, False)
+    """
+    check_int("height", height, minimum=50)
+    import io
+
+    buffer = io.StringIO()
+    chart.save(
+        buffer, format="html", inline=True, embed_options={"renderer": "svg", "actions": False}
+    )
+    return InteractiveChart(page=buffer.getvalue(), height=height)
