@@ -51,7 +51,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import optimize, stats
+from scipy import optimize, sparse, stats
+from scipy.sparse import linalg as sparse_linalg
 
 from cogstats._results import format_settings
 from cogstats._validation import ParameterError, check_int, check_real
@@ -209,12 +210,17 @@ def markov_arl(h: float, values: np.ndarray, probs: np.ndarray, *, states: int =
     width = h / states
     level = np.arange(states) * width
     after = np.maximum(0.0, level[:, None] + values[None, :])
-    target = np.rint(after / width).astype(np.int64)
-    target = np.where((after > h) | (target >= states), states, target)
-    q = np.zeros((states, states + 1))
-    rows = np.repeat(np.arange(states), values.size)
-    np.add.at(q, (rows, target.ravel()), np.tile(probs, states))
-    arl = np.linalg.solve(np.eye(states) - q[:, :states], np.ones(states))
+    target = np.rint(after / width).astype(np.int64).ravel()
+    stay = ((after <= h).ravel()) & (target < states)
+    rows = np.repeat(np.arange(states), values.size)[stay]
+    # transitions among the transient states (duplicates summed); a sparse solve, as a
+    # discrete increment reaches few states from each one
+    q = sparse.csr_matrix(
+        (np.tile(probs, states)[stay], (rows, target[stay])), shape=(states, states)
+    )
+    arl = sparse_linalg.spsolve(
+        (sparse.identity(states, format="csr") - q).tocsc(), np.ones(states)
+    )
     return float(arl[0])
 
 

@@ -10,6 +10,7 @@ Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or se
 Needs the ``notebook`` extra (altair, vl-convert-python).
 """
 
+from cogstats.charts.admission import admission_roc, monitor_statistic, recall_by_defence
 from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
 from cogstats.charts.fitness import fitness_curve
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_OUTCOMES",
     "REFERENCE_COLUMNS",
     "VERDICTS",
+    "admission_roc",
     "decision_timeline",
     "decisions_by_run",
     "estimate_intervals",
@@ -28,6 +30,8 @@ __all__ = [
     "false_eviction_tradeoff",
     "fitness_curve",
     "missed_poison_tradeoff",
+    "monitor_statistic",
     "operating_characteristics",
+    "recall_by_defence",
     "tradeoff",
 ]

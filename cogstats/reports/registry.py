@@ -187,6 +187,20 @@ REPORTS: dict[str, Report] = {
             ci_parameters={"replicates": 40},
             path_parameters=("spec_path", "sweep_path"),
         ),
+        Report(
+            name="write_path_admission",
+            notebook="write_path_admission.ipynb",
+            title="Write-path admission against read filtering in a shared vector memory: "
+            "recall in affected regions, laundering, the admission ROC, the recall monitor",
+            ci_parameters={
+                "replicates": 2,
+                "monitor_replicates": 1,
+                "dim": 64,
+                "tenants": 2,
+                "monitor_periods": 16,
+            },
+            path_parameters=("spec_path",),
+        ),
     )
 }
 
@@ -197,7 +211,7 @@ def report_names() -> list[str]:
     Examples
     --------
     >>> report_names()
-    ['operating_characteristics', 'poison_crater', 'tradeoffs']
+    ['operating_characteristics', 'poison_crater', 'tradeoffs', 'write_path_admission']
     """
     return sorted(REPORTS)
 
