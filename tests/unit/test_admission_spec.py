@@ -3,6 +3,9 @@ round trips and dotted-path changes."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,18 @@ def test_malformed_toml_and_missing_file(tmp_path: Path) -> None:
     assert "malformed TOML" in str(err)
     with pytest.raises(FileNotFoundError):
         load_admission_spec(tmp_path / "absent.toml")
+
+
+def test_faiss_is_imported_only_when_an_index_is_built() -> None:
+    code = (
+        "import sys, json\n"
+        "from cogstats.admission import load_admission_spec, generate_world, DEFENCES\n"
+        f"spec = load_admission_spec({str(SHIPPED)!r}).with_values({{'world.tenants': 2}})\n"
+        "world = generate_world(spec, rng=0)\n"
+        "before = 'faiss' in sys.modules\n"
+        "from cogstats.admission import make_index\n"
+        "make_index('flat', world.vectors.shape[1]).build(world.vectors[:5], [0, 1, 2, 3, 4])\n"
+        "print(json.dumps([before, 'faiss' in sys.modules, 'tqdm' in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, False]
