@@ -20,7 +20,15 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``admission`` to an ``argparse`` subparsers object; returns its parser."""
+    """Add ``admission`` to an ``argparse`` subparsers object; returns its parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> sub = argparse.ArgumentParser(prog="cogstats").add_subparsers(dest="command")
+    >>> add_parser(sub).parse_args(["spec.toml", "--replicates", "3"]).replicates
+    3
+    """
     p: argparse.ArgumentParser = subparsers.add_parser(
         "admission",
         help="write-path admission against read filtering in a simulated shared vector "
@@ -43,7 +51,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; print the tables; write them under ``--out``."""
+    """Run the subcommand; print the tables; write them under ``--out``.
+
+    Returns the exit status (0); invalid input raises a :class:`CogstatsError`, which
+    ``cogstats.cli.main`` turns into status 2 and a one-line message.
+
+    Examples
+    --------
+    >>> from cogstats.cli import main
+    >>> main(["admission", "no-such-spec.toml"])  # the message goes to stderr
+    2
+    """
     from cogstats.admission.run import run_admission, run_monitor
     from cogstats.admission.spec import load_admission_spec
 

@@ -53,6 +53,16 @@ class Consolidation:
         The memories the job read.
     settings : mapping
         cluster_size, min_members, provenance, laundering_share, iterations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).standard_normal((40, 8)).astype("float32")
+    >>> x /= np.linalg.norm(x, axis=1, keepdims=True)
+    >>> poisoned = np.arange(40) < 2
+    >>> result = consolidate(x, poisoned, cluster_size=10, min_members=1, rng=0)
+    >>> int(result.members.sum()), int(result.poisoned_members.sum())
+    (40, 2)
     """
 
     vectors: np.ndarray

@@ -84,6 +84,11 @@ class AdmissionRules:
         distance; only a near-duplicate's claim can be contradicted.
     batch : int
         Writes decided together (checked against earlier batches).
+
+    Examples
+    --------
+    >>> AdmissionRules(max_centroid_distance=0.3).min_provenance
+    0.6
     """
 
     min_provenance: float = 0.6
@@ -112,6 +117,11 @@ class ReadFilterOptions:
     consolidate_filtered : bool
         Run consolidation on what the filter lets through (default False: the job reads
         the index, as the field report found).
+
+    Examples
+    --------
+    >>> make_defence("read_filter", ReadFilterOptions(overfetch=5)).options.overfetch
+    5
     """
 
     overfetch: int = 0
@@ -123,7 +133,13 @@ class ReadFilterOptions:
 
 @dataclass(frozen=True)
 class QuarantineOptions:
-    """Options of the ``quarantine`` defence (no provenance rule: legacy data has none)."""
+    """Options of the ``quarantine`` defence (no provenance rule: legacy data has none).
+
+    Examples
+    --------
+    >>> QuarantineOptions().max_centroid_distance
+    0.35
+    """
 
     max_centroid_distance: float = 0.35
     high_provenance: float = 0.8
@@ -145,7 +161,17 @@ class AdmissionDecisions:
     """Which writes a set of rules rejects, and by which rule (arrays by memory id).
 
     Corpus memories are never judged (all flags False).  A write is admitted when no
-    flag is set; ``reason`` names the first rule it fails.
+    flag is set; ``reason`` names the first rule it fails.  Made by
+    :func:`admission_decisions`.
+
+    Examples
+    --------
+    >>> from cogstats.admission import AdmissionSpec, generate_world
+    >>> world = generate_world(AdmissionSpec.from_dict({"world": {"dim": 64, "tenants": 2,
+    ...     "topics_per_tenant": 2, "subjects_per_topic": 3, "queries": 5}}), rng=4)
+    >>> decisions = admission_decisions(world)
+    >>> bool(decisions.admitted[world.is_seed].all()), decisions.to_frame().columns
+    (True, ['origin', 'reason', 'writes', 'share'])
     """
 
     rules: Any
@@ -341,6 +367,15 @@ class Placement:
         Extra results fetched per query before the read-time filter.
     decisions : AdmissionDecisions or None
         The per-write decisions, for defences that make them.
+
+    Examples
+    --------
+    >>> from cogstats.admission import AdmissionSpec, generate_world
+    >>> world = generate_world(AdmissionSpec.from_dict({"world": {"dim": 64, "tenants": 2,
+    ...     "topics_per_tenant": 2, "subjects_per_topic": 3, "queries": 5}}), rng=4)
+    >>> placement = make_defence("read_filter").place(world)
+    >>> bool(placement.indexed.all()), bool((placement.read_flagged == world.is_poison).all())
+    (True, True)
     """
 
     defence: str
@@ -364,7 +399,20 @@ class Placement:
 
 
 class Defence(ABC):
-    """A defence: ``place(world) -> Placement``.  Subclasses set ``name`` and ``Options``."""
+    """A defence: ``place(world) -> Placement``.  Subclasses set ``name`` and ``Options``.
+
+    Register a new one with :func:`register_defence`; specs and the CLI then find it by
+    name and read its options from ``[defence.<name>]``.
+
+    Examples
+    --------
+    >>> class IndexBenignOnly(Defence):  # an oracle: index only what is not poisoned
+    ...     name = "oracle_example"
+    ...     def place(self, world):
+    ...         return self._placement(world, build=world.is_benign)
+    >>> IndexBenignOnly().options
+    _NoOptions()
+    """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -405,7 +453,19 @@ DEFENCES: dict[str, type[Defence]] = {}
 
 
 def register_defence(cls: type[Defence]) -> type[Defence]:
-    """Class decorator adding a defence to :data:`DEFENCES` under ``cls.name``."""
+    """Class decorator adding a defence to :data:`DEFENCES` under ``cls.name``.
+
+    Examples
+    --------
+    >>> @register_defence
+    ... class Oracle(Defence):
+    ...     name = "oracle_doc"
+    ...     def place(self, world):
+    ...         return self._placement(world, build=world.is_benign)
+    >>> get_defence("oracle_doc") is Oracle
+    True
+    >>> del DEFENCES["oracle_doc"]  # (keep the registry as shipped)
+    """
     if not cls.name or cls.name in DEFENCES:
         raise RuntimeError(f"defence {cls.name!r} registered twice or without a name")
     DEFENCES[cls.name] = cls
@@ -431,13 +491,25 @@ def get_defence(name: str) -> type[Defence]:
 
 
 def make_defence(name: str, options: Any = None) -> Defence:
-    """An instance of the defence registered as ``name`` (default options when None)."""
+    """An instance of the defence registered as ``name`` (default options when None).
+
+    Examples
+    --------
+    >>> make_defence("admission", AdmissionRules(min_provenance=0.7)).options.min_provenance
+    0.7
+    """
     return get_defence(name)(options)
 
 
 @register_defence
 class Clean(Defence):
-    """No poison is written: the baseline."""
+    """No poison is written: the baseline.
+
+    Examples
+    --------
+    >>> get_defence("clean") is Clean
+    True
+    """
 
     name = "clean"
     description = "no poisoned write reaches the store (baseline)"
@@ -448,7 +520,13 @@ class Clean(Defence):
 
 @register_defence
 class NoDefence(Defence):
-    """Everything written is indexed and served."""
+    """Everything written is indexed and served.
+
+    Examples
+    --------
+    >>> get_defence("none") is NoDefence
+    True
+    """
 
     name = "none"
     description = "everything is indexed and served"
@@ -459,7 +537,13 @@ class NoDefence(Defence):
 
 @register_defence
 class ReadFilter(Defence):
-    """Everything is indexed; poisoned writes are dropped from results at query time."""
+    """Everything is indexed; poisoned writes are dropped from results at query time.
+
+    Examples
+    --------
+    >>> get_defence("read_filter") is ReadFilter
+    True
+    """
 
     name = "read_filter"
     description = "everything is indexed; flagged results are dropped at query time"
@@ -479,7 +563,13 @@ class ReadFilter(Defence):
 
 @register_defence
 class Admission(Defence):
-    """Writes are decided before indexing; every consumer reads the admitted set."""
+    """Writes are decided before indexing; every consumer reads the admitted set.
+
+    Examples
+    --------
+    >>> get_defence("admission") is Admission
+    True
+    """
 
     name = "admission"
     description = "reject before indexing: provenance, centroid distance, contradiction"
@@ -492,7 +582,13 @@ class Admission(Defence):
 
 @register_defence
 class Quarantine(Defence):
-    """Suspects are moved out of the ANN index into a separate exact store afterwards."""
+    """Suspects are moved out of the ANN index into a separate exact store afterwards.
+
+    Examples
+    --------
+    >>> get_defence("quarantine") is Quarantine
+    True
+    """
 
     name = "quarantine"
     description = "index everything, then move suspects to a quarantine index outside routing"

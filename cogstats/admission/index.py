@@ -69,6 +69,11 @@ class HNSWOptions:
         Beam width while inserting.
     ef_search : int
         Beam width while searching (faiss searches with ``max(ef_search, k)``).
+
+    Examples
+    --------
+    >>> HNSWOptions(m=16).ef_search
+    32
     """
 
     m: int = 32
@@ -93,6 +98,11 @@ class IVFOptions:
         training points per centroid faiss asks for).
     nprobe : int
         Lists scanned per query.
+
+    Examples
+    --------
+    >>> IVFIndex(16, IVFOptions(nprobe=2)).nlist(10_000)
+    100
     """
 
     nlist_factor: float = 1.0
@@ -105,7 +115,13 @@ class IVFOptions:
 
 @dataclass(frozen=True)
 class ExactOptions:
-    """:class:`ExactIndex` has no options."""
+    """:class:`ExactIndex` has no options.
+
+    Examples
+    --------
+    >>> ExactOptions()
+    ExactOptions()
+    """
 
 
 class VectorIndex(ABC):
@@ -121,6 +137,15 @@ class VectorIndex(ABC):
         Seed for the index's own randomness (the IVF quantizer's k-means).
     threads : int
         faiss (OpenMP) threads; 1 makes every result reproducible.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.eye(3, dtype="float32")
+    >>> index = make_index("flat", 3)
+    >>> index.build(x, np.array([10, 11, 12]))
+    >>> len(index), index.search(x[[1]], 2)[0, 0]
+    (3, np.int64(11))
     """
 
     name: ClassVar[str] = ""
@@ -193,7 +218,17 @@ INDEXES: dict[str, type[VectorIndex]] = {}
 
 
 def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
-    """Class decorator adding an index type to :data:`INDEXES` under ``cls.name``."""
+    """Class decorator adding an index type to :data:`INDEXES` under ``cls.name``.
+
+    Examples
+    --------
+    >>> @register_index
+    ... class Exact2(ExactIndex):
+    ...     name = "exact_doc"
+    >>> get_index("exact_doc") is Exact2
+    True
+    >>> del INDEXES["exact_doc"]  # (keep the registry as shipped)
+    """
     if not cls.name or cls.name in INDEXES:
         raise RuntimeError(f"index {cls.name!r} registered twice or without a name")
     INDEXES[cls.name] = cls
@@ -246,7 +281,13 @@ def _labelled(internal: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 @register_index
 class ExactIndex(VectorIndex):
-    """Exact inner-product search (``faiss.IndexFlatIP``): the reference, and quarantine's store."""
+    """Exact inner-product search (``faiss.IndexFlatIP``): the reference, and quarantine's store.
+
+    Examples
+    --------
+    >>> get_index("flat") is ExactIndex
+    True
+    """
 
     name = "flat"
     description = "exact search (faiss IndexFlatIP)"
@@ -283,6 +324,17 @@ class HNSWIndex(VectorIndex):
 
     faiss cannot delete nodes from an HNSW graph: :meth:`remove` rebuilds the graph from
     the vectors that remain, in their insertion order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).standard_normal((100, 8)).astype("float32")
+    >>> x /= np.linalg.norm(x, axis=1, keepdims=True)
+    >>> index = HNSWIndex(8)
+    >>> index.build(x, np.arange(100))
+    >>> index.remove(np.array([0]))
+    >>> len(index), int(index.search(x[:1], 1)[0, 0]) != 0
+    (99, True)
     """
 
     name = "hnsw"
@@ -325,6 +377,16 @@ class IVFIndex(VectorIndex):
     The quantizer is trained at :meth:`build` on the vectors given there (k-means seeded
     from ``seed``); :meth:`add` files new vectors under the existing centroids and
     :meth:`remove` deletes from the lists without retraining.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).standard_normal((400, 8)).astype("float32")
+    >>> x /= np.linalg.norm(x, axis=1, keepdims=True)
+    >>> index = IVFIndex(8, seed=1)
+    >>> index.build(x, np.arange(400))
+    >>> index.nlist(400), int(index.search(x[:1], 1)[0, 0])
+    (10, 0)
     """
 
     name = "ivf"

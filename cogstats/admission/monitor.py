@@ -333,6 +333,13 @@ class MonitorPath:
         The stream that alarmed first (the one furthest above its threshold; -1: none).
     settings : mapping
         arl0, shift, warmup, streams.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> path = RecallMonitor(arl0=100, warmup=3).run(np.zeros((6, 2), dtype=int), probes=8)
+    >>> path.alarm_period, path.to_frame().height
+    (-1, 12)
     """
 
     degraded: np.ndarray

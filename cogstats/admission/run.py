@@ -533,6 +533,16 @@ class MonitorResult:
         replicate, period, region, affected, recall (the probes' mean recall at k),
         degraded (probes with recall below 1), statistic, threshold, poisoned_results
         (served in that period, summed over the region's probes).
+
+    Examples
+    --------
+    >>> from cogstats.admission import AdmissionSpec, run_monitor
+    >>> spec = AdmissionSpec.from_dict({"world": {"dim": 64, "tenants": 2,
+    ...     "topics_per_tenant": 2, "subjects_per_topic": 3},
+    ...     "monitor": {"periods": 8, "warmup": 3, "onset": 4, "attack_periods": 1}})
+    >>> result = run_monitor(spec, replicates=1, rng=5)
+    >>> result.summary_table()["measure"].to_list()[:3]
+    ['detected', 'false_alarm', 'delay']
     """
 
     spec: AdmissionSpec

@@ -230,6 +230,11 @@ class WorldSpec:
     (``subject_spread``), a memory or query about a subject around the subject
     (``memory_spread``, ``query_spread``).  The validated corpus holds
     ``seed_per_subject`` memories per subject, with provenance from ``seed_provenance``.
+
+    Examples
+    --------
+    >>> WorldSpec().subjects
+    512
     """
 
     dim: int = 128
@@ -262,6 +267,11 @@ class BenignSpec:
 
     ``disagreement_rate`` is the share of benign writes whose claim differs from the
     store's (a correction or a mistake): the contradiction rule rejects them.
+
+    Examples
+    --------
+    >>> BenignSpec().provenance.mean
+    0.8888888888888888
     """
 
     writes_per_subject: float = 14.0
@@ -275,6 +285,11 @@ class PoisonKind:
 
     A poisoned write is ``unit(subject + spread * g + offset * r)``, ``r`` a unit direction
     orthogonal to the writer tenant's centroid and ``offset ~ U(low, high)``.
+
+    Examples
+    --------
+    >>> PoisonSpec().off_centroid.offset
+    (0.3, 1.2)
     """
 
     weight: float
@@ -293,6 +308,11 @@ class PoisonSpec:
     from the target's own tenant (a compromised connector) with a payload that pulls the
     embedding off the tenant's centroid.  Poisoned writes arrive at random times in the
     write stream.
+
+    Examples
+    --------
+    >>> PoisonSpec().per_subject
+    (1, 4)
     """
 
     targeted_topics: int = 4
@@ -334,6 +354,21 @@ class MonitorSpec:
     one CUSUM per region tuned to a rise of ``shift`` in that share, with thresholds such
     that the first alarm over all regions comes after ``arl0`` periods on average when
     nothing changes.
+
+    Examples
+    --------
+    >>> ConsolidationSpec().laundering_share
+    0.1
+
+    Examples
+    --------
+    >>> RocSpec().min_provenance[:3]
+    (0.0, 0.2, 0.4)
+
+    Examples
+    --------
+    >>> MonitorSpec().arl0
+    500.0
     """
 
     index: str = "hnsw"

@@ -96,6 +96,14 @@ class World:
         What each query is about and its nearest topic centre.
     truth : numpy.ndarray
         ``(n_queries, k)`` ids of the exact ``k`` nearest benign memories.
+
+    Examples
+    --------
+    >>> from cogstats.admission import AdmissionSpec, generate_world
+    >>> world = generate_world(AdmissionSpec.from_dict({"world": {"dim": 64, "tenants": 2,
+    ...     "topics_per_tenant": 2, "subjects_per_topic": 3, "queries": 5}}), rng=4)
+    >>> world.n == world.vectors.shape[0], world.to_frame().columns[:3]
+    (True, ['id', 'origin', 'kind'])
     """
 
     spec: WorldSpec
@@ -230,7 +238,17 @@ def exact_neighbours(
 def draw_queries(
     spec: WorldSpec, subject_points: np.ndarray, subjects: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """Benign queries about ``subjects``: ``unit(subject + query_spread * g)``."""
+    """Benign queries about ``subjects``: ``unit(subject + query_spread * g)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cogstats.admission.spec import WorldSpec
+    >>> points = np.eye(64, dtype="float32")[:3]
+    >>> q = draw_queries(WorldSpec(dim=64), points, np.array([0, 2]), np.random.default_rng(0))
+    >>> q.shape, bool(np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-6))
+    ((2, 64), True)
+    """
     return _unit(subject_points[subjects] + _noise(rng, len(subjects), spec.dim, spec.query_spread))
 
 
