@@ -214,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports/demo")
     p.add_argument("--quick", action="store_true", help="CI-sized run")
     p.set_defaults(func=_cmd_demo)
+    from cogstats.admission.cli import add_parser as add_admission_parser
+
+    add_admission_parser(sub)
     return parser
 
 

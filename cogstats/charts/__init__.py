@@ -12,6 +12,7 @@ Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or se
 Needs the ``notebook`` extra (altair, vl-convert-python).
 """
 
+from cogstats.charts.admission import admission_roc, monitor_statistic, recall_by_defence
 from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
 from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
@@ -26,6 +27,7 @@ __all__ = [
     "EXPLORER_METRICS",
     "REFERENCE_COLUMNS",
     "VERDICTS",
+    "admission_roc",
     "attribution_forest",
     "decision_timeline",
     "decisions_by_run",
@@ -36,7 +38,9 @@ __all__ = [
     "gate_decisions",
     "lesson_timeline",
     "missed_poison_tradeoff",
+    "monitor_statistic",
     "operating_characteristics",
+    "recall_by_defence",
     "threshold_explorer",
     "tradeoff",
 ]

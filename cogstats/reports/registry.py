@@ -235,6 +235,20 @@ REPORTS: dict[str, Report] = {
             ci_parameters={"replicates": 40},
             path_parameters=("spec_path", "sweep_path"),
         ),
+        Report(
+            name="write_path_admission",
+            notebook="write_path_admission.ipynb",
+            title="Write-path admission against read filtering in a shared vector memory: "
+            "recall in affected regions, laundering, the admission ROC, the recall monitor",
+            ci_parameters={
+                "replicates": 2,
+                "monitor_replicates": 1,
+                "dim": 64,
+                "tenants": 2,
+                "monitor_periods": 16,
+            },
+            path_parameters=("spec_path",),
+        ),
     )
 }
 
@@ -246,7 +260,7 @@ def report_names() -> list[str]:
     --------
     >>> report_names()  # doctest: +NORMALIZE_WHITESPACE
     ['ledger_audit', 'operating_characteristics', 'poison_crater', 'poison_replay',
-     'quickstart', 'threshold_explorer', 'tradeoffs']
+     'quickstart', 'threshold_explorer', 'tradeoffs', 'write_path_admission']
     """
     return sorted(REPORTS)
 

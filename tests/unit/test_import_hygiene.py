@@ -1,7 +1,7 @@
 """The production path imports only numpy, scipy, polars and statsmodels (architecture.md).
 
 A production service imports ``cogstats.ledger``, ``cogstats.estimators`` and
-``cogstats.gates``: none of Jupyter, altair, papermill, numba, tqdm or Dask may be
+``cogstats.gates``: none of Jupyter, altair, papermill, numba, tqdm, Dask or faiss may be
 imported on that path.  And the simulator's workers must not pay for statsmodels' import
 (lazy package namespaces): importing ``cogstats.sim`` and running the compiled engine
 with cycgraph's gate stays free of statsmodels.
@@ -25,6 +25,7 @@ FORBIDDEN = (
     "dask",
     "distributed",
     "vl_convert",
+    "faiss",
 )
 
 
