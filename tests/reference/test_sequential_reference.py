@@ -1,4 +1,4 @@
-"""Reference checks of cogstats.estimators.sequential: closed forms against numerical
+"""Reference checks of confseq, anytime_ols and spending: closed forms against numerical
 integration, OLS pieces against statsmodels, spending boundaries against published values.
 
 Sources of the numbers asserted here:
@@ -42,16 +42,9 @@ import statsmodels.api as sm
 from scipy import integrate, optimize, stats
 
 from cogstats import Ledger, attribute
-from cogstats.estimators.sequential import (
-    _boundary_sq,
-    _log_bayes_factor,
-    _mixture_pvalue,
-    _t_radius_sq,
-    anytime_ols_paths,
-    confseq_paths,
-    mixture_rho,
-    spending_boundaries,
-)
+from cogstats.estimators.anytime_ols import _log_bayes_factor, _t_radius_sq, anytime_ols_paths
+from cogstats.estimators.confseq import _boundary_sq, _mixture_pvalue, confseq_paths, mixture_rho
+from cogstats.estimators.spending import spending_boundaries
 from tests.helpers import random_inclusion_ledger
 
 

@@ -218,7 +218,12 @@ def test_any_gate_object_runs_in_the_reference_engine() -> None:
     assert evicted.height > 0
     assert (evicted["trials"] == 3).all()
     with pytest.raises(Exception, match="engine='reference'"):
-        simulate(s, replicates=1, rng=1, gate=EvictAtThree())
+        simulate(s, replicates=1, rng=1, engine="fast", gate=EvictAtThree())
+    # the default engine ("auto") runs a gate object in the reference engine by itself
+    auto = simulate(s, replicates=3, rng=1, gate=EvictAtThree())
+    assert auto.engine == "reference"
+    assert auto.extras["engine_reason"] == "a gate object was passed"
+    assert auto.lessons.equals(result.lessons)
 
 
 EVIDENCE_CASES = {
@@ -276,7 +281,16 @@ def test_engines_agree_on_evidence_gates(name: str) -> None:
     assert decided.any()
 
 
-def test_evidence_gates_beyond_the_compiled_ones_need_the_reference_engine() -> None:
+def test_gates_beyond_the_compiled_ones_run_in_the_reference_engine_automatically() -> None:
     s = _variant(gate={"type": "evidence", "method": "ols", "min_trials": 3})
     with pytest.raises(Exception, match="method 'ols'.*engine='reference'"):
-        simulate(s, replicates=1, rng=1)
+        simulate(s, replicates=1, rng=1, engine="fast")
+    auto = simulate(s, replicates=2, rng=1, keep_runs=False)
+    assert auto.engine == "reference"
+    assert "method 'ols'" in auto.extras["engine_reason"]
+    assert "reference engine: the compiled engine's evidence gate" in auto.summary()
+    ref = simulate(s, replicates=2, rng=1, engine="reference", keep_runs=False)
+    assert auto.lessons.equals(ref.lessons)
+    # a scenario the kernel covers takes the compiled engine
+    fast = simulate(CASES["ipf_inference"], replicates=2, rng=1, keep_runs=False)
+    assert (fast.engine, fast.extras["engine_reason"]) == ("fast", None)
