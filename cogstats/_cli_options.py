@@ -164,6 +164,8 @@ def add_option_flags(
             text = f"{text} (default: {defaults[f.name]!r})".strip()
         if kwargs.get("action") == "append":
             text = f"{text} (repeatable NAME=VALUE, JSON values)".strip()
+        elif "choices" not in kwargs and "action" not in kwargs:
+            kwargs["metavar"] = f.name.upper()
         group.add_argument(*flags, dest=_DEST + f.name, help=text, **kwargs)
 
 

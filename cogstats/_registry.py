@@ -206,6 +206,13 @@ class Registry(Mapping[str, Entry]):
             raise RuntimeError(f"{where} registered twice ({old.cls!r} and {obj!r})")
         return Entry(name, obj, opts, description.strip(), bool(compiled), self.kind)
 
+    def unregister(self, name: str) -> None:
+        """Remove a registered part (a built-in one comes back on the next lookup only if
+        its module is imported again, which Python does not do: leave those alone)."""
+        if name not in self._entries:
+            raise ParameterError(f"no {self.kind} {name!r} is registered")
+        del self._entries[name]
+
     # ------------------------------------------------------------------ lookup
     def load(self) -> Registry:
         """Import every built-in module, so the registry is complete; return it."""

@@ -166,7 +166,10 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     options = collect_options(args, entry)
     if getattr(args, "covariates", None):
         options["options"] = {**dict(options.get("options") or {}), "covariates": args.covariates}
-    gate = entry.make(**options)
+    try:
+        gate = entry.make(**options)
+    except (ValueError, TypeError) as exc:  # ParameterError, or a gate of one's own
+        raise CogstatsError(str(exc)) from None
     ledger = _read_ledger(args)
     candidates = _read_candidates(args.candidates)
     if candidates is not None:

@@ -96,6 +96,7 @@ def register_gate(
     ...                 ("fact_id", pl.String), ("decision", pl.String)]))
     >>> get_gate("hold_all_doc").cls is HoldAll
     True
+    >>> GATES.unregister("hold_all_doc")  # (an example should not stay registered)
     """
     return GATES.register(name, description=description, options=options, compiled=compiled)
 

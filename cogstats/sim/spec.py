@@ -864,11 +864,9 @@ def _build_part(r: _Reader, entry: Entry, options: Mapping[str, Any]) -> Any:
     """Build a gate or policy; its class's validation error names the key and file."""
     try:
         return entry.make(**options)
-    except ParameterError as exc:
+    except (ValueError, TypeError) as exc:  # ParameterError, or a class of one's own
         key = _param_name(str(exc))
         raise SpecError(str(exc), key=r.key(key) if key else r.path, source=r.source) from None
-    except TypeError as exc:
-        raise SpecError(str(exc), key=r.path, source=r.source) from None
 
 
 def _parse_retrieval(r: _Reader) -> RetrievalSpec:

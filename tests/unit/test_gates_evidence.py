@@ -107,6 +107,30 @@ def test_group_sequential_against_spending_boundaries() -> None:
         assert (row["decision"] == "promote") == (z_up >= row["boundary"])
 
 
+def test_group_sequential_with_hsd_spending() -> None:
+    gate = EvidenceGate(
+        method="lift",
+        alpha=0.025,
+        sequential="group",
+        min_trials=5,
+        max_trials=20,
+        spending="hsd",
+        spending_options={"gamma": -2.0},
+    )
+    want = spending_boundaries(
+        [n / 20 for n in range(5, 21)], 0.025, "hsd", sides=1, spending_options={"gamma": -2.0}
+    ).z_boundaries
+    assert list(gate.boundaries().values()) == pytest.approx(list(want))
+    assert gate.to_policy()["spending_options"] == {"gamma": -2.0}
+    assert EvidenceGate(**gate.to_policy()) == gate
+    with pytest.raises(ParameterError, match="gamma must be"):
+        EvidenceGate(spending="hsd", spending_options={"gamma": "steep"})
+    with pytest.raises(ParameterError, match="unknown option 'gama'"):
+        EvidenceGate(spending="hsd", spending_options={"gama": 1})
+    with pytest.raises(ParameterError, match="unknown spending function 'haybittle'"):
+        EvidenceGate(spending="haybittle")
+
+
 def test_anytime_confseq_matches_the_sequence() -> None:
     ledger = _ledger([0.1, 0.0], n=150, seed=2)
     gate = EvidenceGate(method="confseq", alpha=0.025, sequential="anytime")

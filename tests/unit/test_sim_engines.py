@@ -247,6 +247,17 @@ EVIDENCE_CASES = {
         "options": {"noise_floor_sd": 0.05},
         "hold_unidentifiable": False,
     },
+    "evidence_welch_group_hsd": {
+        "type": "evidence",
+        "method": "welch",
+        "alpha": 0.02,
+        "sequential": "group",
+        "spending": "hsd",
+        "spending_options": {"gamma": 1.0},
+        "min_trials": 3,
+        "max_trials": 12,
+        "hold_unidentifiable": False,
+    },
     "evidence_lift_bonferroni": {
         "type": "evidence",
         "method": "lift",
