@@ -86,7 +86,7 @@ def obrien_fleming_spending(t: np.ndarray, alpha: float) -> np.ndarray:
 
     Examples
     --------
-    >>> float(obrien_fleming_spending(np.array([1.0]), 0.025)[0])
+    >>> round(float(obrien_fleming_spending(np.array([1.0]), 0.025)[0]), 12)
     0.025
     """
     t = np.asarray(t, dtype=float)

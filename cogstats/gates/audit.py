@@ -83,7 +83,8 @@ class AuditGate:
     >>> ledger = Ledger.from_records([
     ...     {"run_id": "r1", "score": 0.2, "fact_ids": ["a", "b"]},
     ...     {"run_id": "r2", "score": 0.9, "fact_ids": ["b"]},
-    ...     {"run_id": "r3", "score": 0.3, "fact_ids": ["a", "b"]},
+    ...     {"run_id": "r3", "score": 0.3, "fact_ids": ["a"]},
+    ...     {"run_id": "r4", "score": 0.8, "fact_ids": ["b"]},
     ... ])
     >>> report = gate.evaluate(ledger)
     >>> report.retired, report.to_frame()["why"].to_list()
