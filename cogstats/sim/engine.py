@@ -38,15 +38,20 @@ _Params = Callable[[Any, np.ndarray, np.ndarray], None]
 
 
 # ---------------------------------------------------------------------- kernel adapters
-def _cycgraph_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_GATE] = C.GATE_MARGIN if gate.decision_rule == "margin" else C.GATE_INFERENCE
+def _stopping_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    """The options cycgraph's and the evidence gate share: trials rules and margins."""
     ip[K.IP_MINT] = gate.min_trials
     ip[K.IP_MAXT] = gate.max_trials or 0
     ip[K.IP_MAXB] = gate.max_baseline_runs or 0
-    ip[K.IP_BH] = int(gate.multiple_comparison == "bh")
-    ip[K.IP_DOUBLING] = int(gate.sequential_control == "doubling")
     fp[K.FP_PM] = gate.promote_margin
     fp[K.FP_EM] = gate.evict_margin
+
+
+def _cycgraph_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_GATE] = C.GATE_MARGIN if gate.decision_rule == "margin" else C.GATE_INFERENCE
+    _stopping_params(gate, ip, fp)
+    ip[K.IP_BH] = int(gate.multiple_comparison == "bh")
+    ip[K.IP_DOUBLING] = int(gate.sequential_control == "doubling")
     fp[K.FP_PC] = gate.promote_confidence
     fp[K.FP_EC] = gate.evict_confidence
     fp[K.FP_FLOOR] = gate.noise_floor_sd
@@ -61,13 +66,9 @@ def _audit_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
 
 def _evidence_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
     ip[K.IP_GATE] = C.GATE_EVIDENCE
-    ip[K.IP_MINT] = gate.min_trials
-    ip[K.IP_MAXT] = gate.max_trials or 0
-    ip[K.IP_MAXB] = gate.max_baseline_runs or 0
+    _stopping_params(gate, ip, fp)
     ip[K.IP_EV_GROUP] = int(gate.sequential == "group")
     ip[K.IP_EV_BONF] = int(gate.multiplicity == "bonferroni")
-    fp[K.FP_PM] = gate.promote_margin
-    fp[K.FP_EM] = gate.evict_margin
     fp[K.FP_ALPHA] = gate.alpha
     floor = 0.0
     if gate.method == "welch":
