@@ -11,7 +11,10 @@ The policies and gates here are re-implementations of :mod:`cogstats.retrieval` 
 :mod:`cogstats.gates` (cycgraph margin and inference rules, the evidence gate on the Welch
 statistics, the audit rule) in array form; their codes come from :mod:`cogstats._codes`.
 The score model (:func:`injected_total`, :func:`oracle_total`, :func:`link_score`) is
-written once here and called by both engines (numba functions are callable from Python).
+written once here and called by both engines: inlined into the loop here (numba's
+``inline="always"``, so the compiled loop is as it was when the model was written out in
+it), and called from Python by the reference engine (numba functions are callable from
+Python).
 """
 
 from __future__ import annotations
@@ -57,12 +60,12 @@ N_IP = 24
 # fp (float parameters) layout
 FP_BASE, FP_NOISE, FP_PM, FP_EM, FP_PC, FP_EC, FP_FLOOR, FP_SAT = 0, 1, 2, 3, 4, 5, 6, 7
 FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE, FP_PINC = 8, 9, 10, 11, 12, 13, 14
-FP_ALPHA, FP_AUDIT_WIN = 15, 16
-N_FP = 17
+FP_ALPHA = 15
+N_FP = 16
 
 
 # ---------------------------------------------------------------------- the score model
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def injected_total(
     effects: np.ndarray,
     kind: np.ndarray,
@@ -97,7 +100,7 @@ def injected_total(
     return tot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def oracle_total(
     effects: np.ndarray,
     arrival: np.ndarray,
@@ -126,7 +129,7 @@ def oracle_total(
     return gsum
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def link_score(
     base: float, logit_base: float, logistic: bool, difficulty: float, total: float, z: float
 ) -> float:
@@ -408,7 +411,7 @@ def _gate(
     n_with: np.ndarray,
     s_with: np.ndarray,
     ss_with: np.ndarray,
-    audit_wins: np.ndarray,
+    wins: np.ndarray,
     tot_n: int,
     tot_s: float,
     tot_ss: float,
@@ -431,7 +434,7 @@ def _gate(
         for j in range(n_les):
             if status[j] == STATUS_CANDIDATE or status[j] == STATUS_VERIFIED:
                 h = n_with[j]
-                if h >= min_hits and audit_wins[j] / h < rate:
+                if h >= min_hits and wins[j] / h < rate:
                     status[j] = STATUS_RETIRED
                     retire_run[j] = run
         return
@@ -645,7 +648,6 @@ def run_chunk(
     sat = fp[FP_SAT]
     damp = fp[FP_DAMP]
     win_thr = fp[FP_WIN]
-    audit_win_thr = fp[FP_AUDIT_WIN]
     logit_base = 0.0
     if logistic:
         logit_base = math.log(base / (1.0 - base))
@@ -655,7 +657,6 @@ def run_chunk(
     s_with = np.zeros(n_les)
     ss_with = np.zeros(n_les)
     wins = np.zeros(n_les, dtype=np.int64)
-    audit_wins = np.zeros(n_les, dtype=np.int64)
     last_in = np.zeros(n_les, dtype=np.bool_)
     inj = np.empty(max_facts, dtype=np.int64)
     width = out_pid.shape[2]
@@ -674,7 +675,6 @@ def run_chunk(
         s_with[:] = 0.0
         ss_with[:] = 0.0
         wins[:] = 0
-        audit_wins[:] = 0
         last_in[:] = False
         tot_n = 0
         tot_s = 0.0
@@ -754,8 +754,6 @@ def run_chunk(
                     last_in[j] = True
                     if y >= win_thr:
                         wins[j] += 1
-                    if y >= audit_win_thr:
-                        audit_wins[j] += 1
                     if first_trial[j] == 0:
                         first_trial[j] = run
             else:
@@ -788,7 +786,7 @@ def run_chunk(
                     n_with,
                     s_with,
                     ss_with,
-                    audit_wins,
+                    wins,
                     tot_n,
                     tot_s,
                     tot_ss,

@@ -61,7 +61,21 @@ def _audit_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
     ip[K.IP_GATE] = C.GATE_AUDIT
     ip[K.IP_AUDIT_HITS] = gate.min_hits
     fp[K.FP_AUDIT_RATE] = gate.min_win_rate
-    fp[K.FP_AUDIT_WIN] = gate.win_threshold
+    # the kernel counts wins at one threshold (UCB1's, when the policy is UCB1: then
+    # _audit_support has checked that the two agree)
+    fp[K.FP_WIN] = gate.win_threshold
+
+
+def _audit_support(gate: Any, s: Scenario) -> str | None:
+    """The kernel counts wins at one threshold, shared with UCB1's scores."""
+    policy = s.retrieval.build()
+    ucb = getattr(policy, "win_threshold", None)
+    if ucb is not None and ucb != gate.win_threshold:
+        return (
+            f"the compiled engine counts wins at one threshold; the audit's win_threshold "
+            f"({gate.win_threshold}) differs from the retrieval policy's ({ucb})"
+        )
+    return None
 
 
 def _evidence_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
@@ -76,7 +90,7 @@ def _evidence_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
     fp[K.FP_FLOOR] = floor
 
 
-def _evidence_support(gate: Any) -> str | None:
+def _evidence_support(gate: Any, s: Scenario) -> str | None:
     """Why the kernel's evidence gate does not cover these settings, or None."""
     options = dict(gate.options)
     problems = []
@@ -98,9 +112,9 @@ def _evidence_support(gate: Any) -> str | None:
 
 #: Gate registry name -> (kernel parameters, coverage check or None): the gates the
 #: compiled kernel implements.
-KERNEL_GATES: dict[str, tuple[_Params, Callable[[Any], str | None] | None]] = {
+KERNEL_GATES: dict[str, tuple[_Params, Callable[[Any, Scenario], str | None] | None]] = {
     "cycgraph": (_cycgraph_params, None),
-    "audit": (_audit_params, None),
+    "audit": (_audit_params, _audit_support),
     "evidence": (_evidence_params, _evidence_support),
 }
 
@@ -144,7 +158,9 @@ def fast_support(s: Scenario) -> str | None:
     for: every built-in retrieval policy, and the cycgraph, audit and evidence gates.  Its
     evidence gate covers methods lift and welch, sequential fixed or group, multiplicity
     none (or Bonferroni with fixed), and hold_unidentifiable False (the identifiability
-    check needs the full design); everything else runs in the reference engine.
+    check needs the full design); its audit counts wins at one threshold, so under UCB1
+    the audit's ``win_threshold`` must equal the policy's.  Everything else runs in the
+    reference engine.
 
     Examples
     --------
@@ -163,7 +179,7 @@ def fast_support(s: Scenario) -> str | None:
     if not entry.compiled or entry.name not in KERNEL_GATES:
         return f"the compiled engine has no gate {s.gate.type!r}"
     check = KERNEL_GATES[entry.name][1]
-    return None if check is None else check(s.gate.build())
+    return None if check is None else check(s.gate.build(), s)
 
 
 def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:

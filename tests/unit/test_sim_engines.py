@@ -131,7 +131,7 @@ CASES = {
             ],
             "regimes": [{"from_run": 12, "shift": -0.05}],
         },
-        gate={"type": "audit", "min_hits": 3, "min_win_rate": 0.5},
+        gate={"type": "audit", "min_hits": 3, "min_win_rate": 0.5, "win_threshold": 0.55},
     ),
     "ucb1_deterministic_nogate": _variant(
         retrieval={"policy": "ucb1", "max_facts": 3}, gate={"type": "none"}
@@ -290,6 +290,20 @@ def test_engines_agree_on_evidence_gates(name: str) -> None:
     assert fast.differences(ref) == []
     decided = (fast.promote_run > 0) | (fast.evict_run > 0)
     assert decided.any()
+
+
+def test_audit_with_its_own_win_threshold_under_ucb1_runs_in_the_reference_engine() -> None:
+    """The kernel counts wins at one threshold; an audit whose threshold differs from
+    UCB1's is not covered, and "auto" says so and runs it in the reference engine."""
+    s = CASES["ucb1_audit_families"]
+    other = s.with_values({"gate.win_threshold": 0.6})
+    with pytest.raises(Exception, match="counts wins at one threshold"):
+        simulate(other, replicates=1, rng=1, engine="fast")
+    auto = simulate(other, replicates=2, rng=1, keep_runs=False)
+    assert auto.engine == "reference" and "win_threshold (0.6)" in auto.extras["engine_reason"]
+    same = simulate(s, replicates=2, rng=1, keep_runs=False)
+    assert same.engine == "fast"
+    assert not auto.lessons.equals(same.lessons)  # the threshold matters
 
 
 def test_gates_beyond_the_compiled_ones_run_in_the_reference_engine_automatically() -> None:
