@@ -114,13 +114,15 @@ def test_gate_policy_flags_and_candidates(
     assert ",,,,,," in margin[1]
 
 
+@pytest.mark.parametrize("fmt", ["json", "csv"])
 @pytest.mark.parametrize("name", sorted(GATES))
 def test_every_registered_gate_runs(
-    name: str, ledger_file: Path, capsys: pytest.CaptureFixture[str]
+    name: str, fmt: str, ledger_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     extra = {"audit": ["--min-hits", "3", "--win-threshold", "0.7"]}.get(name, [])
-    assert main(["gate", str(ledger_file), "--gate", name, "--format", "json", *extra]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    assert main(["gate", str(ledger_file), "--gate", name, "--format", fmt, *extra]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out) if fmt == "json" else pl.read_csv(io.StringIO(out)).to_dicts()
     assert [r["fact_id"] for r in rows] == ["a", "b"]
     for row in rows:
         assert list(row)[: len(REPORT_COLUMNS)] == list(REPORT_COLUMNS)
