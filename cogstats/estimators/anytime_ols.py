@@ -493,6 +493,12 @@ def anytime_ols(
             phi_used,
             1.0 - level,
         )
+        if np.ptp(y) == 0:
+            # every run scored the same: the coefficients are exactly 0 with zero residual
+            # variance (the fit gives rounding noise over rounding noise); p-value 1
+            est = np.where(estimable, 0.0, np.nan)
+            se = lo = hi = est
+            pval = np.where(estimable, 1.0, np.nan)
         if running_min:
             paths = anytime_ols_paths(
                 y, design.x, design.lesson_cols, confidence_level=level, phi=phi_used
