@@ -14,15 +14,20 @@ def format_settings(settings: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in settings.items())
 
 
-def frame_text(frame: pl.DataFrame, *, max_rows: int = 30) -> str:
-    """Plain-text table of a polars frame, without polars' shape header."""
+#: width of command-line tables: wide enough that report cells do not wrap
+CLI_TABLE_WIDTH = 320
+
+
+def frame_text(frame: pl.DataFrame, *, max_rows: int = 30, width: int = 160) -> str:
+    """Plain-text table of a polars frame, without polars' shape header (at most
+    ``width`` characters wide before cells wrap)."""
     with pl.Config(
         tbl_rows=max_rows,
         tbl_cols=-1,
         tbl_hide_dataframe_shape=True,
         tbl_hide_column_data_types=True,
         float_precision=4,
-        tbl_width_chars=160,
+        tbl_width_chars=width,
         fmt_str_lengths=40,
     ):
         return str(frame)

@@ -1,7 +1,10 @@
-"""The ``cogstats`` command line: gate, attribute, simulate, sweep, demo.
+"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo.
 
 Every subcommand validates its input at the door and exits with status 2 and a one-line
-message on bad input (a malformed ledger row names its row and field).
+message on bad input (a malformed ledger row names its row and field).  ``cogstats gate``
+runs any registered gate (``--gate NAME``, or ``--gate package.module:Class`` for a gate
+of one's own); its option flags are generated from the gate's options dataclass
+(:mod:`cogstats._cli_options`).  The subcommands are one list, :data:`SUBCOMMANDS`.
 """
 
 from __future__ import annotations
@@ -9,58 +12,104 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from cogstats._cli_options import (
+    add_option_flags,
+    collect_options,
+    parse_assignments,
+)
+from cogstats._codes import ENGINES
 from cogstats._validation import CogstatsError
+from cogstats.admission import cli as admission_cli
 
-__all__ = ["main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
-
-def _policy_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("cycgraph policy (defaults are cycgraph's)")
-    g.add_argument("--rule", dest="decision_rule", choices=["inference", "margin"])
-    g.add_argument("--min-trials", type=int)
-    g.add_argument("--promote-margin", type=float)
-    g.add_argument("--evict-margin", type=float)
-    g.add_argument("--max-trials", type=int)
-    g.add_argument("--max-baseline-runs", type=int)
-    g.add_argument("--promote-confidence", type=float)
-    g.add_argument("--evict-confidence", type=float)
-    g.add_argument("--noise-floor-sd", type=float)
-    g.add_argument("--multiple-comparison", choices=["bh", "none"])
-    g.add_argument("--sequential-control", choices=["doubling", "none"])
-
-
-_POLICY_FIELDS = (
-    "decision_rule",
-    "min_trials",
-    "promote_margin",
-    "evict_margin",
-    "max_trials",
-    "max_baseline_runs",
-    "promote_confidence",
-    "evict_confidence",
-    "noise_floor_sd",
-    "multiple_comparison",
-    "sequential_control",
+LEDGER_FORMATS = ["jsonl", "csv", "parquet", "cycgraph-json"]
+#: the gate subcommand's own flags (a gate option with one of these names is spelled
+#: --gate-NAME)
+_GATE_FLAGS = (
+    "--gate",
+    "--ledger-format",
+    "--column",
+    "--delimiter",
+    "--candidates",
+    "--format",
+    "--seed",
+    "--covariates",
+    "--help",
 )
 
 
+# ---------------------------------------------------------------------- shared helpers
 def _emit(frame: pl.DataFrame, fmt: str, title: str | None = None) -> None:
     if fmt == "csv":
-        sys.stdout.write(frame.write_csv())
+        sys.stdout.write(flat_frame(frame).write_csv())
     elif fmt == "json":
         sys.stdout.write(json.dumps(frame.to_dicts(), indent=1, default=str) + "\n")
     else:
-        from cogstats._results import frame_text
+        from cogstats._results import CLI_TABLE_WIDTH, frame_text
 
         if title:
             print(title)
-        print(frame_text(frame, max_rows=200))
+        print(frame_text(frame, max_rows=200, width=CLI_TABLE_WIDTH))
+
+
+def flat_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with nested columns made flat for CSV: lists (and arrays) joined with
+    ``;``, structs as JSON text.
+
+    Examples
+    --------
+    >>> flat_frame(pl.DataFrame({"ids": [["a", "b"], []]}))["ids"].to_list()
+    ['a;b', '']
+    """
+    exprs = []
+    for name, dtype in frame.schema.items():
+        col = pl.col(name)
+        if isinstance(dtype, pl.Array):
+            col = col.arr.to_list()
+            dtype = pl.List(dtype.inner)
+        if isinstance(dtype, pl.List):
+            exprs.append(col.list.eval(pl.element().cast(pl.String)).list.join(";").alias(name))
+        elif isinstance(dtype, pl.Struct):
+            exprs.append(col.struct.json_encode().alias(name))
+    return frame.with_columns(exprs) if exprs else frame
+
+
+def _add_ledger_input(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ledger", help="ledger file (.jsonl, .csv, .parquet, cycgraph .json)")
+    p.add_argument("--ledger-format", choices=LEDGER_FORMATS)
+    p.add_argument(
+        "--column",
+        action="append",
+        metavar="NAME=SOURCE",
+        help="read ledger field NAME from the file's column SOURCE, e.g. run_id=run (repeatable)",
+    )
+    p.add_argument("--delimiter", help="CSV field delimiter (default: sniffed)")
+
+
+def _read_ledger(args: argparse.Namespace) -> Any:
+    """``Ledger.read`` with ``columns=``/``delimiter=`` passed only when given."""
+    from cogstats.ledger import Ledger
+
+    extra: dict[str, Any] = {}
+    if args.column:
+        extra["columns"] = parse_assignments(args.column, "--column", json_values=False)
+    if args.delimiter is not None:
+        extra["delimiter"] = args.delimiter
+    try:
+        return Ledger.read(args.ledger, format=args.ledger_format, **extra)
+    except TypeError as exc:
+        if extra and "unexpected keyword" in str(exc):
+            raise CogstatsError(
+                f"--column/--delimiter need a Ledger.read that takes {sorted(extra)}: {exc}"
+            ) from None
+        raise
 
 
 def _read_candidates(spec: str) -> list[str] | None:
@@ -77,43 +126,104 @@ def _read_candidates(spec: str) -> list[str] | None:
     return out
 
 
-def _assignments(items: list[str] | None, flag: str) -> dict[str, Any]:
-    """``NAME=VALUE`` pairs; values are read as JSON when they parse, else as strings."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CogstatsError(f"{flag} must look like NAME=VALUE; got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+def _warn(command: str, message: str) -> None:
+    print(f"cogstats {command}: warning: {message}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------- gate
+def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
+    from cogstats.gates._registry import GATES, get_gate
+
+    _add_ledger_input(p)
+    p.add_argument(
+        "--gate",
+        default="cycgraph",
+        help=f"the gate: one of {sorted(GATES.builtin)} (default cycgraph), or "
+        "package.module:Class for a gate of your own; its options follow",
+    )
+    p.add_argument(
+        "--candidates",
+        default="all",
+        help="'all' (every lesson in the ledger) or a file with one lesson id per line",
+    )
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--seed", type=int, help="seed for gates whose methods draw")
+    if gate is None:  # another subcommand runs: the gate's flags are not needed
+        return
+    entry = get_gate(gate)
+    if any(f.name == "options" for f in entry.fields()):
+        p.add_argument(
+            "--covariates",
+            nargs="*",
+            help="ledger covariate columns for the gate's method (sets options.covariates)",
+        )
+    add_option_flags(p, entry, reserved=_GATE_FLAGS)
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from cogstats.gates import CycgraphGate
-    from cogstats.ledger import Ledger
+    from cogstats.gates import get_gate
 
-    policy = {k: getattr(args, k) for k in _POLICY_FIELDS if getattr(args, k) is not None}
-    gate = CycgraphGate(**policy)
-    ledger = Ledger.read(args.ledger, format=args.ledger_format)
-    report = gate.evaluate(ledger, _read_candidates(args.candidates))
+    entry = get_gate(args.gate)
+    options = collect_options(args, entry)
+    if getattr(args, "covariates", None):
+        options["options"] = {**dict(options.get("options") or {}), "covariates": args.covariates}
+    try:
+        gate = entry.make(**options)
+    except (ValueError, TypeError) as exc:  # ParameterError, or a gate of one's own
+        raise CogstatsError(str(exc)) from None
+    ledger = _read_ledger(args)
+    candidates = _read_candidates(args.candidates)
+    if candidates is not None:
+        known = set(ledger.fact_ids)
+        absent = [f for f in candidates if f not in known]
+        if absent:
+            shown = ", ".join(repr(f) for f in absent[:10])
+            more = f" and {len(absent) - 10} more" if len(absent) > 10 else ""
+            _warn(
+                "gate",
+                f"candidate(s) {shown}{more} not in the ledger {args.ledger} (no runs: judged "
+                "with 0 trials)",
+            )
+    report = gate.evaluate(ledger, candidates, rng=args.seed)
     _emit(report.to_frame(), args.format, title=repr(report))
     return 0
 
 
+# ---------------------------------------------------------------------- attribute
+def _attribute_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
+    _add_ledger_input(p)
+    p.add_argument("--method", default="lift", help="estimator name (see cogstats.estimators)")
+    p.add_argument("--covariates", nargs="*", help="ledger covariate columns to adjust for")
+    p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
+    p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+
 def _cmd_attribute(args: argparse.Namespace) -> int:
     from cogstats.estimators import attribute
-    from cogstats.ledger import Ledger
 
-    ledger = Ledger.read(args.ledger, format=args.ledger_format)
-    options = _assignments(args.option, "--option")
+    ledger = _read_ledger(args)
+    options = parse_assignments(args.option, "--option")
     if args.covariates:
         options["covariates"] = args.covariates
     result = attribute(ledger, method=args.method, rng=args.seed, **options)
     _emit(result.to_frame(), args.format, title=repr(result))
     return 0
+
+
+# ---------------------------------------------------------------------- simulate, sweep
+def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
+    p.add_argument("spec", help="scenario spec file (simulations/*.toml)")
+    p.add_argument("--replicates", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", help="directory for the Parquet frames")
+    p.add_argument(
+        "--engine",
+        choices=list(ENGINES),
+        default="auto",
+        help="auto (default): compiled when it covers the gate and policy, else reference",
+    )
+    p.add_argument("--no-progress", action="store_true")
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -122,72 +232,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return run_simulate(args)
 
 
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from cogstats.sweep.cli import run_sweep
-
-    return run_sweep(args)
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from cogstats.reports import get_report, report_names, run_report
-
-    if not args.name:
-        for name in report_names():
-            print(f"{name}: {get_report(name).title}")
-        return 0
-    params = _assignments(args.param, "--param")
-    result = run_report(
-        args.name, Path(args.out), params or None, ci=args.quick, show_code=args.show_code
-    )
-    print(f"{args.name}: {result.html}")
-    return 0
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from cogstats.demo import run_demo
-
-    return run_demo(Path(args.out), quick=args.quick)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for documentation and tests)."""
-    parser = argparse.ArgumentParser(
-        prog="cogstats", description="Statistics of lesson attribution for self-improving agents."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("gate", help="run cycgraph's gate on a ledger and print the decisions")
-    p.add_argument("ledger", help="ledger file (.jsonl, .csv, .parquet, cycgraph .json)")
-    p.add_argument("--ledger-format", choices=["jsonl", "csv", "parquet", "cycgraph-json"])
-    p.add_argument(
-        "--candidates",
-        default="all",
-        help="'all' (every lesson in the ledger) or a file with one lesson id per line",
-    )
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    _policy_args(p)
-    p.set_defaults(func=_cmd_gate)
-
-    p = sub.add_parser("attribute", help="estimate every lesson's effect with one method")
-    p.add_argument("ledger")
-    p.add_argument("--ledger-format", choices=["jsonl", "csv", "parquet", "cycgraph-json"])
-    p.add_argument("--method", default="lift", help="estimator name (see cogstats.estimators)")
-    p.add_argument("--covariates", nargs="*", help="ledger covariate columns to adjust for")
-    p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
-    p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.set_defaults(func=_cmd_attribute)
-
-    p = sub.add_parser("simulate", help="simulate a scenario spec (TOML) and summarise")
-    p.add_argument("spec", help="scenario spec file (simulations/*.toml)")
-    p.add_argument("--replicates", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--out", help="directory for the Parquet frames")
-    p.add_argument("--engine", choices=["fast", "reference"], default="fast")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_simulate)
-
-    p = sub.add_parser("sweep", help="run a sweep spec (TOML) over a grid; resumable")
+def _sweep_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("spec")
     p.add_argument("--replicates", type=int)
     p.add_argument("--seed", type=int)
@@ -200,29 +245,132 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes (default: all cores; a small sweep runs in this process)",
     )
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_sweep)
 
-    p = sub.add_parser("report", help="run a report notebook (papermill) and export HTML")
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from cogstats.sweep.cli import run_sweep
+
+    return run_sweep(args)
+
+
+# ---------------------------------------------------------------------- report, demo
+def _report_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("name", nargs="?", help="report name (omit to list them)")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--quick", action="store_true", help="the report's CI parameters")
     p.add_argument("--param", action="append", help="notebook parameter NAME=VALUE (JSON)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the page")
-    p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("demo", help="simulate, sweep and write the demo report")
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from cogstats.reports import get_report, report_names, run_report
+
+    if not args.name:
+        for name in report_names():
+            print(f"{name}: {get_report(name).title}")
+        return 0
+    params = parse_assignments(args.param, "--param")
+    result = run_report(
+        args.name, Path(args.out), params or None, ci=args.quick, show_code=args.show_code
+    )
+    print(f"{args.name}: {result.html}")
+    return 0
+
+
+def _demo_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--out", default="reports/demo")
     p.add_argument("--quick", action="store_true", help="CI-sized run")
-    p.set_defaults(func=_cmd_demo)
-    from cogstats.admission.cli import add_parser as add_admission_parser
 
-    add_admission_parser(sub)
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from cogstats.demo import run_demo
+
+    return run_demo(Path(args.out), quick=args.quick)
+
+
+#: The subcommands: (name, help, add its arguments (parser, gate name), run it).  A new
+#: subcommand is one more entry.
+SUBCOMMANDS: list[
+    tuple[
+        str,
+        str,
+        Callable[[argparse.ArgumentParser, str | None], None],
+        Callable[[argparse.Namespace], int],
+    ]
+] = [
+    (
+        "gate",
+        "run a gate (cycgraph's by default) on a ledger and print the decisions",
+        _gate_arguments,
+        _cmd_gate,
+    ),
+    (
+        "attribute",
+        "estimate every lesson's effect with one method",
+        _attribute_arguments,
+        _cmd_attribute,
+    ),
+    (
+        "simulate",
+        "simulate a scenario spec (TOML) and summarise",
+        _simulate_arguments,
+        _cmd_simulate,
+    ),
+    ("sweep", "run a sweep spec (TOML) over a grid; resumable", _sweep_arguments, _cmd_sweep),
+    (
+        "report",
+        "run a report notebook (papermill) and export HTML",
+        _report_arguments,
+        _cmd_report,
+    ),
+    ("demo", "simulate, sweep and write the demo report", _demo_arguments, _cmd_demo),
+    ("admission", admission_cli.HELP, admission_cli.add_arguments, admission_cli.run),
+]
+
+
+def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
+    """The argument parser, with the option flags of ``gate`` on the gate subcommand
+    (none with ``gate=None``).  Exposed for documentation and tests.
+
+    Examples
+    --------
+    >>> args = build_parser("cycgraph").parse_args(["gate", "runs.csv", "--rule", "margin"])
+    >>> args.opt__decision_rule, args.gate
+    ('margin', 'cycgraph')
+    """
+    parser = argparse.ArgumentParser(
+        prog="cogstats", description="Statistics of lesson attribution for self-improving agents."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text, add_arguments, run in SUBCOMMANDS:
+        p = sub.add_parser(name, help=text, description=text)
+        add_arguments(p, gate)
+        p.set_defaults(func=run)
     return parser
+
+
+def _gate_name(argv: Sequence[str]) -> str | None:
+    """The ``--gate`` value of a ``gate`` command line (default cycgraph; None for the
+    other subcommands)."""
+    if not argv or argv[0] != "gate":
+        return None
+    for k, item in enumerate(argv):
+        if item == "--gate" and k + 1 < len(argv):
+            return argv[k + 1]
+        if item.startswith("--gate="):
+            return item.partition("=")[2]
+    return "cycgraph"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cogstats`` console script."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        # the gate's option flags depend on which gate: look it up first
+        parser = build_parser(_gate_name(argv))
+    except (CogstatsError, FileNotFoundError) as exc:
+        print(f"cogstats {argv[0] if argv else ''}: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

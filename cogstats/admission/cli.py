@@ -16,24 +16,27 @@ from typing import Any
 from cogstats._results import frame_text
 from cogstats._validation import CogstatsError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["HELP", "add_arguments", "add_parser", "run"]
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``admission`` to an ``argparse`` subparsers object; returns its parser.
+HELP = (
+    "write-path admission against read filtering in a simulated shared vector memory "
+    "(faiss HNSW and IVF)"
+)
+
+
+def add_arguments(p: argparse.ArgumentParser, gate: str | None = None) -> None:
+    """Add the ``admission`` subcommand's arguments to ``p`` (``gate`` is unused: the
+    signature of every entry of :data:`cogstats.cli.SUBCOMMANDS`).
 
     Examples
     --------
     >>> import argparse
-    >>> sub = argparse.ArgumentParser(prog="cogstats").add_subparsers(dest="command")
-    >>> add_parser(sub).parse_args(["spec.toml", "--replicates", "3"]).replicates
+    >>> p = argparse.ArgumentParser(prog="cogstats admission")
+    >>> add_arguments(p)
+    >>> p.parse_args(["spec.toml", "--replicates", "3"]).replicates
     3
     """
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "admission",
-        help="write-path admission against read filtering in a simulated shared vector "
-        "memory (faiss HNSW and IVF)",
-    )
     p.add_argument("spec", help="admission spec (simulations/write_path_admission.toml)")
     p.add_argument("--replicates", type=int, help="independent worlds (default: the spec's)")
     p.add_argument("--seed", type=int, help="root seed (default: the spec's)")
@@ -46,6 +49,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--monitor-replicates", type=int, help="default: the spec's [monitor]")
     p.add_argument("--threads", type=int, default=1, help="faiss threads (default 1)")
     p.add_argument("--no-progress", action="store_true")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``admission`` to an ``argparse`` subparsers object; returns its parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> sub = argparse.ArgumentParser(prog="cogstats").add_subparsers(dest="command")
+    >>> add_parser(sub).parse_args(["spec.toml", "--replicates", "3"]).replicates
+    3
+    """
+    p: argparse.ArgumentParser = subparsers.add_parser("admission", help=HELP)
+    add_arguments(p)
     p.set_defaults(func=run)
     return p
 

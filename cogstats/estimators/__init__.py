@@ -7,6 +7,8 @@ scipy, polars and statsmodels only.
 The public names are loaded on first use (PEP 562), so that importing one estimator
 module, or a gate built on it, does not pay for statsmodels' regression stack; the
 registry is complete as soon as :data:`METHODS`, :func:`attribute` or any method is used.
+Group-sequential error spending (:data:`SPENDING`, :func:`spending_boundaries`) is not an
+estimator: it lives in :mod:`cogstats.estimators.spending`, for the gates that use it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
         EstimatorSpec,
         attribute,
     )
+    from cogstats.estimators.anytime_ols import anytime_ols_paths, anytime_ols_sequence
+    from cogstats.estimators.confseq import SequencePaths, confidence_sequence, confseq_paths
     from cogstats.estimators.identifiability import check_identifiability
     from cogstats.estimators.lift import WelchResult, required_trials, student_t_cdf, welch_lift
     from cogstats.estimators.multiplicity import (
@@ -35,15 +39,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     )
     from cogstats.estimators.propensity import aipw, ipw
     from cogstats.estimators.regression import MixedFallbackWarning
-    from cogstats.estimators.sequential import (
-        SequencePaths,
-        SpendingBoundaries,
-        anytime_ols_paths,
-        anytime_ols_sequence,
-        confidence_sequence,
-        confseq_paths,
-        spending_boundaries,
-    )
+    from cogstats.estimators.spending import SPENDING, SpendingBoundaries, spending_boundaries
 
 
 #: public name -> module that defines it
@@ -66,13 +62,14 @@ _LAZY: dict[str, str] = {
     "aipw": "cogstats.estimators.propensity",
     "ipw": "cogstats.estimators.propensity",
     "MixedFallbackWarning": "cogstats.estimators.regression",
-    "SequencePaths": "cogstats.estimators.sequential",
-    "SpendingBoundaries": "cogstats.estimators.sequential",
-    "anytime_ols_paths": "cogstats.estimators.sequential",
-    "anytime_ols_sequence": "cogstats.estimators.sequential",
-    "confidence_sequence": "cogstats.estimators.sequential",
-    "confseq_paths": "cogstats.estimators.sequential",
-    "spending_boundaries": "cogstats.estimators.sequential",
+    "SequencePaths": "cogstats.estimators.confseq",
+    "confidence_sequence": "cogstats.estimators.confseq",
+    "confseq_paths": "cogstats.estimators.confseq",
+    "anytime_ols_paths": "cogstats.estimators.anytime_ols",
+    "anytime_ols_sequence": "cogstats.estimators.anytime_ols",
+    "SPENDING": "cogstats.estimators.spending",
+    "SpendingBoundaries": "cogstats.estimators.spending",
+    "spending_boundaries": "cogstats.estimators.spending",
 }
 
 __all__ = sorted([*_LAZY, "METHODS"])

@@ -251,7 +251,8 @@ ESTIMATOR_MODULES: tuple[str, ...] = (
     "cogstats.estimators.permutation",
     "cogstats.estimators.propensity",
     "cogstats.estimators.regression",
-    "cogstats.estimators.sequential",
+    "cogstats.estimators.confseq",
+    "cogstats.estimators.anytime_ols",
 )
 
 

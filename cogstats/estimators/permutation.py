@@ -64,7 +64,6 @@ Validated against (tests/reference/test_permutation_scipy.py, tests/unit/test_pe
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -72,6 +71,7 @@ import numpy as np
 import polars as pl
 from scipy import linalg, sparse, special
 
+from cogstats._rng import generator_with_seed
 from cogstats._validation import ParameterError, check_choice, check_int, check_probability
 from cogstats.estimators._base import Attribution, make_table, register
 from cogstats.estimators.identifiability import covariate_design, lesson_identifiability
@@ -99,21 +99,6 @@ DENSE_BYTES = 64 * 2**20
 TIE_TOLERANCE = 1e-9
 # A bit-sliced overlap block is sized to stay in cache (bytes).
 _OVERLAP_BLOCK_BYTES = 4 * 2**20
-
-
-# ---------------------------------------------------------------------- random stream
-def _generator(rng: Any) -> tuple[np.random.Generator, int | None, dict[str, Any]]:
-    """``default_rng(rng)``, the seed to report and the starting state of the stream."""
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    state = dict(gen.bit_generator.state)
-    seed: int | None = None
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        seed = int(rng)
-    else:
-        seq = getattr(gen.bit_generator, "seed_seq", None)
-        if isinstance(seq, np.random.SeedSequence) and isinstance(seq.entropy, int):
-            seed = int(seq.entropy)
-    return gen, seed, {"bit_generator": state}
 
 
 def _permutation_batches(
@@ -623,7 +608,7 @@ def permutation(
     rows = _check_batch_size(batch_size)
     kind = check_choice("interval", interval, INTERVALS)
     codes, labels = _strata_codes(ledger, strata, n_bins)
-    gen, seed, state = _generator(rng)
+    gen, seed, state = generator_with_seed(rng)
 
     design = ledger.design()
     y = ledger.scores
@@ -900,7 +885,7 @@ def freedman_lane(
     alt = check_choice("alternative", alternative, ALTERNATIVES)
     level = check_probability("confidence_level", confidence_level)
     rows = _check_batch_size(batch_size)
-    gen, seed, state = _generator(rng)
+    gen, seed, state = generator_with_seed(rng)
 
     design = ledger.design()
     ids = list(design.fact_ids)

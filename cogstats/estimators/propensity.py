@@ -34,7 +34,6 @@ martingale central limit theorem and are approximate.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -43,6 +42,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from cogstats._rng import seed_of
 from cogstats._validation import (
     LedgerError,
     ParameterError,
@@ -168,10 +168,6 @@ def _normal_inference(
     p = np.where(se == 0, np.where(est == 0, 1.0, 0.0), p)
     q = stats.norm.ppf(0.5 + level / 2)
     return np.asarray(p, dtype=float), est - q * se, est + q * se
-
-
-def _seed_of(rng: Any) -> int | None:
-    return int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
 
 
 # ---------------------------------------------------------------------- IPW
@@ -565,4 +561,4 @@ def aipw(
         "lesson_indicators": use_lessons,
         "interval": "wald",
     }
-    return Attribution("aipw", table, settings, seed=_seed_of(rng), extras={"features": features})
+    return Attribution("aipw", table, settings, seed=seed_of(rng), extras={"features": features})

@@ -1,5 +1,11 @@
 """Gates: turn evidence about lessons into decisions (promote, evict, hold, retire).
 
+Every gate has one protocol, ``evaluate(ledger, candidates=None, *, rng=None) ->
+GateReport``, and every report starts with the same columns (:data:`REPORT_COLUMNS`).
+:data:`GATES` is the registry (``get_gate(name)``, ``make_gate(name, **options)``; a gate
+of one's own registers with :func:`register_gate` or is named by import path
+``"package.module:Class"``).
+
 Production code may import this package with numpy, scipy, polars and statsmodels only.
 Names load on first use (PEP 562): ``from cogstats.gates import CycgraphGate`` does not
 import the estimators that only :class:`EvidenceGate` needs.
@@ -12,15 +18,23 @@ from typing import TYPE_CHECKING
 from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
-    from cogstats.gates._report import DECISIONS, GateReport
-    from cogstats.gates.audit import AuditGate, audit_entries_from_ledger
+    from cogstats.gates._registry import GATES, Gate, get_gate, make_gate, register_gate
+    from cogstats.gates._report import DECISIONS, REPORT_COLUMNS, GateReport
+    from cogstats.gates.audit import AUDIT_DECISION_COLUMNS, AuditGate, audit_entries_from_ledger
     from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
     from cogstats.gates.evidence import EVIDENCE_DECISION_COLUMNS, EvidenceGate
 
 
 _LAZY: dict[str, str] = {
+    "GATES": "cogstats.gates._registry",
+    "Gate": "cogstats.gates._registry",
+    "get_gate": "cogstats.gates._registry",
+    "make_gate": "cogstats.gates._registry",
+    "register_gate": "cogstats.gates._registry",
     "DECISIONS": "cogstats.gates._report",
+    "REPORT_COLUMNS": "cogstats.gates._report",
     "GateReport": "cogstats.gates._report",
+    "AUDIT_DECISION_COLUMNS": "cogstats.gates.audit",
     "AuditGate": "cogstats.gates.audit",
     "audit_entries_from_ledger": "cogstats.gates.audit",
     "CYCGRAPH_DECISION_COLUMNS": "cogstats.gates.cycgraph",

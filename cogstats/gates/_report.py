@@ -3,20 +3,42 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import polars as pl
 
+from cogstats._codes import DECISIONS
 from cogstats._results import format_settings, frame_text
 from cogstats._validation import ParameterError, suggest
+from cogstats.ledger import Ledger
 
-__all__ = ["DECISIONS", "GateReport"]
+__all__ = ["DECISIONS", "REPORT_COLUMNS", "GateReport"]
 
-#: Every decision a gate can make.
-DECISIONS: tuple[str, ...] = ("promote", "evict", "hold", "retire")
+#: The leading columns of every gate report, in order; the gate's own columns follow.
+REPORT_COLUMNS: tuple[str, ...] = (
+    "fact_id",
+    "decision",
+    "reason",
+    "why",
+    "trials",
+    "estimate",
+    "std_error",
+    "baseline_runs",
+)
+
+_SCHEMA: dict[str, Any] = {
+    "fact_id": pl.String,
+    "decision": pl.String,
+    "reason": pl.String,
+    "why": pl.String,
+    "trials": pl.Int64,
+    "estimate": pl.Float64,
+    "std_error": pl.Float64,
+    "baseline_runs": pl.Int64,
+}
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -26,13 +48,47 @@ class GateReport:
     Attributes
     ----------
     gate : str
-        Which gate made it (``"cycgraph"``, ``"evidence"``, ``"audit"``).
+        The registry name of the gate that made it (``"cycgraph"``, ``"evidence"``,
+        ``"audit"``, or a gate of one's own).
     decisions : polars.DataFrame
-        One row per candidate, in candidate order: ``fact_id``, ``decision`` (promote,
-        evict, hold, retire), ``reason`` (null, or e.g. ``"eval-gate:harmful"``),
-        ``trials``, then the gate's evidence columns (null where the gate had none).
+        One row per candidate, in candidate order.  Every report starts with the columns
+        :data:`REPORT_COLUMNS`, with one meaning across gates; the gate's own columns
+        follow (see each gate).  A frame built by a gate of one's own needs only
+        ``fact_id`` and ``decision``: the other leading columns are added as nulls.
+
+        - ``fact_id``: the lesson.
+        - ``decision``: ``promote``, ``evict``, ``hold`` or ``retire``.
+        - ``reason``: the reason a lesson store records with the status change
+          (``eval-gate:harmful``, ``eval-gate:no_lift``, ``audit:low_win_rate``,
+          ``audit:superseded``, ``audit:contradiction``), null when the status does not
+          change.
+        - ``why``: one word that explains the decision, holds included (vocabulary
+          below).
+        - ``trials``: runs that carried the lesson (the audit's hits).
+        - ``estimate``, ``std_error``: the gate's estimate of the lesson's effect on the
+          score and its standard error, where the gate made one (null otherwise).
+        - ``baseline_runs``: runs without the lesson that the estimate compares against.
+
+        The ``why`` vocabulary (``cogstats._codes.WHY``): ``min_trials`` (fewer trials
+        than min_trials or than the test needs), ``no_baseline`` (too few runs without
+        the lesson), ``no_estimate`` (the estimator gave none), ``not_identifiable``
+        (inseparable from another lesson), ``insufficient_evidence`` (tested, nothing
+        shown), ``both_sides`` (promotion and harm both shown: held), ``promote_evidence``
+        (promoted), ``harm_evidence`` (evicted as harmful), ``max_trials`` and
+        ``max_baseline_runs`` (evicted as no_lift by a stopping rule), and for the audit
+        ``min_hits``, ``low_win_rate``, ``win_rate_ok``, ``confidence_decay``,
+        ``contradiction``, ``superseded``, ``inactive``.
     settings : mapping
         The gate's policy.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> report = GateReport("mine", pl.DataFrame({"fact_id": ["a"], "decision": ["hold"]}))
+    >>> report.to_frame().columns
+    ['fact_id', 'decision', 'reason', 'why', 'trials', 'estimate', 'std_error', 'baseline_runs']
+    >>> report.held
+    ('a',)
     """
 
     gate: str
@@ -40,6 +96,25 @@ class GateReport:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.gate, str) or not self.gate:
+            raise ParameterError(f"gate must be the gate's name; got {self.gate!r}")
+        frame = self.decisions
+        if not isinstance(frame, pl.DataFrame):
+            raise ParameterError(
+                f"decisions must be a polars DataFrame; got {type(frame).__name__}"
+            )
+        for col in ("fact_id", "decision"):
+            if col not in frame.columns:
+                raise ParameterError(f"a gate report needs a {col!r} column; got {frame.columns}")
+        bad = frame.filter(~pl.col("decision").is_in(DECISIONS))["decision"].to_list()
+        if bad:
+            raise ParameterError(f"decision must be one of {list(DECISIONS)}; got {bad[0]!r}")
+        lead = [
+            pl.col(c).cast(_SCHEMA[c]) if c in frame.columns else pl.lit(None, _SCHEMA[c]).alias(c)
+            for c in REPORT_COLUMNS
+        ]
+        rest = [c for c in frame.columns if c not in REPORT_COLUMNS]
+        object.__setattr__(self, "decisions", frame.select(*lead, *rest))
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
     def to_frame(self) -> pl.DataFrame:
@@ -105,3 +180,32 @@ class GateReport:
             head += f"<br><small>{html.escape(format_settings(self.settings))}</small>"
         with pl.Config(float_precision=4, tbl_rows=50):
             return f"<div>{head}{self.decisions._repr_html_()}</div>"
+
+
+def candidate_ids(ledger: Any, candidates: Sequence[str] | None) -> list[str]:
+    """Validate a gate's ``ledger`` and ``candidates`` arguments; the candidate ids.
+
+    Default: every lesson in the ledger, in order of first appearance.
+    """
+    if not isinstance(ledger, Ledger):
+        raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+    if isinstance(candidates, str):
+        raise ParameterError(f"candidates must be a sequence of lesson ids; got {candidates!r}")
+    ids = list(ledger.fact_ids if candidates is None else candidates)
+    for k, f in enumerate(ids):
+        if not isinstance(f, str):
+            raise ParameterError(f"candidates[{k}] must be a lesson id string; got {f!r}")
+    if len(set(ids)) != len(ids):
+        raise ParameterError("candidates must not repeat a lesson id")
+    return ids
+
+
+def report_frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> pl.DataFrame:
+    """A decisions frame from row dicts (missing keys are null), columns in schema order."""
+    data = {c: [r.get(c) for r in rows] for c in schema}
+    return pl.DataFrame(data, schema=dict(schema))
+
+
+def report_schema(own: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema of a gate's report: the leading columns, then the gate's own."""
+    return {**_SCHEMA, **own}

@@ -12,27 +12,55 @@ Rules (../shared/reference/evolving-cognition.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 
+from cogstats import _codes as C
+from cogstats._codes import CONTRADICTION, LOW_WIN_RATE, SUPERSEDED
 from cogstats._validation import LedgerError, ParameterError, check_int, check_real
-from cogstats.gates._report import GateReport
+from cogstats.gates._registry import register_gate
+from cogstats.gates._report import (
+    REPORT_COLUMNS,
+    GateReport,
+    candidate_ids,
+    report_frame,
+    report_schema,
+)
 from cogstats.ledger import Ledger
 
-__all__ = ["AuditGate", "audit_entries_from_ledger"]
+__all__ = ["AUDIT_DECISION_COLUMNS", "AuditGate", "audit_entries_from_ledger"]
 
-RETIRED = "audit:low_win_rate"
-FLAGGED = "audit:contradiction"
-SUPERSEDED = "audit:superseded"
 _INACTIVE = ("flagged", "retired")
+_OWN_SCHEMA = {
+    "wins": pl.Int64,
+    "win_rate": pl.Float64,
+    "confidence": pl.Float64,
+    "audit_status": pl.String,
+}
+_SCHEMA = report_schema(_OWN_SCHEMA)
+
+#: Columns of an audit report: :data:`~cogstats.gates.REPORT_COLUMNS` (``trials`` are the
+#: hits; ``estimate``/``std_error`` are null: the audit estimates no effect), then
+#: ``wins``, ``win_rate``, ``confidence`` (the decayed value where the decay rule fired)
+#: and ``audit_status`` (the new status: flagged or retired, null when unchanged).
+AUDIT_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 
 
+@register_gate(
+    "audit",
+    description="the evolving-cognition audit: retire lessons with a low win rate",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class AuditGate:
     """The evolving-cognition audit pass.
+
+    :meth:`evaluate` audits the lessons of a ledger (hits and wins counted from it, as
+    :func:`audit_entries_from_ledger` does); :meth:`evaluate_entries` audits a store's
+    entries directly (with contradictions, supersessions and ages).
 
     Parameters
     ----------
@@ -44,24 +72,41 @@ class AuditGate:
         Age from which an unretrieved entry's confidence decays (default 90).
     decay_factor : float
         Confidence multiplier per audit pass for such entries (default 0.9).
+    win_threshold : float
+        With a ledger: a run is a win for its lessons when it scores at least this
+        (default 0.5).
 
     Examples
     --------
-    >>> gate = AuditGate()
+    >>> from cogstats import Ledger
+    >>> gate = AuditGate(min_hits=2)
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": "r1", "score": 0.2, "fact_ids": ["a", "b"]},
+    ...     {"run_id": "r2", "score": 0.9, "fact_ids": ["b"]},
+    ...     {"run_id": "r3", "score": 0.3, "fact_ids": ["a"]},
+    ...     {"run_id": "r4", "score": 0.8, "fact_ids": ["b"]},
+    ... ])
+    >>> report = gate.evaluate(ledger)
+    >>> report.retired, report.to_frame()["why"].to_list()
+    (('a',), ['low_win_rate', 'win_rate_ok'])
     >>> entries = [
     ...     {"id": "a", "hits": 6, "wins": 1},
     ...     {"id": "b", "hits": 6, "wins": 5},
     ...     {"id": "c", "hits": 0, "wins": 0, "age_days": 120, "confidence": 0.5},
     ... ]
-    >>> report = gate.evaluate(entries)
+    >>> report = AuditGate().evaluate_entries(entries)
     >>> report.retired, report.to_frame()["confidence"].to_list()
     (('a',), [None, None, 0.45])
     """
+
+    #: the audit judges every live lesson, verified ones included (gate protocol)
+    judges_verified: ClassVar[bool] = True
 
     min_hits: int = 5
     min_win_rate: float = 0.4
     decay_age_days: float = 90.0
     decay_factor: float = 0.9
+    win_threshold: float = 0.5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "min_hits", check_int("min_hits", self.min_hits, minimum=1))
@@ -78,12 +123,51 @@ class AuditGate:
             "decay_factor",
             check_real("decay_factor", self.decay_factor, minimum=0.0, maximum=1.0),
         )
+        object.__setattr__(
+            self,
+            "win_threshold",
+            check_real("win_threshold", self.win_threshold, minimum=0.0, maximum=1.0),
+        )
 
     def to_policy(self) -> dict[str, Any]:
         """The parameters as a dict."""
         return asdict(self)
 
-    def evaluate(self, entries: pl.DataFrame | Iterable[Mapping[str, Any]]) -> GateReport:
+    def evaluate(
+        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+    ) -> GateReport:
+        """Audit the candidates on the ledger's hits and wins (the gate protocol).
+
+        Parameters
+        ----------
+        ledger : Ledger
+            Run outcomes; a run scoring at least ``win_threshold`` is a win for each of
+            its lessons.
+        candidates : sequence of str, optional
+            Live lessons to audit (default: every lesson in the ledger).
+        rng : ignored
+            The audit does not draw.
+
+        Returns
+        -------
+        GateReport
+            Columns :data:`AUDIT_DECISION_COLUMNS`, as :meth:`evaluate_entries`, with
+            ``baseline_runs`` the ledger's runs without the lesson.
+        """
+        if not isinstance(ledger, Ledger):
+            raise ParameterError(
+                f"ledger must be a cogstats Ledger; got {type(ledger).__name__} (audit a "
+                "store's entries with AuditGate.evaluate_entries)"
+            )
+        ids = candidate_ids(ledger, candidates)
+        entries = audit_entries_from_ledger(ledger, win_threshold=self.win_threshold, fact_ids=ids)
+        report = self.evaluate_entries(entries)
+        frame = report.to_frame().with_columns(
+            (pl.lit(len(ledger), pl.Int64) - pl.col("trials")).alias("baseline_runs")
+        )
+        return GateReport(report.gate, frame, report.settings)
+
+    def evaluate_entries(self, entries: pl.DataFrame | Iterable[Mapping[str, Any]]) -> GateReport:
         """Run one audit pass over the store's entries.
 
         Parameters
@@ -96,10 +180,11 @@ class AuditGate:
         Returns
         -------
         GateReport
-            Decisions ``retire`` (low win rate, or superseded) or ``hold``; ``reason``;
-            ``trials`` (= hits); ``wins``; ``win_rate``; ``confidence`` (the decayed value
-            where the decay rule fired, else null); ``audit_status`` (the new status:
-            verified, flagged, retired, or null when unchanged).
+            Columns :data:`AUDIT_DECISION_COLUMNS`: decisions ``retire`` (low win rate,
+            or superseded) or ``hold``; ``reason``; ``why``; ``trials`` (= hits);
+            ``wins``; ``win_rate``; ``confidence`` (the decayed value where the decay rule
+            fired, else null); ``audit_status`` (the new status: flagged, retired, or null
+            when unchanged).
         """
         frame = entries if isinstance(entries, pl.DataFrame) else pl.DataFrame(list(entries))
         for col in ("id", "hits", "wins"):
@@ -127,39 +212,40 @@ class AuditGate:
                 "fact_id": row["id"],
                 "decision": "hold",
                 "reason": None,
+                "why": C.WHY_INACTIVE,
                 "trials": hits,
                 "wins": wins,
                 "win_rate": wins / hits if hits else None,
-                "confidence": None,
-                "audit_status": None,
             }
             out.append(rec)
             if status in _INACTIVE:
                 continue
             if row["id"] in superseded:
-                rec.update(decision="retire", reason=SUPERSEDED, audit_status="retired")
+                rec.update(
+                    decision="retire",
+                    reason=SUPERSEDED,
+                    why=C.WHY_SUPERSEDED,
+                    audit_status="retired",
+                )
             elif row["id"] in contradicted:
-                rec.update(reason=FLAGGED, audit_status="flagged")
+                rec.update(reason=CONTRADICTION, why=C.WHY_CONTRADICTION, audit_status="flagged")
             elif hits >= self.min_hits and wins / hits < self.min_win_rate:
-                rec.update(decision="retire", reason=RETIRED, audit_status="retired")
+                rec.update(
+                    decision="retire",
+                    reason=LOW_WIN_RATE,
+                    why=C.WHY_LOW_WIN_RATE,
+                    audit_status="retired",
+                )
             elif hits == 0 and float(row.get("age_days") or 0.0) >= self.decay_age_days:
                 conf = row.get("confidence")
                 if conf is None:
                     raise ParameterError(
                         f"entry {row['id']!r} qualifies for confidence decay but has no confidence"
                     )
-                rec["confidence"] = float(conf) * self.decay_factor
-        schema = {
-            "fact_id": pl.String,
-            "decision": pl.String,
-            "reason": pl.String,
-            "trials": pl.Int64,
-            "wins": pl.Int64,
-            "win_rate": pl.Float64,
-            "confidence": pl.Float64,
-            "audit_status": pl.String,
-        }
-        return GateReport("audit", pl.DataFrame(out, schema=schema), self.to_policy())
+                rec.update(confidence=float(conf) * self.decay_factor, why=C.WHY_CONFIDENCE_DECAY)
+            else:
+                rec["why"] = C.WHY_MIN_HITS if hits < self.min_hits else C.WHY_WIN_RATE_OK
+        return GateReport("audit", report_frame(out, _SCHEMA), self.to_policy())
 
 
 def audit_entries_from_ledger(

@@ -13,11 +13,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
+from cogstats import _codes as C
+from cogstats._codes import HARMFUL, NO_LIFT
 from cogstats._validation import (
     ParameterError,
     check_choice,
@@ -27,30 +29,38 @@ from cogstats._validation import (
 )
 from cogstats.estimators.lift import welch_lift
 from cogstats.estimators.multiplicity import benjamini_hochberg
-from cogstats.gates._report import GateReport
+from cogstats.gates._registry import register_gate
+from cogstats.gates._report import (
+    REPORT_COLUMNS,
+    GateReport,
+    candidate_ids,
+    report_frame,
+    report_schema,
+)
 from cogstats.ledger import Ledger
 
 __all__ = ["CYCGRAPH_DECISION_COLUMNS", "CycgraphGate"]
 
-#: Columns of a cycgraph gate report, in order.
-CYCGRAPH_DECISION_COLUMNS: tuple[str, ...] = (
-    "fact_id",
-    "decision",
-    "reason",
-    "trials",
-    "lift",
-    "se",
-    "df",
-    "p_promote",
-    "p_evict",
-    "baseline_runs",
-    "alpha_bracket",
+_OWN_SCHEMA = {
+    "lift": pl.Float64,
+    "se": pl.Float64,
+    "df": pl.Float64,
+    "p_promote": pl.Float64,
+    "p_evict": pl.Float64,
+    "alpha_bracket": pl.Int64,
+}
+_SCHEMA = report_schema(_OWN_SCHEMA)
+
+#: Columns of a cycgraph gate report, in order: :data:`~cogstats.gates.REPORT_COLUMNS`,
+#: then cycgraph's evidence exactly as cycgraph reports it.
+CYCGRAPH_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
+
+
+@register_gate(
+    "cycgraph",
+    description="cycgraph's eval gate (margin or inference rule), reproduced exactly",
+    compiled=True,
 )
-
-HARMFUL = "eval-gate:harmful"
-NO_LIFT = "eval-gate:no_lift"
-
-
 @dataclass(frozen=True)
 class CycgraphGate:
     """cycgraph's retention gate (``evaluateRetention``), decision for decision.
@@ -94,7 +104,7 @@ class CycgraphGate:
     ('a',)
     """
 
-    decision_rule: str = "inference"
+    decision_rule: Literal["inference", "margin"] = "inference"
     min_trials: int = 3
     promote_margin: float = 0.05
     evict_margin: float = 0.05
@@ -103,8 +113,8 @@ class CycgraphGate:
     promote_confidence: float = 0.9
     evict_confidence: float = 0.9
     noise_floor_sd: float = 0.1
-    multiple_comparison: str = "bh"
-    sequential_control: str = "doubling"
+    multiple_comparison: Literal["bh", "none"] = "bh"
+    sequential_control: Literal["doubling", "none"] = "doubling"
 
     def __post_init__(self) -> None:
         check_choice("decision_rule", self.decision_rule, ("inference", "margin"))
@@ -173,7 +183,9 @@ class CycgraphGate:
         return asdict(self)
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, ledger: Ledger, candidates: Sequence[str] | None = None) -> GateReport:
+    def evaluate(
+        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+    ) -> GateReport:
         """Judge the live candidates against the ledger.
 
         Parameters
@@ -183,23 +195,22 @@ class CycgraphGate:
         candidates : sequence of str, optional
             Live candidate lesson ids in store order (verified, quarantined and evicted
             lessons are not candidates).  Default: every lesson in the ledger.
+        rng : ignored
+            The gate does not draw (the argument is the gate protocol's).
 
         Returns
         -------
         GateReport
-            Columns :data:`CYCGRAPH_DECISION_COLUMNS`; ``trials`` and ``baseline_runs``
-            are always filled, the evidence columns (``lift`` ... ``p_evict``,
-            ``alpha_bracket``) only where cycgraph reports evidence (inference rule,
-            tested candidates; ``alpha_bracket`` only under doubling control).
+            Columns :data:`CYCGRAPH_DECISION_COLUMNS`.  ``trials``, ``baseline_runs`` and
+            ``why`` are always filled; cycgraph's evidence columns (``lift`` ...
+            ``p_evict``, ``alpha_bracket``) only where cycgraph reports evidence
+            (inference rule, tested candidates; ``alpha_bracket`` only under doubling
+            control), with cycgraph's values: ``p_promote`` and ``p_evict`` are its
+            confidences ``P(lift > promote_margin)`` and ``P(lift < -evict_margin)``, not
+            p-values.  ``estimate`` is the lift the rule compared (the margin rule's too)
+            and ``std_error`` the Welch standard error (inference rule).
         """
-        if not isinstance(ledger, Ledger):
-            raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
-        ids = list(ledger.fact_ids if candidates is None else candidates)
-        for k, f in enumerate(ids):
-            if not isinstance(f, str):
-                raise ParameterError(f"candidates[{k}] must be a lesson id string; got {f!r}")
-        if len(set(ids)) != len(ids):
-            raise ParameterError("candidates must not repeat a lesson id")
+        ids = candidate_ids(ledger, candidates)
         stats = ledger.fact_stats()
         by_id = {r["fact_id"]: r for r in stats.iter_rows(named=True)}
         baselines = ledger.baselines(ids) if ids else None
@@ -236,6 +247,7 @@ class CycgraphGate:
                 "fact_id": f,
                 "decision": "hold",
                 "reason": None,
+                "why": C.WHY_MIN_TRIALS,
                 "trials": n,
                 "baseline_runs": n_b,
             }
@@ -245,20 +257,23 @@ class CycgraphGate:
                 continue
             if self.decision_rule == "margin":
                 if n_b == 0:
+                    row["why"] = C.WHY_NO_BASELINE
                     if max_hit:
-                        row.update(decision="evict", reason=NO_LIFT)
+                        row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
                     continue
                 lift = mean_a - mean_b
+                row.update(estimate=lift, why=C.WHY_INSUFFICIENT_EVIDENCE)
                 if lift >= self.promote_margin:
-                    row["decision"] = "promote"
+                    row.update(decision="promote", why=C.WHY_PROMOTE_EVIDENCE)
                 elif -lift >= self.evict_margin:
-                    row.update(decision="evict", reason=HARMFUL)
+                    row.update(decision="evict", reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
                 elif max_hit:
-                    row.update(decision="evict", reason=NO_LIFT)
+                    row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
                 continue
             if n < 2 or n_b < 2:
+                row["why"] = C.WHY_MIN_TRIALS if n < 2 else C.WHY_NO_BASELINE
                 if max_hit:
-                    row.update(decision="evict", reason=NO_LIFT)
+                    row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
                 continue
             floor = self.noise_floor_sd
             va = max(0.0 if var_a is None else var_a, floor**2)
@@ -266,6 +281,8 @@ class CycgraphGate:
             promo = welch_lift(mean_a, va, n, mean_b, vb, n_b, self.promote_margin)
             evict = welch_lift(mean_a, va, n, mean_b, vb, n_b, -self.evict_margin)
             row.update(
+                estimate=promo.lift,
+                std_error=promo.se,
                 lift=promo.lift,
                 se=promo.se,
                 df=promo.df,
@@ -277,7 +294,7 @@ class CycgraphGate:
             tested.append(len(out) - 1)
         if tested:
             self._apply_tests([out[i] for i in tested])
-        return GateReport("cycgraph", _frame(out), self.to_policy())
+        return GateReport("cycgraph", report_frame(out, _SCHEMA), self.to_policy())
 
     def _apply_tests(self, tested: list[dict[str, Any]]) -> None:
         def spend(row: dict[str, Any], p: float) -> float:
@@ -296,34 +313,21 @@ class CycgraphGate:
             evict_reject = evict_p <= q_evict
         for row, up, down in zip(tested, promote_reject, evict_reject, strict=True):
             if up and down:
-                continue  # both sides confirmed: hold defensively, as cycgraph does
-            if up:
-                row["decision"] = "promote"
+                # both sides confirmed: hold defensively, as cycgraph does
+                row["why"] = C.WHY_BOTH_SIDES
+            elif up:
+                row.update(decision="promote", why=C.WHY_PROMOTE_EVIDENCE)
             elif down:
-                row.update(decision="evict", reason=HARMFUL)
-            elif (self.max_trials is not None and row["trials"] >= self.max_trials) or (
+                row.update(decision="evict", reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
+            elif self.max_trials is not None and row["trials"] >= self.max_trials:
+                row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
+            elif (
                 self.max_baseline_runs is not None
                 and row["baseline_runs"] >= self.max_baseline_runs
             ):
-                row.update(decision="evict", reason=NO_LIFT)
-
-
-def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    schema = {
-        "fact_id": pl.String,
-        "decision": pl.String,
-        "reason": pl.String,
-        "trials": pl.Int64,
-        "lift": pl.Float64,
-        "se": pl.Float64,
-        "df": pl.Float64,
-        "p_promote": pl.Float64,
-        "p_evict": pl.Float64,
-        "baseline_runs": pl.Int64,
-        "alpha_bracket": pl.Int64,
-    }
-    data = {c: [r.get(c) for r in rows] for c in CYCGRAPH_DECISION_COLUMNS}
-    return pl.DataFrame(data, schema=schema)
+                row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_BASELINE_RUNS)
+            else:
+                row["why"] = C.WHY_INSUFFICIENT_EVIDENCE
 
 
 def _snake(name: str) -> str:

@@ -25,12 +25,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 from scipy import special, stats
 
+from cogstats import _codes as C
+from cogstats._codes import HARMFUL, NO_LIFT
 from cogstats._validation import (
     ParameterError,
     check_choice,
@@ -41,36 +43,44 @@ from cogstats._validation import (
 )
 from cogstats.estimators import METHODS, adjust, attribute, check_identifiability
 from cogstats.estimators._base import get_spec
-from cogstats.estimators.sequential import spending_boundaries
-from cogstats.gates._report import GateReport
+from cogstats.estimators.spending import SPENDING, spending_boundaries
+from cogstats.gates._registry import register_gate
+from cogstats.gates._report import (
+    REPORT_COLUMNS,
+    GateReport,
+    candidate_ids,
+    report_frame,
+    report_schema,
+)
 from cogstats.ledger import Ledger
 
 __all__ = ["EVIDENCE_DECISION_COLUMNS", "EvidenceGate"]
 
-HARMFUL = "eval-gate:harmful"
-NO_LIFT = "eval-gate:no_lift"
-NOT_IDENTIFIABLE = "evidence:not_identifiable"
 SEQUENTIAL = ("fixed", "anytime", "group")
 MULTIPLICITY = ("none", "bonferroni", "holm", "bh", "by")
 
-#: Columns of an evidence gate report, in order.
-EVIDENCE_DECISION_COLUMNS: tuple[str, ...] = (
-    "fact_id",
-    "decision",
-    "reason",
-    "trials",
-    "estimate",
-    "std_error",
-    "ci_low",
-    "ci_high",
-    "p_promote",
-    "p_evict",
-    "boundary",
-    "baseline_runs",
-    "identifiable",
+_OWN_SCHEMA = {
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "pvalue_promote": pl.Float64,
+    "pvalue_evict": pl.Float64,
+    "boundary": pl.Float64,
+    "identifiable": pl.Boolean,
+}
+_SCHEMA = report_schema(_OWN_SCHEMA)
+
+#: Columns of an evidence gate report, in order: :data:`~cogstats.gates.REPORT_COLUMNS`,
+#: then ``ci_low``, ``ci_high`` (the interval at the gate's level), ``pvalue_promote``,
+#: ``pvalue_evict`` (one-sided p-values of the margin hypotheses), ``boundary`` (the
+#: group-sequential z boundary at the lesson's trials) and ``identifiable``.
+EVIDENCE_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
+
+
+@register_gate(
+    "evidence",
+    description="promote/evict on any estimator's inference, with error control",
+    compiled=True,
 )
-
-
 @dataclass(frozen=True)
 class EvidenceGate:
     """Decide on lessons from any registered attribution method, with error control.
@@ -96,8 +106,11 @@ class EvidenceGate:
         ``"group"`` only none and bonferroni apply.
     sequential : {"fixed", "anytime", "group"}
         See the module docstring.
-    spending : {"obrien_fleming", "pocock"}
-        Spending function for ``sequential="group"``.
+    spending : str
+        Spending function for ``sequential="group"``, a name in
+        ``cogstats.estimators.SPENDING`` ("obrien_fleming", "pocock", "hsd").
+    spending_options : mapping
+        Options of the spending function (e.g. ``{"gamma": -2}`` for "hsd").
     hold_unidentifiable : bool
         Hold lessons that are not separately identifiable (default True).
 
@@ -126,9 +139,10 @@ class EvidenceGate:
     min_trials: int = 3
     max_trials: int | None = None
     max_baseline_runs: int | None = None
-    multiplicity: str = "none"
-    sequential: str = "fixed"
+    multiplicity: Literal["none", "bonferroni", "holm", "bh", "by"] = "none"
+    sequential: Literal["fixed", "anytime", "group"] = "fixed"
     spending: str = "obrien_fleming"
+    spending_options: Mapping[str, Any] = field(default_factory=dict)
     hold_unidentifiable: bool = True
 
     def __post_init__(self) -> None:
@@ -160,7 +174,12 @@ class EvidenceGate:
         )
         check_choice("multiplicity", self.multiplicity, MULTIPLICITY)
         check_choice("sequential", self.sequential, SEQUENTIAL)
-        check_choice("spending", self.spending, ("obrien_fleming", "pocock"))
+        if not isinstance(self.spending, str):
+            raise ParameterError(
+                f"spending must be a spending function name; got {self.spending!r}"
+            )
+        SPENDING.make(self.spending, **dict(self.spending_options or {}))  # validates both
+        set_(self, "spending_options", MappingProxyType(dict(self.spending_options or {})))
         if not isinstance(self.hold_unidentifiable, bool):
             raise ParameterError(
                 f"hold_unidentifiable must be True or False; got {self.hold_unidentifiable!r}"
@@ -197,6 +216,7 @@ class EvidenceGate:
             "multiplicity": self.multiplicity,
             "sequential": self.sequential,
             "spending": self.spending,
+            "spending_options": dict(self.spending_options),
             "hold_unidentifiable": self.hold_unidentifiable,
         }
 
@@ -218,14 +238,11 @@ class EvidenceGate:
         Returns
         -------
         GateReport
-            Columns :data:`EVIDENCE_DECISION_COLUMNS`; ``p_promote``/``p_evict`` are the
-            one-sided p-values of the margin hypotheses where the method gives them.
+            Columns :data:`EVIDENCE_DECISION_COLUMNS`; ``estimate``/``std_error`` are the
+            method's, ``pvalue_promote``/``pvalue_evict`` the one-sided p-values of the
+            margin hypotheses where the method gives them.
         """
-        if not isinstance(ledger, Ledger):
-            raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
-        ids = list(ledger.fact_ids if candidates is None else candidates)
-        if len(set(ids)) != len(ids):
-            raise ParameterError("candidates must not repeat a lesson id")
+        ids = candidate_ids(ledger, candidates)
         stats_frame = ledger.fact_stats()
         trials = dict(zip(stats_frame["fact_id"], stats_frame["trials"], strict=True))
         n_runs = len(ledger)
@@ -233,49 +250,33 @@ class EvidenceGate:
             f for f in ids if trials.get(f, 0) >= self.min_trials and trials.get(f, 0) < n_runs
         ]
         m = max(1, len(judged))
-        rows = {
-            f: {
+        rows: dict[str, dict[str, Any]] = {}
+        for f in ids:
+            n = int(trials.get(f, 0))
+            rows[f] = {
                 "fact_id": f,
                 "decision": "hold",
                 "reason": None,
-                "trials": int(trials.get(f, 0)),
-                "baseline_runs": n_runs - int(trials.get(f, 0)),
+                "why": C.WHY_MIN_TRIALS if n < self.min_trials else C.WHY_NO_BASELINE,
+                "trials": n,
+                "baseline_runs": n_runs - n,
             }
-            for f in ids
-        }
         if judged:
             self._judge(ledger, judged, m, rows, rng)
         for f in ids:
             self._stopping_rules(rows[f])
-        frame = pl.DataFrame(
-            [rows[f] for f in ids],
-            schema={
-                "fact_id": pl.String,
-                "decision": pl.String,
-                "reason": pl.String,
-                "trials": pl.Int64,
-                "estimate": pl.Float64,
-                "std_error": pl.Float64,
-                "ci_low": pl.Float64,
-                "ci_high": pl.Float64,
-                "p_promote": pl.Float64,
-                "p_evict": pl.Float64,
-                "boundary": pl.Float64,
-                "baseline_runs": pl.Int64,
-                "identifiable": pl.Boolean,
-            },
-        )
-        return GateReport("evidence", frame.select(EVIDENCE_DECISION_COLUMNS), self.to_policy())
+        frame = report_frame([rows[f] for f in ids], _SCHEMA)
+        return GateReport("evidence", frame, self.to_policy())
 
     def _stopping_rules(self, row: dict[str, Any]) -> None:
         if row["decision"] != "hold" or row["trials"] == 0:
             return
         if row["trials"] < self.min_trials:
             return
-        if (self.max_trials is not None and row["trials"] >= self.max_trials) or (
-            self.max_baseline_runs is not None and row["baseline_runs"] >= self.max_baseline_runs
-        ):
-            row.update(decision="evict", reason=NO_LIFT)
+        if self.max_trials is not None and row["trials"] >= self.max_trials:
+            row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
+        elif self.max_baseline_runs is not None and row["baseline_runs"] >= self.max_baseline_runs:
+            row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_BASELINE_RUNS)
 
     def _level(self, m: int) -> float:
         """Two-sided confidence level whose one-sided error per side is alpha (/ m)."""
@@ -305,8 +306,8 @@ class EvidenceGate:
             r = table.get(f)
             ident = identifiable.get(f, True)
             row["identifiable"] = ident
-            if self.hold_unidentifiable and not ident:
-                row["reason"] = NOT_IDENTIFIABLE
+            held = self.hold_unidentifiable and not ident
+            row["why"] = C.WHY_NOT_IDENTIFIABLE if held else C.WHY_NO_ESTIMATE
             if r is None or r["estimate"] is None or r["std_error"] is None:
                 continue
             est, se = float(r["estimate"]), float(r["std_error"])
@@ -314,9 +315,10 @@ class EvidenceGate:
             if r.get("baseline_runs") is not None:
                 row["baseline_runs"] = int(r["baseline_runs"])
             up, down = self._one_sided(r, est, se, wald)
-            row.update(p_promote=up, p_evict=down)
-            if self.hold_unidentifiable and not ident:
+            row.update(pvalue_promote=up, pvalue_evict=down)
+            if held:
                 continue
+            row["why"] = C.WHY_INSUFFICIENT_EVIDENCE
             tested.append(f)
             p_up.append(up)
             p_down.append(down)
@@ -325,11 +327,11 @@ class EvidenceGate:
         promote, evict = self._reject(tested, rows, np.asarray(p_up), np.asarray(p_down), m, wald)
         for f, up_ok, down_ok in zip(tested, promote, evict, strict=True):
             if up_ok and down_ok:
-                continue
-            if up_ok:
-                rows[f]["decision"] = "promote"
+                rows[f]["why"] = C.WHY_BOTH_SIDES
+            elif up_ok:
+                rows[f].update(decision="promote", why=C.WHY_PROMOTE_EVIDENCE)
             elif down_ok:
-                rows[f].update(decision="evict", reason=HARMFUL)
+                rows[f].update(decision="evict", reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
 
     def _identifiable(self, ledger: Ledger, result: Any) -> dict[str, bool]:
         frame = result.to_frame()
@@ -425,7 +427,13 @@ class EvidenceGate:
 
     def _boundaries(self, alpha: float) -> dict[int, float]:
         """One-sided z boundaries at trial counts min_trials..max_trials (planned looks)."""
-        key = (alpha, self.min_trials, self.max_trials, self.spending)
+        key = (
+            alpha,
+            self.min_trials,
+            self.max_trials,
+            self.spending,
+            tuple(sorted(self.spending_options.items())),
+        )
         cached = _BOUNDARY_CACHE.get(key)
         if cached is None:
             top = int(self.max_trials or self.min_trials)
@@ -434,7 +442,9 @@ class EvidenceGate:
                 cached = {looks[0]: float(stats.norm.isf(alpha))}
             else:
                 fr = [n / top for n in looks]
-                b = spending_boundaries(fr, alpha, self.spending, sides=1)
+                b = spending_boundaries(
+                    fr, alpha, self.spending, sides=1, spending_options=self.spending_options
+                )
                 cached = dict(zip(looks, (float(z) for z in b.z_boundaries), strict=True))
             _BOUNDARY_CACHE[key] = cached
         return cached

@@ -19,9 +19,6 @@ std_error, baseline_runs``), ``why`` saying in one word why the gate decided as 
 from __future__ import annotations
 
 import html
-import inspect
-import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,53 +98,6 @@ def _check_mapping(columns: Any) -> dict[str, str]:
     return dict(columns)
 
 
-def _read_mapped(path: Path, fmt: str | None, mapping: dict[str, str]) -> Ledger:
-    """Read with the ledger's own columns renamed (until ``Ledger.read(columns=)`` exists).
-
-    The file's header (CSV), keys (JSON Lines) or columns (Parquet) are renamed and the
-    result goes through the ledger's own reader and validation.
-    """
-    import csv
-    import io
-
-    suffix = (fmt or path.suffix.lstrip(".")).lower()
-    rename = {src: dst for dst, src in mapping.items()}
-    if suffix in ("csv", "tsv"):
-        text = path.read_text(encoding="utf-8-sig")
-        head, sep, body = text.partition("\n")
-        header = next(csv.reader([head.rstrip("\r")]))
-        missing = [src for src in rename if src not in header]
-        if missing:
-            raise ParameterError(
-                f"columns names file column(s) {missing} that {path.name} lacks; it has {header}"
-            )
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="").writerow([rename.get(h, h) for h in header])
-        with tempfile.TemporaryDirectory() as folder:
-            copy = Path(folder) / path.name
-            copy.write_text(buffer.getvalue() + sep + body, encoding="utf-8")
-            return Ledger.read(copy, format="csv")
-    if suffix in ("jsonl", "ndjson"):
-        records = []
-        for line in path.read_text(encoding="utf-8-sig").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                records.append({rename.get(k, k): v for k, v in rec.items()})
-        return Ledger.from_records(records, source=path.name)
-    if suffix in ("parquet", "pq"):
-        frame = pl.read_parquet(path)
-        missing = [src for src in rename if src not in frame.columns]
-        if missing:
-            raise ParameterError(
-                f"columns names file column(s) {missing} that {path.name} lacks; "
-                f"it has {frame.columns}"
-            )
-        return Ledger.from_frame(frame.rename(rename), source=path.name)
-    raise ParameterError(
-        f"columns cannot rename the fields of a {suffix!r} ledger; use CSV, JSON Lines or Parquet"
-    )
-
-
 def read_ledger(
     path: str | Path,
     *,
@@ -194,12 +144,7 @@ def read_ledger(
         raise FileNotFoundError(f"ledger file not found: {path}")
     fields = {k: v for k, v in mapping.items() if k in _LEDGER_FIELDS}
     renames = {k: v for k, v in mapping.items() if k not in _LEDGER_FIELDS}
-    if not fields:
-        ledger = Ledger.read(path, format=format)  # type: ignore[arg-type]
-    elif "columns" in inspect.signature(Ledger.read).parameters:
-        ledger = Ledger.read(path, format=format, columns=fields)  # type: ignore[arg-type, call-arg]
-    else:
-        ledger = _read_mapped(path, format, fields)
+    ledger = Ledger.read(path, format=format, columns=fields or None)  # type: ignore[arg-type]
     if renames:
         missing = [src for src in renames.values() if src not in ledger.covariates]
         if missing:

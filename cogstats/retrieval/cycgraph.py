@@ -19,6 +19,7 @@ import polars as pl
 from cogstats._validation import check_int
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import Selection, check_slots, lesson_table
+from cogstats.retrieval._registry import register_policy
 
 __all__ = ["FewestTrialsFirst", "InProgressFirst", "NewestFirst"]
 
@@ -77,7 +78,27 @@ class _Gated(ABC):
         ver = _newest_first(verified).head(room)
         return Selection(tuple(ver["id"].to_list()) + tuple(chosen["id"].to_list()))
 
+    def uniforms_per_run(self, n_lessons: int) -> int:
+        """Pre-drawn uniforms a simulated run needs: the two coins only (deterministic)."""
+        return 2
 
+    def select_with_uniforms(
+        self,
+        lessons: pl.DataFrame | Any,
+        ledger: Ledger | None,
+        uniforms: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> Selection:
+        """As :meth:`select` (the policy is deterministic: ``uniforms`` are unused)."""
+        return self.select(lessons, ledger)
+
+
+@register_policy(
+    "in_progress_first",
+    description="cycgraph's retrieval: candidates with most trials first, rest bench",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class InProgressFirst(_Gated):
     """cycgraph's retrieval: in-progress-first candidates with an optional rest bench.
@@ -126,6 +147,11 @@ class InProgressFirst(_Gated):
         )
 
 
+@register_policy(
+    "newest_first",
+    description="candidates newest first (cycgraph's earlier ordering; churns)",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class NewestFirst(_Gated):
     """Candidates newest first (cycgraph's retrieval without a ledger); rest bench optional.
@@ -144,6 +170,11 @@ class NewestFirst(_Gated):
         return _newest_first(cands)
 
 
+@register_policy(
+    "fewest_trials_first",
+    description="candidates with fewest trials first (cycgraph's earlier ordering; starves)",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class FewestTrialsFirst(_Gated):
     """Candidates with the fewest trials first, then oldest, then id; rest bench optional.

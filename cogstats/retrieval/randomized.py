@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -33,6 +33,7 @@ import polars as pl
 from cogstats._validation import ParameterError, check_choice, check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import Selection, check_slots, lesson_table
+from cogstats.retrieval._registry import register_policy
 
 __all__ = ["Designed", "Randomized", "bernoulli_capped_propensity"]
 
@@ -78,14 +79,26 @@ class _Pooled:
         """Choose the lessons for the next run, drawing one uniform per pool lesson."""
         table = lesson_table(lessons)
         u = np.random.default_rng(rng).random(self._pool_size(table))
-        return self.select_with_uniforms(table, ledger, u)
+        return self._select_pool(table, ledger, u)
+
+    def uniforms_per_run(self, n_lessons: int) -> int:
+        """Pre-drawn uniforms a simulated run needs: two coins and one per pool position."""
+        return 2 + (n_lessons if self.pool is None else min(self.pool, n_lessons))
 
     def select_with_uniforms(
-        self, lessons: pl.DataFrame | Any, ledger: Ledger | None, uniforms: np.ndarray
+        self,
+        lessons: pl.DataFrame | Any,
+        ledger: Ledger | None,
+        uniforms: np.ndarray,
+        *,
+        context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """As :meth:`select` with the run's uniforms given (one per pool position)."""
+        """As :meth:`select` with the run's uniforms given: ``uniforms[2 + i]`` is pool
+        position ``i``'s draw (the two coins in front are unused)."""
+        return self._select_pool(lesson_table(lessons), ledger, np.asarray(uniforms)[2:])
+
+    def _select_pool(self, table: pl.DataFrame, ledger: Ledger | None, uniforms: Any) -> Selection:
         u = np.asarray(uniforms, dtype=float)
-        table = lesson_table(lessons)
         size = self._pool_size(table)
         if u.shape[0] < size:
             raise ParameterError(f"uniforms must hold {size} values; got {u.shape[0]}")
@@ -136,6 +149,11 @@ def bernoulli_capped_propensity(n: int, slots: int, p: float) -> float:
     return total / n
 
 
+@register_policy(
+    "randomized",
+    description="random candidate sample from the active pool, propensities logged",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class Randomized(_Pooled):
     """Simple random sampling of candidates from the active pool, propensities logged.
@@ -168,7 +186,7 @@ class Randomized(_Pooled):
     (2, 0.5)
     """
 
-    inclusion: str = "fixed"
+    inclusion: Literal["fixed", "bernoulli"] = "fixed"
     inclusion_prob: float = 0.5
 
     def __post_init__(self) -> None:
@@ -197,6 +215,11 @@ class Randomized(_Pooled):
         return [pool[i] for i in picked], {f: prop for f in pool}
 
 
+@register_policy(
+    "designed",
+    description="paired balanced schedule: a random half of the pool, then its complement",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class Designed(_Pooled):
     """Paired balanced schedule: a random half of the pool, then its complement.

@@ -24,10 +24,16 @@ import polars as pl
 from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import Selection, lesson_table
+from cogstats.retrieval._registry import register_policy
 
 __all__ = ["UCB1"]
 
 
+@register_policy(
+    "ucb1",
+    description="UCB1 over live lessons (evolving cognition), optional epsilon exploration",
+    compiled=True,
+)
 @dataclass(frozen=True)
 class UCB1:
     """UCB1 over live lessons (flagged, retired and evicted entries are not in the table).
@@ -129,6 +135,10 @@ class UCB1:
         n = lesson_table(lessons).height
         u = np.random.default_rng(rng).random(n + 2)
         return self.select_with_uniforms(lessons, ledger, u, context=context)
+
+    def uniforms_per_run(self, n_lessons: int) -> int:
+        """Pre-drawn uniforms a simulated run needs: two coins and one per lesson."""
+        return n_lessons + 2
 
     def select_with_uniforms(
         self,

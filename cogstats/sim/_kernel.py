@@ -8,7 +8,13 @@ plain-Python reference engine in :mod:`cogstats.sim.reference` consumes exactly 
 draws; the two must make the same decisions (tests/unit/test_sim_engines.py).
 
 The policies and gates here are re-implementations of :mod:`cogstats.retrieval` and
-:mod:`cogstats.gates` (cycgraph margin and inference rules, the audit rule) in array form.
+:mod:`cogstats.gates` (cycgraph margin and inference rules, the evidence gate on the Welch
+statistics, the audit rule) in array form; their codes come from :mod:`cogstats._codes`.
+The score model (:func:`injected_total`, :func:`oracle_total`, :func:`link_score`) is
+written once here and called by both engines: inlined into the loop here (numba's
+``inline="always"``, so the compiled loop is as it was when the model was written out in
+it), and called from Python by the reference engine (numba functions are callable from
+Python).
 """
 
 from __future__ import annotations
@@ -18,6 +24,31 @@ import math
 import numpy as np
 from numba import njit
 
+from cogstats._codes import (
+    DECISION_EVICT_HARMFUL,
+    DECISION_EVICT_NO_LIFT,
+    DECISION_HOLD,
+    DECISION_PROMOTE,
+    GATE_AUDIT,
+    GATE_EVIDENCE,
+    GATE_MARGIN,
+    GATE_NONE,
+    KIND_GENUINE,
+    KIND_POISON,
+    POLICY_DESIGNED,
+    POLICY_FEWEST_TRIALS_FIRST,
+    POLICY_IN_PROGRESS_FIRST,
+    POLICY_NEWEST_FIRST,
+    POLICY_RANDOMIZED,
+    POLICY_UCB1,
+    REASON_CODE_HARMFUL,
+    REASON_CODE_NO_LIFT,
+    STATUS_CANDIDATE,
+    STATUS_EVICTED,
+    STATUS_FUTURE,
+    STATUS_RETIRED,
+    STATUS_VERIFIED,
+)
 from cogstats.sim._tdist import t_cdf
 
 # ip (int parameters) layout
@@ -32,18 +63,81 @@ FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE, FP_PINC = 8, 9, 10, 11
 FP_ALPHA = 15
 N_FP = 16
 
-POLICY_CODES = {
-    "in_progress_first": 0,
-    "newest_first": 1,
-    "fewest_trials_first": 2,
-    "randomized": 3,
-    "designed": 4,
-    "ucb1": 5,
-}
-GATE_NONE, GATE_MARGIN, GATE_INFERENCE, GATE_AUDIT, GATE_EVIDENCE = 0, 1, 2, 3, 4
-REASON_NONE, REASON_HARMFUL, REASON_NO_LIFT, REASON_AUDIT = 0, 1, 2, 3
-ST_FUTURE, ST_CANDIDATE, ST_VERIFIED, ST_EVICTED, ST_RETIRED = 0, 1, 2, 3, 4
-KIND_GENUINE, KIND_NEUTRAL, KIND_POISON = 0, 1, 2
+
+# ---------------------------------------------------------------------- the score model
+@njit(cache=True, inline="always")
+def injected_total(
+    effects: np.ndarray,
+    kind: np.ndarray,
+    inj: np.ndarray,
+    count: int,
+    damping: float,
+    saturation: float,
+) -> float:
+    """Total effect of the injected lessons ``inj[:count]`` (in ascending lesson order).
+
+    A poison's effect is scaled by ``1 - damping`` in runs that also carry a genuine
+    lesson; with ``saturation > 0`` the positive effects G are summed and bent to
+    ``saturation * tanh(G / saturation)`` (see :class:`cogstats.sim.spec.ScoreSpec`).
+    """
+    has_genuine = False
+    for i in range(count):
+        if kind[inj[i]] == KIND_GENUINE:
+            has_genuine = True
+    pos = 0.0
+    tot = 0.0
+    for i in range(count):
+        j = inj[i]
+        x = effects[j]
+        if kind[j] == KIND_POISON and damping > 0 and has_genuine:
+            x *= 1.0 - damping
+        if saturation > 0 and x > 0:
+            pos += x
+        else:
+            tot += x
+    if saturation > 0:
+        tot += saturation * math.tanh(pos / saturation)
+    return tot
+
+
+@njit(cache=True, inline="always")
+def oracle_total(
+    effects: np.ndarray,
+    arrival: np.ndarray,
+    run: int,
+    max_facts: int,
+    saturation: float,
+    scratch: np.ndarray,
+) -> float:
+    """Total effect of the oracle's prompt: the best ``max_facts`` helpful lessons that
+    have arrived by ``run`` (saturated like :func:`injected_total`); ``scratch`` holds at
+    least one float per lesson."""
+    nh = 0
+    for j in range(effects.shape[0]):
+        if arrival[j] <= run and effects[j] > 0:
+            scratch[nh] = effects[j]
+            nh += 1
+    gsum = 0.0
+    if nh == 1:
+        gsum = scratch[0]
+    elif nh > 1:
+        hs = np.sort(scratch[:nh])
+        for i in range(min(max_facts, nh)):
+            gsum += hs[nh - 1 - i]
+    if saturation > 0:
+        gsum = saturation * math.tanh(gsum / saturation)
+    return gsum
+
+
+@njit(cache=True, inline="always")
+def link_score(
+    base: float, logit_base: float, logistic: bool, difficulty: float, total: float, z: float
+) -> float:
+    """A run's score: ``expit(logit_base + d + total + z)`` with the logistic link, else
+    ``base + d + total + z`` clamped to [0, 1]."""
+    if logistic:
+        return 1.0 / (1.0 + math.exp(-(logit_base + difficulty + total + z)))
+    return min(1.0, max(0.0, base + difficulty + total + z))
 
 
 @njit(cache=True)
@@ -114,12 +208,12 @@ def _select(
     slots = ip[IP_SLOTS]
     count = 0
     n_logged = 0
-    if policy == 5:  # UCB1 over every live lesson (in age order, oldest first)
+    if policy == POLICY_UCB1:  # UCB1 over every live lesson (in age order, oldest first)
         live = ibuf[0]
         n = 0
         for jj in range(n_les):
             j = by_age[jj]
-            if status[j] == ST_CANDIDATE or status[j] == ST_VERIFIED:
+            if status[j] == STATUS_CANDIDATE or status[j] == STATUS_VERIFIED:
                 live[n] = j
                 n += 1
         # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
@@ -173,18 +267,19 @@ def _select(
     # candidate block
     cand = ibuf[0]
     n = 0
-    if policy <= 2:  # cycgraph-style orderings with the rest bench
+    if policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
+        # cycgraph-style orderings with the rest bench
         rest = ip[IP_REST]
         keys = kbuf
         for j in range(n_les):
-            if status[j] != ST_CANDIDATE:
+            if status[j] != STATUS_CANDIDATE:
                 continue
             if rest > 0 and trials[j] >= rest:
                 continue
             cand[n] = j
-            if policy == 0:
+            if policy == POLICY_IN_PROGRESS_FIRST:
                 keys[n] = -trials[j] * (n_les + 1) + age_rank[j]
-            elif policy == 1:
+            elif policy == POLICY_NEWEST_FIRST:
                 keys[n] = newest_rank[j]
             else:
                 keys[n] = trials[j] * (n_les + 1) + age_rank[j]
@@ -203,10 +298,10 @@ def _select(
         pool_cap = ip[IP_POOL]
         for jj in range(n_les):
             j = by_age[jj]
-            if status[j] == ST_CANDIDATE and n < pool_cap:
+            if status[j] == STATUS_CANDIDATE and n < pool_cap:
                 cand[n] = j
                 n += 1
-        if policy == 3:
+        if policy == POLICY_RANDOMIZED:
             if ip[IP_BERNOULLI] == 1:
                 # each pool lesson drawn with probability p; at most `slots` kept
                 p_inc = fp[FP_PINC]
@@ -226,7 +321,7 @@ def _select(
                 pid[n_logged] = cand[i]
                 pval[n_logged] = prop
                 n_logged += 1
-        else:
+        elif policy == POLICY_DESIGNED:
             if rec_count % 2 == 0:
                 k = min(slots, (n + 1) // 2)
                 count = _pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
@@ -247,7 +342,7 @@ def _select(
         vk = kbuf
         nv = 0
         for j in range(n_les):
-            if status[j] == ST_VERIFIED:
+            if status[j] == STATUS_VERIFIED:
                 ver[nv] = j
                 vk[nv] = newest_rank[j]
                 nv += 1
@@ -258,7 +353,7 @@ def _select(
             j = ver[order[i]]
             inj[count] = j
             count += 1
-            if policy == 3:
+            if policy == POLICY_RANDOMIZED:
                 pid[n_logged] = j
                 pval[n_logged] = 1.0
                 n_logged += 1
@@ -296,15 +391,16 @@ def _apply(
     evict_run: np.ndarray,
     evict_reason: np.ndarray,
 ) -> None:
-    """Apply decision ``d`` (0 hold, 1 promote, 2 evict harmful, 3 evict no_lift)."""
-    if d == 1:
-        if status[j] == ST_CANDIDATE:
-            status[j] = ST_VERIFIED
+    """Apply decision code ``d`` (``cogstats._codes.DECISION_*``)."""
+    if d == DECISION_PROMOTE:
+        if status[j] == STATUS_CANDIDATE:
+            status[j] = STATUS_VERIFIED
             promote_run[j] = run
-    elif d >= 2:
-        status[j] = ST_EVICTED
+    elif d in (DECISION_EVICT_HARMFUL, DECISION_EVICT_NO_LIFT):
+        status[j] = STATUS_EVICTED
         evict_run[j] = run
-        evict_reason[j] = REASON_HARMFUL if d == 2 else REASON_NO_LIFT
+        harmful = d == DECISION_EVICT_HARMFUL
+        evict_reason[j] = REASON_CODE_HARMFUL if harmful else REASON_CODE_NO_LIFT
 
 
 @njit(cache=True)
@@ -336,10 +432,10 @@ def _gate(
         min_hits = ip[IP_AUDIT_HITS]
         rate = fp[FP_AUDIT_RATE]
         for j in range(n_les):
-            if status[j] == ST_CANDIDATE or status[j] == ST_VERIFIED:
+            if status[j] == STATUS_CANDIDATE or status[j] == STATUS_VERIFIED:
                 h = n_with[j]
                 if h >= min_hits and wins[j] / h < rate:
-                    status[j] = ST_RETIRED
+                    status[j] = STATUS_RETIRED
                     retire_run[j] = run
         return
     min_trials = ip[IP_MINT]
@@ -356,13 +452,12 @@ def _gate(
     n_judged = 0
     for jj in range(n_les):
         j = by_age[jj]
-        if status[j] == ST_CANDIDATE or (recheck and status[j] == ST_VERIFIED):
+        if status[j] == STATUS_CANDIDATE or (recheck and status[j] == STATUS_VERIFIED):
             judged[n_judged] = j
             n_judged += 1
-    # decisions: 0 hold, 1 promote, 2 evict harmful, 3 evict no_lift
     decision = ibuf[2]
     for ii in range(n_judged):
-        decision[judged[ii]] = 0
+        decision[judged[ii]] = DECISION_HOLD
     for ii in range(n_judged):
         j = judged[ii]
         n = n_with[j]
@@ -373,19 +468,19 @@ def _gate(
         if gate == GATE_MARGIN:
             if nb == 0:
                 if max_hit:
-                    decision[j] = 3
+                    decision[j] = DECISION_EVICT_NO_LIFT
                 continue
             lift = s_with[j] / n - (tot_s - s_with[j]) / nb
             if lift >= pm:
-                decision[j] = 1
+                decision[j] = DECISION_PROMOTE
             elif -lift >= em:
-                decision[j] = 2
+                decision[j] = DECISION_EVICT_HARMFUL
             elif max_hit:
-                decision[j] = 3
+                decision[j] = DECISION_EVICT_NO_LIFT
             continue
         if n < 2 or nb < 2:
             if max_hit:
-                decision[j] = 3
+                decision[j] = DECISION_EVICT_NO_LIFT
             continue
         lift, se, df = _welch(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
         if se == 0.0:
@@ -425,11 +520,11 @@ def _gate(
             if up[i] and down[i]:
                 continue
             if up[i]:
-                decision[j] = 1
+                decision[j] = DECISION_PROMOTE
             elif down[i]:
-                decision[j] = 2
+                decision[j] = DECISION_EVICT_HARMFUL
             elif (max_trials > 0 and n_with[j] >= max_trials) or (max_base > 0 and nb >= max_base):
-                decision[j] = 3
+                decision[j] = DECISION_EVICT_NO_LIFT
     for ii in range(n_judged):
         j = judged[ii]
         _apply(decision[j], j, run, status, promote_run, evict_run, evict_reason)
@@ -470,7 +565,7 @@ def _evidence_gate(
     m = 0
     for jj in range(n_les):
         j = by_age[jj]
-        if status[j] == ST_CANDIDATE or (recheck and status[j] == ST_VERIFIED):
+        if status[j] == STATUS_CANDIDATE or (recheck and status[j] == STATUS_VERIFIED):
             judged[n_judged] = j
             n_judged += 1
             if n_with[j] >= min_trials and n_with[j] < tot_n:
@@ -482,7 +577,7 @@ def _evidence_gate(
         j = judged[ii]
         n = n_with[j]
         nb = tot_n - n
-        d = 0  # 0 hold, 1 promote, 2 evict harmful, 3 evict no_lift
+        d = DECISION_HOLD
         if n >= min_trials and nb >= 2 and n >= 2:
             est, se, df = _welch(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
             up = False
@@ -498,12 +593,12 @@ def _evidence_gate(
                 up = 1.0 - t_cdf((est - pm) / se, df) < alpha
                 down = 1.0 - t_cdf((-em - est) / se, df) < alpha
             if up and not down:
-                d = 1
+                d = DECISION_PROMOTE
             elif down and not up:
-                d = 2
+                d = DECISION_EVICT_HARMFUL
         stop = (max_trials > 0 and n >= max_trials) or (max_base > 0 and nb >= max_base)
-        if d == 0 and n > 0 and n >= min_trials and stop:
-            d = 3
+        if d == DECISION_HOLD and n > 0 and n >= min_trials and stop:
+            d = DECISION_EVICT_NO_LIFT
         _apply(d, j, run, status, promote_run, evict_run, evict_reason)
 
 
@@ -575,7 +670,7 @@ def run_chunk(
     gibuf = np.empty((3, n_les), dtype=np.int64)
     gfbuf = np.empty((2, n_les))
     for rep in range(n_rep):
-        status[:] = ST_FUTURE
+        status[:] = STATUS_FUTURE
         n_with[:] = 0
         s_with[:] = 0.0
         ss_with[:] = 0.0
@@ -600,7 +695,7 @@ def run_chunk(
             run = r + 1
             for j in range(n_les):
                 if arrival[j] == run:
-                    status[j] = ST_CANDIDATE
+                    status[j] = STATUS_CANDIDATE
             count, n_logged = _select(
                 ip,
                 fp,
@@ -627,48 +722,13 @@ def run_chunk(
             # score: effects summed in lesson order, as the reference engine does
             if count > 1:
                 inj[:count] = np.sort(inj[:count])
-            has_genuine = False
-            for i in range(count):
-                if kind[inj[i]] == KIND_GENUINE:
-                    has_genuine = True
-            pos = 0.0
-            tot = 0.0
-            for i in range(count):
-                j = inj[i]
-                x = e[j]
-                if kind[j] == KIND_POISON and damp > 0 and has_genuine:
-                    x *= 1.0 - damp
-                if sat > 0 and x > 0:
-                    pos += x
-                else:
-                    tot += x
-            if sat > 0:
-                tot += sat * math.tanh(pos / sat)
+            tot = injected_total(e, kind, inj, count, damp, sat)
             z = noise_sd * noise[rep, r]
-            if logistic:
-                y = 1.0 / (1.0 + math.exp(-(logit_base + diff[rep, r] + tot + z)))
-            else:
-                y = min(1.0, max(0.0, base + diff[rep, r] + tot + z))
+            y = link_score(base, logit_base, logistic, diff[rep, r], tot, z)
             out_score[rep, r] = y
             # oracle: only helpful lessons that have arrived, the best max_facts of them
-            nh = 0
-            for j in range(n_les):
-                if arrival[j] <= run and e[j] > 0:
-                    helpful[nh] = e[j]
-                    nh += 1
-            gsum = 0.0
-            if nh == 1:
-                gsum = helpful[0]
-            elif nh > 1:
-                hs = np.sort(helpful[:nh])
-                for i in range(min(max_facts, nh)):
-                    gsum += hs[nh - 1 - i]
-            if sat > 0:
-                gsum = sat * math.tanh(gsum / sat)
-            if logistic:
-                out_oracle[rep, r] = 1.0 / (1.0 + math.exp(-(logit_base + diff[rep, r] + gsum + z)))
-            else:
-                out_oracle[rep, r] = min(1.0, max(0.0, base + diff[rep, r] + gsum + z))
+            gsum = oracle_total(e, arrival, run, max_facts, sat, helpful)
+            out_oracle[rep, r] = link_score(base, logit_base, logistic, diff[rep, r], gsum, z)
             out_ninj[rep, r] = count
             for i in range(count):
                 out_inj[rep, r, i] = inj[i]

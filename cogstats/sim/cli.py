@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cogstats._results import frame_text
+from cogstats._results import CLI_TABLE_WIDTH, frame_text
 from cogstats.sim.engine import seed_record, simulate
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import SimulationSpec, load_spec
@@ -39,13 +39,14 @@ def simulate_spec(
     replicates: int | None = None,
     seed: int | None = None,
     out: Path | None = None,
-    engine: str = "fast",
+    engine: str = "auto",
     progress: bool | None = None,
 ) -> pl.DataFrame:
     """Run every cell of a spec (cell i uses child i of the root SeedSequence).
 
-    Returns one row per cell (see :func:`cell_row`); with ``out``, each cell's frames go
-    to ``out/cell-NNN/`` as Parquet and the table to ``out/cells.parquet``.
+    Returns one row per cell (see :func:`cell_row`; ``engine`` says which engine ran it);
+    with ``out``, each cell's frames go to ``out/cell-NNN/`` as Parquet and the table to
+    ``out/cells.parquet``.
     """
     reps = spec.replicates if replicates is None else replicates
     root = np.random.SeedSequence(spec.seed if seed is None else seed)
@@ -85,12 +86,12 @@ def run_simulate(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
     )
     grid_cols = [c for c in table.columns if c in spec.grid]
-    shown = ["cell", *grid_cols, "replicates"]
+    shown = ["cell", *grid_cols, "replicates", "engine"]
     shown += [c for c in SHOWN if c in table.columns]
     shown += ["promote_rate", "evict_harmful_rate", "evict_no_lift_rate", "hold_rate"]
     seed = spec.seed if args.seed is None else args.seed
     print(f"{spec.scenario.name}: {len(table)} cell(s), seed {seed}")
-    print(frame_text(table.select(shown), max_rows=200))
+    print(frame_text(table.select(shown), max_rows=200, width=CLI_TABLE_WIDTH))
     if out is not None:
         print(f"frames written under {out}")
     return 0

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from cogstats._codes import KIND_CODES
 from cogstats.sim.spec import EffectDist, Scenario
 
 __all__ = [
@@ -27,8 +28,6 @@ __all__ = [
     "lesson_table",
     "prepare",
 ]
-
-KIND_CODES = {"genuine": 0, "neutral": 1, "poison": 2}
 
 
 @dataclass(frozen=True)
@@ -121,13 +120,14 @@ def lesson_table(s: Scenario) -> LessonTable:
 
 
 def pool_width(s: Scenario) -> int:
-    """Uniforms per run that retrieval may use (one per pool position)."""
-    r = s.retrieval
-    if r.policy in ("randomized", "designed"):
-        return int(min(r.pool, s.n_lessons) if r.pool is not None else s.n_lessons)
-    if r.policy == "ucb1":
+    """Uniforms per run that retrieval may use besides the two coins (one per pool
+    position), as the policy says (``uniforms_per_run``, the simulation protocol of
+    :mod:`cogstats.retrieval`)."""
+    policy = s.retrieval.build()
+    per_run = getattr(policy, "uniforms_per_run", None)
+    if per_run is None:  # a policy of one's own without the method: one per lesson
         return s.n_lessons
-    return 0
+    return max(0, int(per_run(s.n_lessons)) - 2)
 
 
 def layout(s: Scenario) -> Layout:

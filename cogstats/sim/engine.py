@@ -1,14 +1,28 @@
-"""``simulate``: run a scenario's replicates and score the gate against the truth."""
+"""``simulate``: run a scenario's replicates and score the gate against the truth.
+
+Two engines.  The compiled kernel (:mod:`cogstats.sim._kernel`) covers the built-in
+retrieval policies and gates (the evidence gate in part: see :func:`fast_support`); the
+plain-Python reference engine (:mod:`cogstats.sim.reference`) runs any registered or
+imported gate and policy through the library's objects.  ``engine="auto"`` (the default)
+takes the compiled one when it covers the scenario, else the reference one, and records
+the choice on the result.  Which parts the kernel covers, and how a part's options become
+the kernel's parameter vectors, is one adapter per registry name below
+(:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`).
+"""
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from cogstats import _codes as C
+from cogstats._codes import ENGINES
+from cogstats._progress import progress_bar
+from cogstats._rng import as_seed_sequence
 from cogstats._validation import ParameterError, check_choice, check_int
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
@@ -18,60 +32,154 @@ from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import Scenario
 
-__all__ = ["as_seed_sequence", "simulate"]
+__all__ = ["ENGINES", "as_seed_sequence", "fast_support", "simulate"]
 
-#: gates the compiled engine knows (evidence gates in part: see fast_support); others need
-#: engine="reference"
-FAST_GATES = ("none", "cycgraph", "audit", "evidence")
+_Params = Callable[[Any, np.ndarray, np.ndarray], None]
 
 
-def fast_support(s: Scenario) -> str | None:
-    """Why the compiled engine cannot run this scenario's gate, or None when it can.
+# ---------------------------------------------------------------------- kernel adapters
+def _stopping_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    """The options cycgraph's and the evidence gate share: trials rules and margins."""
+    ip[K.IP_MINT] = gate.min_trials
+    ip[K.IP_MAXT] = gate.max_trials or 0
+    ip[K.IP_MAXB] = gate.max_baseline_runs or 0
+    fp[K.FP_PM] = gate.promote_margin
+    fp[K.FP_EM] = gate.evict_margin
 
-    The compiled evidence gate covers methods lift and welch, sequential fixed or group,
-    multiplicity none (or Bonferroni with fixed), and hold_unidentifiable False (the
-    identifiability check needs the full design); everything else runs in the reference
-    engine.
-    """
-    g = s.gate
-    if g.type not in FAST_GATES:
-        return f"the compiled engine has no gate {g.type!r}"
-    if g.type != "evidence":
-        return None
-    p = dict(g.policy)
-    options = dict(p.get("options") or {})
+
+def _cycgraph_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_GATE] = C.GATE_MARGIN if gate.decision_rule == "margin" else C.GATE_INFERENCE
+    _stopping_params(gate, ip, fp)
+    ip[K.IP_BH] = int(gate.multiple_comparison == "bh")
+    ip[K.IP_DOUBLING] = int(gate.sequential_control == "doubling")
+    fp[K.FP_PC] = gate.promote_confidence
+    fp[K.FP_EC] = gate.evict_confidence
+    fp[K.FP_FLOOR] = gate.noise_floor_sd
+
+
+def _audit_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_GATE] = C.GATE_AUDIT
+    ip[K.IP_AUDIT_HITS] = gate.min_hits
+    fp[K.FP_AUDIT_RATE] = gate.min_win_rate
+    # the kernel counts wins at one threshold (UCB1's, when the policy is UCB1: then
+    # _audit_support has checked that the two agree)
+    fp[K.FP_WIN] = gate.win_threshold
+
+
+def _audit_support(gate: Any, s: Scenario) -> str | None:
+    """The kernel counts wins at one threshold, shared with UCB1's scores."""
+    policy = s.retrieval.build()
+    ucb = getattr(policy, "win_threshold", None)
+    if ucb is not None and ucb != gate.win_threshold:
+        return (
+            f"the compiled engine counts wins at one threshold; the audit's win_threshold "
+            f"({gate.win_threshold}) differs from the retrieval policy's ({ucb})"
+        )
+    return None
+
+
+def _evidence_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_GATE] = C.GATE_EVIDENCE
+    _stopping_params(gate, ip, fp)
+    ip[K.IP_EV_GROUP] = int(gate.sequential == "group")
+    ip[K.IP_EV_BONF] = int(gate.multiplicity == "bonferroni")
+    fp[K.FP_ALPHA] = gate.alpha
+    floor = 0.0
+    if gate.method == "welch":
+        floor = float(dict(gate.options).get("noise_floor_sd", 0.1))
+    fp[K.FP_FLOOR] = floor
+
+
+def _evidence_support(gate: Any, s: Scenario) -> str | None:
+    """Why the kernel's evidence gate does not cover these settings, or None."""
+    options = dict(gate.options)
     problems = []
-    if p.get("method") not in ("lift", "welch"):
-        problems.append(f"method {p.get('method')!r} (compiled: lift, welch)")
+    if gate.method not in ("lift", "welch"):
+        problems.append(f"method {gate.method!r} (compiled: lift, welch)")
     if set(options) - {"noise_floor_sd", "promote_margin", "evict_margin"}:
         problems.append(f"options {sorted(options)}")
-    if p.get("sequential") not in ("fixed", "group"):
-        problems.append(f"sequential {p.get('sequential')!r} (compiled: fixed, group)")
-    mult = p.get("multiplicity")
-    if not (mult == "none" or (mult == "bonferroni" and p.get("sequential") == "fixed")):
+    if gate.sequential not in ("fixed", "group"):
+        problems.append(f"sequential {gate.sequential!r} (compiled: fixed, group)")
+    mult = gate.multiplicity
+    if not (mult == "none" or (mult == "bonferroni" and gate.sequential == "fixed")):
         problems.append(f"multiplicity {mult!r}")
-    if p.get("hold_unidentifiable", True):
+    if gate.hold_unidentifiable:
         problems.append("hold_unidentifiable true (compiled: false)")
     if problems:
         return "the compiled engine's evidence gate does not cover " + "; ".join(problems)
     return None
 
 
-def as_seed_sequence(rng: Any) -> np.random.SeedSequence:
-    """A SeedSequence from an int, a SeedSequence, a Generator or None (fresh entropy)."""
-    if isinstance(rng, np.random.SeedSequence):
-        return rng
-    if rng is None or isinstance(rng, int | np.integer):
-        if isinstance(rng, bool):
-            raise ParameterError(
-                f"rng must be an int, SeedSequence, Generator or None; got {rng!r}"
-            )
-        return np.random.SeedSequence(None if rng is None else int(rng))
-    if isinstance(rng, np.random.Generator):
-        return np.random.SeedSequence(rng.integers(0, 2**63, size=4, dtype=np.uint64).tolist())
-    raise ParameterError(
-        f"rng must be an int, numpy SeedSequence, Generator or None; got {type(rng).__name__}"
-    )
+#: Gate registry name -> (kernel parameters, coverage check or None): the gates the
+#: compiled kernel implements.
+KERNEL_GATES: dict[str, tuple[_Params, Callable[[Any, Scenario], str | None] | None]] = {
+    "cycgraph": (_cycgraph_params, None),
+    "audit": (_audit_params, _audit_support),
+    "evidence": (_evidence_params, _evidence_support),
+}
+
+
+def _gated_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_SLOTS] = min(policy.candidate_slots, policy.max_facts)
+    ip[K.IP_REST] = policy.rest_after_trials or 0
+
+
+def _pooled_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_SLOTS] = min(policy.candidate_slots, policy.max_facts)
+    if getattr(policy, "inclusion", "fixed") == "bernoulli":
+        ip[K.IP_BERNOULLI] = 1
+        fp[K.FP_PINC] = policy.inclusion_prob
+
+
+def _ucb_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_MINF] = policy.max_facts if policy.min_facts is None else policy.min_facts
+    fp[K.FP_EPS] = policy.epsilon
+    fp[K.FP_XSIM] = policy.cross_similarity
+    fp[K.FP_WIN] = policy.win_threshold
+    fp[K.FP_EXPL] = policy.exploration
+
+
+#: Retrieval policy registry name -> kernel parameters: the policies the kernel implements
+#: (their codes are ``cogstats._codes.POLICY_CODES``).
+KERNEL_POLICIES: dict[str, _Params] = {
+    "in_progress_first": _gated_params,
+    "newest_first": _gated_params,
+    "fewest_trials_first": _gated_params,
+    "randomized": _pooled_params,
+    "designed": _pooled_params,
+    "ucb1": _ucb_params,
+}
+
+
+def fast_support(s: Scenario) -> str | None:
+    """Why the compiled engine cannot run this scenario, or None when it can.
+
+    The kernel covers the registered parts marked ``compiled`` that it has an adapter
+    for: every built-in retrieval policy, and the cycgraph, audit and evidence gates.  Its
+    evidence gate covers methods lift and welch, sequential fixed or group, multiplicity
+    none (or Bonferroni with fixed), and hold_unidentifiable False (the identifiability
+    check needs the full design); its audit counts wins at one threshold, so under UCB1
+    the audit's ``win_threshold`` must equal the policy's.  Everything else runs in the
+    reference engine.
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario
+    >>> s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0}]},
+    ...     "gate": {"type": "evidence", "method": "ols"}})
+    >>> fast_support(s)  # doctest: +ELLIPSIS
+    "the compiled engine's evidence gate does not cover method 'ols' ..."
+    """
+    policy = s.retrieval.entry()
+    if not policy.compiled or policy.name not in KERNEL_POLICIES:
+        return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
+    entry = s.gate.entry()
+    if entry is None:
+        return None
+    if not entry.compiled or entry.name not in KERNEL_GATES:
+        return f"the compiled engine has no gate {s.gate.type!r}"
+    check = KERNEL_GATES[entry.name][1]
+    return None if check is None else check(s.gate.build(), s)
 
 
 def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
@@ -87,69 +195,36 @@ def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
 
 def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's integer and float parameter vectors for a scenario."""
+    reason = fast_support(s)
+    if reason is not None:
+        raise ParameterError(reason)
     ip = np.zeros(K.N_IP, dtype=np.int64)
     fp = np.zeros(K.N_FP)
-    r, g = s.retrieval, s.gate
+    g = s.gate
+    policy = s.retrieval.build()
     lay = layout(s)
     ip[K.IP_RUNS] = s.runs
     ip[K.IP_L] = s.n_lessons
-    ip[K.IP_POLICY] = K.POLICY_CODES[r.policy]
-    ip[K.IP_MAXF] = r.max_facts
-    ip[K.IP_SLOTS] = min(r.candidate_slots, r.max_facts)
-    ip[K.IP_REST] = r.rest_after_trials or 0
+    ip[K.IP_POLICY] = C.POLICY_CODES[s.retrieval.entry().name]
+    ip[K.IP_MAXF] = policy.max_facts
+    ip[K.IP_MINF] = policy.max_facts
     ip[K.IP_POOL] = lay.pool
+    ip[K.IP_P] = lay.pool
     ip[K.IP_EVERY] = g.every
     ip[K.IP_FROM] = g.from_run
     ip[K.IP_RECEMPTY] = int(s.record_empty_runs)
     ip[K.IP_RECHECK] = int(g.recheck_verified)
     ip[K.IP_LINK] = int(s.score.link == "logistic")
-    ip[K.IP_P] = lay.pool
-    ip[K.IP_BERNOULLI] = int(r.inclusion == "bernoulli")
-    ip[K.IP_MINF] = r.max_facts if r.min_facts is None else min(r.min_facts, r.max_facts)
-    fp[K.FP_PINC] = r.inclusion_prob
     fp[K.FP_BASE] = s.score.base
     fp[K.FP_NOISE] = s.score.noise_sd
     fp[K.FP_SAT] = s.score.saturation or 0.0
     fp[K.FP_DAMP] = s.score.poison_damping
-    fp[K.FP_EPS] = r.epsilon
-    fp[K.FP_XSIM] = r.cross_similarity
-    fp[K.FP_WIN] = r.win_threshold
-    fp[K.FP_EXPL] = r.exploration
-    gate = g.build()
-    if g.type == "none":
-        ip[K.IP_GATE] = K.GATE_NONE
-    elif g.type == "audit":
-        ip[K.IP_GATE] = K.GATE_AUDIT
-        ip[K.IP_AUDIT_HITS] = gate.min_hits
-        fp[K.FP_AUDIT_RATE] = gate.min_win_rate
-    elif g.type == "evidence":
-        ip[K.IP_GATE] = K.GATE_EVIDENCE
-        ip[K.IP_MINT] = gate.min_trials
-        ip[K.IP_MAXT] = gate.max_trials or 0
-        ip[K.IP_MAXB] = gate.max_baseline_runs or 0
-        ip[K.IP_EV_GROUP] = int(gate.sequential == "group")
-        ip[K.IP_EV_BONF] = int(gate.multiplicity == "bonferroni")
-        fp[K.FP_PM] = gate.promote_margin
-        fp[K.FP_EM] = gate.evict_margin
-        fp[K.FP_ALPHA] = gate.alpha
-        floor = 0.0
-        if gate.method == "welch":
-            floor = float(dict(gate.options).get("noise_floor_sd", 0.1))
-        fp[K.FP_FLOOR] = floor
-    elif g.type == "cycgraph":
-        ip[K.IP_GATE] = K.GATE_MARGIN if gate.decision_rule == "margin" else K.GATE_INFERENCE
-        ip[K.IP_MINT] = gate.min_trials
-        ip[K.IP_MAXT] = gate.max_trials or 0
-        ip[K.IP_MAXB] = gate.max_baseline_runs or 0
-        ip[K.IP_BH] = int(gate.multiple_comparison == "bh")
-        ip[K.IP_DOUBLING] = int(gate.sequential_control == "doubling")
-        fp[K.FP_PM] = gate.promote_margin
-        fp[K.FP_EM] = gate.evict_margin
-        fp[K.FP_PC] = gate.promote_confidence
-        fp[K.FP_EC] = gate.evict_confidence
-        fp[K.FP_FLOOR] = gate.noise_floor_sd
-    else:  # pragma: no cover - spec validation rejects other types
-        raise ParameterError(f"the compiled engine has no gate {g.type!r}")
+    KERNEL_POLICIES[s.retrieval.entry().name](policy, ip, fp)
+    entry = g.entry()
+    if entry is None:
+        ip[K.IP_GATE] = C.GATE_NONE
+    else:
+        KERNEL_GATES[entry.name][0](g.build(), ip, fp)
     return ip, fp
 
 
@@ -193,19 +268,21 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
 
 def _propensity_table(s: Scenario) -> np.ndarray:
     """Capped-Bernoulli inclusion probability for every pool size 0..L (randomized policy)."""
-    r = s.retrieval
+    policy = s.retrieval.build()
     table = np.zeros(s.n_lessons + 1)
-    if r.policy == "randomized" and r.inclusion == "bernoulli":
-        slots = min(r.candidate_slots, r.max_facts)
+    if getattr(policy, "inclusion", None) == "bernoulli":
+        slots = min(policy.candidate_slots, policy.max_facts)
         for n in range(1, s.n_lessons + 1):
-            table[n] = bernoulli_capped_propensity(n, slots, r.inclusion_prob)
+            table[n] = bernoulli_capped_propensity(n, slots, policy.inclusion_prob)
     return table
 
 
 def _boundary_table(s: Scenario) -> np.ndarray:
     """Group-sequential z boundaries by trial count for a compiled evidence gate."""
-    gate = s.gate.build() if s.gate.type == "evidence" else None
-    if gate is None or gate.sequential != "group":
+    gate = s.gate.build()
+    if getattr(gate, "sequential", None) != "group" or not callable(
+        getattr(gate, "boundaries", None)
+    ):
         return np.zeros(1)
     table = np.full(int(gate.max_trials) + 1, np.inf)
     for n, b in gate.boundaries().items():
@@ -224,7 +301,7 @@ def simulate(
     *,
     replicates: int,
     rng: Any = None,
-    engine: str = "fast",
+    engine: str = "auto",
     keep_runs: bool = True,
     chunk_size: int | None = None,
     progress: bool | None = None,
@@ -241,9 +318,14 @@ def simulate(
     rng : int, numpy.random.SeedSequence, Generator or None
         Root seed.  Replicate ``r`` uses its own block of the seed's PCG64 stream, so the
         numbers do not depend on ``chunk_size`` or on how the work is split.
-    engine : {"fast", "reference"}
-        The compiled engine, or the plain-Python reference that calls the library's
-        retrieval and gate objects and rescans the ledger every gate (for cross-checks).
+    engine : {"auto", "fast", "reference"}
+        "fast": the compiled engine (an error when it does not cover the scenario's gate
+        or policy, see :func:`fast_support`); "reference": the plain-Python engine that
+        calls the library's retrieval and gate objects and rescans the ledger every gate
+        (any registered or imported gate; about three orders of magnitude slower);
+        "auto" (default): the compiled engine when it covers the scenario, else the
+        reference engine.  The result records the engine used (``result.engine``) and,
+        when "auto" fell back, why (``result.extras["engine_reason"]``).
     keep_runs : bool
         Keep the run-level frame (one row per replicate and run).  Pass False for large
         replicate counts: memory then stays flat as replicates grow.
@@ -252,10 +334,10 @@ def simulate(
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal and the work is large).
     gate : object, optional
-        Any gate object to use instead of the scenario's (``evaluate(ledger,
-        candidates)`` returning a report whose ``to_frame()`` has ``fact_id``,
-        ``decision`` and ``reason``), e.g. a gate of your own.  It runs in the reference
-        engine, on the scenario's cadence (``gate.every``, ``gate.from_run``).
+        Any gate object to use instead of the scenario's (the gate protocol,
+        ``evaluate(ledger, candidates=None, *, rng=None) -> GateReport``), e.g. a gate of
+        your own.  It runs in the reference engine, on the scenario's cadence
+        (``gate.every``, ``gate.from_run``).
 
     Returns
     -------
@@ -281,19 +363,13 @@ def simulate(
             f"scenario must be a cogstats.sim.Scenario; got {type(scenario).__name__}"
         )
     replicates = int(check_int("replicates", replicates, minimum=1) or 1)
-    engine = check_choice("engine", engine, ("fast", "reference"))
-    if gate is not None:
-        if not callable(getattr(gate, "evaluate", None)):
-            raise ParameterError(
-                f"gate must have an evaluate(ledger, candidates) method; got {type(gate).__name__}"
-            )
-        if engine == "fast":
-            raise ParameterError(
-                "a gate object runs in the plain-Python engine: pass engine='reference'"
-            )
-    reason = fast_support(scenario) if engine == "fast" and gate is None else None
-    if reason is not None:
-        raise ParameterError(f"{reason}; use engine='reference', which runs any gate object")
+    requested = check_choice("engine", engine, ENGINES)
+    if gate is not None and not callable(getattr(gate, "evaluate", None)):
+        raise ParameterError(
+            f"gate must have an evaluate(ledger, candidates=None, *, rng=None) method; got "
+            f"{type(gate).__name__}"
+        )
+    engine, reason = _choose_engine(scenario, requested, gate)
     seed = as_seed_sequence(rng)
     lessons = lesson_table(scenario)
     lay = layout(scenario)
@@ -308,7 +384,13 @@ def simulate(
 
     else:
         runner = run_fast  # type: ignore[assignment]
-    bar = _progress_bar(progress, replicates, scenario.runs)
+    bar = progress_bar(
+        progress,
+        total=replicates,
+        unit="replicate",
+        desc="simulate",
+        large=replicates * scenario.runs >= 200_000,
+    )
     metrics, outcomes, runs_frames, decisions = [], [], [], []
     start = 0
     while start < replicates:
@@ -336,17 +418,28 @@ def simulate(
         decisions=pl.concat(decisions),
         lessons=pl.concat(outcomes),
         metrics=pl.concat(metrics),
+        extras={"engine_requested": requested, "engine_reason": reason},
     )
 
 
-def _progress_bar(progress: bool | None, replicates: int, runs: int) -> Any:
-    if progress is None:
-        progress = sys.stderr.isatty() and replicates * runs >= 200_000
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=replicates, unit="replicate", desc="simulate", leave=False)
+def _choose_engine(scenario: Scenario, requested: str, gate: Any) -> tuple[str, str | None]:
+    """The engine to run and, when it is the reference engine, why."""
+    if requested == "reference":
+        return "reference", "requested"
+    if gate is not None:
+        if requested == "fast":
+            raise ParameterError(
+                "a gate object runs in the plain-Python engine: pass engine='reference' (or 'auto')"
+            )
+        return "reference", "a gate object was passed"
+    reason = fast_support(scenario)
+    if reason is None:
+        return "fast", None
+    if requested == "fast":
+        raise ParameterError(
+            f"{reason}; use engine='reference' (or 'auto'), which runs any gate object"
+        )
+    return "reference", reason
 
 
 def decision_events(outcomes: pl.DataFrame) -> pl.DataFrame:
@@ -366,7 +459,7 @@ def decision_events(outcomes: pl.DataFrame) -> pl.DataFrame:
         for col, name, reason in (
             ("promoted_at_run", "promote", None),
             ("evicted_at_run", "evict", None),
-            ("retired_at_run", "retire", "audit:low_win_rate"),
+            ("retired_at_run", "retire", C.LOW_WIN_RATE),
         )
     ]
     return pl.concat(parts).sort(["replicate", "after_run", "fact_id"])

@@ -26,7 +26,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from cogstats.sim._kernel import KIND_POISON, REASON_HARMFUL, REASON_NO_LIFT
+from cogstats._codes import (
+    KIND_POISON,
+    REASON_BY_CODE,
+    REASON_CODE_HARMFUL,
+    REASON_CODE_NO_LIFT,
+    REASON_CODE_NONE,
+    REASON_CODE_RETIRE,
+)
 from cogstats.sim.draws import LessonTable
 from cogstats.sim.raw import RawChunk
 
@@ -84,8 +91,8 @@ def replicate_metrics(
     removed_run = np.where(raw.evict_run > 0, raw.evict_run, raw.retire_run)
     removed = removed_run > 0
     n_poison = np.broadcast_to(poison, tried.shape).sum(axis=1)
-    harmful = (raw.evict_run > 0) & (raw.evict_reason == REASON_HARMFUL)
-    no_lift = (raw.evict_run > 0) & (raw.evict_reason == REASON_NO_LIFT)
+    harmful = (raw.evict_run > 0) & (raw.evict_reason == REASON_CODE_HARMFUL)
+    no_lift = (raw.evict_run > 0) & (raw.evict_reason == REASON_CODE_NO_LIFT)
     eff = effects
     dec_run, _ = first_decision(raw)
     decided = dec_run > 0
@@ -143,8 +150,10 @@ def lesson_outcomes(
     n, n_les = raw.trials.shape
     dec_run, code = first_decision(raw)
     outcome_names = np.array(["hold", "promote", "evict", "retire"])
-    reason_names = np.array([None, "eval-gate:harmful", "eval-gate:no_lift", "audit:low_win_rate"])
-    first_reason = np.where(code == 2, raw.evict_reason, np.where(code == 3, 3, 0))
+    reason_names = np.array(REASON_BY_CODE)
+    first_reason = np.where(
+        code == 2, raw.evict_reason, np.where(code == 3, REASON_CODE_RETIRE, REASON_CODE_NONE)
+    )
     final = np.where(
         raw.retire_run > 0,
         "retired",

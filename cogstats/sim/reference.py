@@ -10,27 +10,15 @@ magnitude slower).
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
 import numpy as np
 
-from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate, audit_entries_from_ledger
+from cogstats import _codes as C
 from cogstats.ledger import Ledger
-from cogstats.retrieval import (
-    UCB1,
-    Designed,
-    FewestTrialsFirst,
-    InProgressFirst,
-    NewestFirst,
-    Randomized,
-)
-from cogstats.sim._kernel import (
-    KIND_GENUINE,
-    KIND_POISON,
-    REASON_HARMFUL,
-    REASON_NO_LIFT,
-)
+from cogstats.sim._kernel import injected_total, link_score, oracle_total
 from cogstats.sim.draws import LessonTable, Prepared
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.spec import Scenario
@@ -38,21 +26,14 @@ from cogstats.sim.spec import Scenario
 __all__ = ["run_reference"]
 
 
-def _policy(s: Scenario) -> Any:
-    r = s.retrieval
-    if r.policy == "in_progress_first":
-        return InProgressFirst(r.max_facts, r.candidate_slots, r.rest_after_trials)
-    if r.policy == "newest_first":
-        return NewestFirst(r.max_facts, r.candidate_slots, r.rest_after_trials)
-    if r.policy == "fewest_trials_first":
-        return FewestTrialsFirst(r.max_facts, r.candidate_slots, r.rest_after_trials)
-    if r.policy == "randomized":
-        return Randomized(r.max_facts, r.candidate_slots, r.pool, r.inclusion, r.inclusion_prob)
-    if r.policy == "designed":
-        return Designed(r.max_facts, r.candidate_slots, r.pool)
-    return UCB1(
-        r.max_facts, r.exploration, r.win_threshold, r.cross_similarity, r.epsilon, r.min_facts
-    )
+def _takes_rng(gate: Any) -> bool:
+    """Whether ``gate.evaluate`` accepts ``rng`` (the gate protocol; a bare
+    ``evaluate(ledger, candidates)`` of one's own is called without it)."""
+    try:
+        params = inspect.signature(gate.evaluate).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return True
+    return "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def run_reference(
@@ -60,14 +41,21 @@ def run_reference(
 ) -> RawChunk:
     """Simulate the chunk's replicates with the library objects (slow, obviously correct).
 
-    ``gate_object`` replaces the scenario's gate: any object whose
-    ``evaluate(ledger, candidates)`` returns a report with ``to_frame()`` holding
-    ``fact_id``, ``decision`` (promote, evict, hold, retire) and ``reason``.
+    The retrieval policy and the gate come from their registries (the spec's names, or
+    import paths); the policy is called through its simulation protocol
+    (``select_with_uniforms``, see :mod:`cogstats.retrieval`) and the gate through the
+    gate protocol (``evaluate(ledger, candidates, rng=...)``).  ``gate_object`` replaces
+    the scenario's gate: any object with that ``evaluate`` whose report's ``to_frame()``
+    holds ``fact_id``, ``decision`` (promote, evict, hold, retire) and ``reason``.
     """
     n, runs = prep.noise.shape
     raw = empty_raw(s, lessons, n)
-    policy = _policy(s)
+    policy = s.retrieval.build()
     gate = s.gate.build() if gate_object is None else gate_object
+    gate_rng = gate is not None and _takes_rng(gate)
+    # the audit judges every live lesson; other gates the candidates (and verified
+    # lessons when re-checking)
+    recheck = s.gate.recheck_verified or bool(getattr(gate, "judges_verified", False))
     index = {f: j for j, f in enumerate(lessons.ids)}
     fam_names = [f.name for f in s.difficulty.families]
     base, sd = s.score.base, s.score.noise_sd
@@ -98,36 +86,16 @@ def run_reference(
             if not table:
                 fact_ids: tuple[str, ...] = ()
                 props = None
-            elif isinstance(policy, UCB1):
+            else:
                 fam = fam_names[prep.family[rep, r]] if fam_names else None
                 sel = policy.select_with_uniforms(table, ledger, u, context={"family": fam})
                 fact_ids, props = sel.fact_ids, sel.propensities
-            elif isinstance(policy, Randomized | Designed):
-                sel = policy.select_with_uniforms(table, ledger, u[2:])
-                fact_ids, props = sel.fact_ids, sel.propensities
-            else:
-                sel = policy.select(table, ledger)
-                fact_ids, props = sel.fact_ids, sel.propensities
             idx = sorted(index[f] for f in fact_ids)
-            has_genuine = any(lessons.kind[j] == KIND_GENUINE for j in idx)
-            pos = 0.0
-            tot = 0.0
-            for j in idx:
-                x = float(e[j])
-                if lessons.kind[j] == KIND_POISON and damp > 0 and has_genuine:
-                    x *= 1.0 - damp
-                if sat > 0 and x > 0:
-                    pos += x
-                else:
-                    tot += x
-            if sat > 0:
-                tot += sat * math.tanh(pos / sat)
+            inj = np.asarray(idx, dtype=np.int64)
+            tot = injected_total(e, lessons.kind, inj, len(idx), damp, sat)
             z = sd * float(prep.noise[rep, r])
             d = float(prep.difficulty[rep, r])
-            if logistic:
-                y = 1.0 / (1.0 + math.exp(-(logit_base + d + tot + z)))
-            else:
-                y = min(1.0, max(0.0, base + d + tot + z))
+            y = link_score(base, logit_base, logistic, d, tot, z)
             raw.score[rep, r] = y
             raw.ninj[rep, r] = len(idx)
             raw.inj[rep, r, : len(idx)] = idx
@@ -153,9 +121,6 @@ def run_reference(
                         raw.first_trial[rep, jj] = run
             if gate is None or run < s.gate.from_run or (run - s.gate.from_run) % s.gate.every:
                 continue
-            # the audit pass looks at every live lesson; cycgraph's gate at candidates
-            # (and verified lessons when re-checking)
-            recheck = s.gate.recheck_verified or isinstance(gate, AuditGate)
             judged = [
                 lessons.ids[j]
                 for j in order
@@ -164,32 +129,23 @@ def run_reference(
             ]
             if not judged:
                 continue
-            if isinstance(gate, AuditGate):
-                entries = audit_entries_from_ledger(
-                    ledger, win_threshold=s.retrieval.win_threshold, fact_ids=judged
-                )
-                report = gate.evaluate(entries)
-            elif isinstance(gate, CycgraphGate):
-                report = gate.evaluate(ledger, judged)
-            elif isinstance(gate, EvidenceGate):
-                # a fixed stream per replicate and run, for methods that draw
+            if gate_rng:
+                # a fixed stream per replicate and run, for gates that draw
                 seed = int.from_bytes(prep.noise[rep].tobytes()[:8], "little")
                 report = gate.evaluate(ledger, judged, rng=np.random.default_rng((seed, run)))
-            else:  # a user's gate object
+            else:
                 report = gate.evaluate(ledger, judged)
             for row in report.to_frame().iter_rows(named=True):
                 f, d = row["fact_id"], row["decision"]
                 j = index[f]
-                if d == "promote" and status[f] == "candidate":
+                if d == C.PROMOTE and status[f] == "candidate":
                     status[f] = "verified"
                     raw.promote_run[rep, j] = run
-                elif d == "evict":
+                elif d == C.EVICT:
                     status[f] = "evicted"
                     raw.evict_run[rep, j] = run
-                    raw.evict_reason[rep, j] = (
-                        REASON_HARMFUL if row["reason"] == "eval-gate:harmful" else REASON_NO_LIFT
-                    )
-                elif d == "retire":
+                    raw.evict_reason[rep, j] = C.evict_reason_code(row.get("reason"))
+                elif d == C.RETIRE:
                     status[f] = "retired"
                     raw.retire_run[rep, j] = run
         trials = ledger.fact_stats()
@@ -206,18 +162,12 @@ def _fill_oracle(s: Scenario, lessons: LessonTable, prep: Prepared, raw: RawChun
     logistic = s.score.link == "logistic"
     base = s.score.base
     logit_base = math.log(base / (1 - base)) if logistic else 0.0
+    max_facts = int(s.retrieval.max_facts)
+    scratch = np.empty(len(lessons.ids))
     for rep in range(n):
-        e = prep.effects[rep]
+        e = np.ascontiguousarray(prep.effects[rep])
         for r in range(runs):
-            helpful = np.sort(e[(lessons.arrival <= r + 1) & (e > 0)])
-            g = 0.0
-            for x in helpful[::-1][: s.retrieval.max_facts]:
-                g += float(x)
-            if sat > 0:
-                g = sat * math.tanh(g / sat)
+            g = oracle_total(e, lessons.arrival, r + 1, max_facts, sat, scratch)
             z = s.score.noise_sd * float(prep.noise[rep, r])
             d = float(prep.difficulty[rep, r])
-            if logistic:
-                raw.oracle[rep, r] = 1.0 / (1.0 + math.exp(-(logit_base + d + g + z)))
-            else:
-                raw.oracle[rep, r] = min(1.0, max(0.0, base + d + g + z))
+            raw.oracle[rep, r] = link_score(base, logit_base, logistic, d, g, z)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from cogstats._codes import HARMFUL
 from cogstats._results import frame_text
 from cogstats._validation import ParameterError
 from cogstats.ledger import Ledger
@@ -67,7 +68,10 @@ class SimulationResult:
         The root SeedSequence (entropy, spawn_key): ``numpy.random.SeedSequence(**seed)``
         re-creates the run exactly.
     engine : str
-        "fast" or "reference".
+        The engine that ran: "fast" (compiled) or "reference".
+    extras : mapping
+        ``engine_requested`` ("auto", "fast" or "reference") and ``engine_reason`` (why
+        the reference engine ran, None for the compiled one).
     runs : polars.DataFrame or None
         replicate, run, score, recorded, difficulty, oracle_score, fact_ids, and where
         present difficulty_proxy, family, eligible_ids, propensities.
@@ -109,7 +113,7 @@ class SimulationResult:
         df = df.with_columns(
             pl.when(pl.col("outcome") == "evict")
             .then(
-                pl.when(pl.col("reason") == "eval-gate:harmful")
+                pl.when(pl.col("reason") == HARMFUL)
                 .then(pl.lit("evict_harmful"))
                 .otherwise(pl.lit("evict_no_lift"))
             )
@@ -128,10 +132,11 @@ class SimulationResult:
         return out.drop("_all") if by == ("_all",) else out
 
     def summary_row(self) -> dict[str, Any]:
-        """One flat row: replicates, every metric's mean and ``<metric>_mcse``, and the
-        first-outcome rates (promote, evict_harmful, evict_no_lift, retire, hold) with
-        the mean run of the first decision.  Sweeps store one such row per cell."""
-        row: dict[str, Any] = {"replicates": self.replicates}
+        """One flat row: replicates, the engine that ran ("fast" or "reference"), every
+        metric's mean and ``<metric>_mcse``, and the first-outcome rates (promote,
+        evict_harmful, evict_no_lift, retire, hold) with the mean run of the first
+        decision.  Sweeps store one such row per cell."""
+        row: dict[str, Any] = {"replicates": self.replicates, "engine": self.engine}
         for r in self.summary_table().iter_rows(named=True):
             row[r["metric"]] = r["mean"]
             row[f"{r['metric']}_mcse"] = r["mcse"]
@@ -241,6 +246,9 @@ class SimulationResult:
             f"Simulation of {self.scenario.name!r}: {self.replicates} replicates x "
             f"{self.scenario.runs} runs, engine={self.engine}, seed={dict(self.seed)}"
         )
+        why = self.extras.get("engine_reason")
+        if self.engine == "reference" and why and why != "requested":
+            head += f"\n(reference engine: {why})"
         return f"{head}\n{frame_text(self.summary_table(), max_rows=40)}"
 
     def __repr__(self) -> str:

@@ -20,9 +20,15 @@ TOML layout (every table optional except ``runs``)::
     [[lessons.poison]]        # after_run, count, effect
     [difficulty]              # model, sd, ar, proxy_corr, families, regimes
     [score]                   # base, noise_sd, link, saturation, poison_damping
-    [retrieval]               # policy and its options
-    [gate]                    # type, every, from_run, recheck_verified, then the gate's policy
+    [retrieval]               # policy (a registry name or "pkg.mod:Class") and its options
+    [gate]                    # type (a registry name, "pkg.mod:Class" or "none"), every,
+                              # from_run, recheck_verified, then the gate's options
     [grid]                    # SimulationSpec only: "dotted.path" = [values]
+
+The ``[retrieval]`` and ``[gate]`` tables are validated by the registered classes
+(:data:`cogstats.retrieval.RETRIEVAL_POLICIES`, :data:`cogstats.gates.GATES`): their
+options are the classes' dataclass fields, with the classes' defaults and checks; an error
+still names the key and the file.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from cogstats._codes import KINDS
+from cogstats._registry import Entry
 from cogstats._validation import ParameterError, SpecError, suggest
 
 __all__ = [
@@ -56,25 +64,8 @@ __all__ = [
     "load_spec",
 ]
 
-KINDS = ("genuine", "neutral", "poison")
-POLICIES = (
-    "in_progress_first",
-    "newest_first",
-    "fewest_trials_first",
-    "randomized",
-    "designed",
-    "ucb1",
-)
-GATE_TYPES = ("none", "cycgraph", "audit", "evidence")
-#: Retrieval options that apply to each policy (besides max_facts and candidate_slots).
-POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
-    "in_progress_first": ("rest_after_trials",),
-    "newest_first": ("rest_after_trials",),
-    "fewest_trials_first": ("rest_after_trials",),
-    "randomized": ("pool", "inclusion", "inclusion_prob"),
-    "designed": ("pool",),
-    "ucb1": ("epsilon", "min_facts", "cross_similarity", "win_threshold", "exploration"),
-}
+#: keys of the [gate] table that are the simulator's, not the gate's
+GATE_CADENCE = ("type", "every", "from_run", "recheck_verified")
 DIST_PARAMS = {
     "constant": ("value",),
     "uniform": ("low", "high"),
@@ -335,29 +326,55 @@ class ScoreSpec:
 
 @dataclass(frozen=True)
 class RetrievalSpec:
-    """Retrieval policy and options (see :mod:`cogstats.retrieval`)."""
+    """Which retrieval policy picks the lessons, and its complete options.
+
+    ``policy`` is a name in :data:`cogstats.retrieval.RETRIEVAL_POLICIES` or an import path
+    ``"package.module:Class"``; ``options`` holds every option of its class (defaults
+    filled in).  An option reads as an attribute too: ``spec.retrieval.max_facts``.
+
+    Examples
+    --------
+    >>> RetrievalSpec("ucb1", {"max_facts": 3}).build().max_facts
+    3
+    """
 
     policy: str = "in_progress_first"
-    max_facts: int = 10
-    candidate_slots: int = 2
-    rest_after_trials: int | None = None
-    pool: int | None = None
-    inclusion: str = "fixed"
-    inclusion_prob: float = 0.5
-    epsilon: float = 0.0
-    min_facts: int | None = None
-    cross_similarity: float = 0.2
-    win_threshold: float = 0.5
-    exploration: float = 2.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def entry(self) -> Entry:
+        """The policy's registry entry."""
+        from cogstats.retrieval import get_policy
+
+        return get_policy(self.policy)
+
+    def build(self) -> Any:
+        """The policy object this spec describes."""
+        return self.entry().make(**dict(self.options))
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for names that are not fields: the policy's options
+        options = self.__dict__.get("options")
+        if name.startswith("_") or options is None:
+            raise AttributeError(name)
+        if name in options:
+            return options[name]
+        defaults = self.entry().defaults()
+        if name in defaults:
+            return defaults[name]
+        raise AttributeError(
+            f"retrieval policy {self.__dict__.get('policy')!r} has no option {name!r}"
+        )
 
 
 @dataclass(frozen=True)
 class GateSpec:
-    """Which gate, its policy, and when it looks.
+    """Which gate, its options, and when it looks.
 
-    ``every``: gate every this many runs, starting after run ``from_run``;
-    ``recheck_verified``: verified lessons are judged again (evicting a verified lesson
-    when the evidence turns).
+    ``type`` is a name in :data:`cogstats.gates.GATES`, an import path
+    ``"package.module:Class"`` (a gate of one's own; spawned sweep workers import it), or
+    ``"none"``; ``policy`` holds the gate's options.  ``every``: gate every this many runs,
+    starting after run ``from_run``; ``recheck_verified``: verified lessons are judged
+    again (evicting a verified lesson when the evidence turns).
     """
 
     type: str = "cycgraph"
@@ -366,22 +383,27 @@ class GateSpec:
     from_run: int = 1
     recheck_verified: bool = False
 
+    def entry(self) -> Entry | None:
+        """The gate's registry entry (None for type "none")."""
+        if self.type == "none":
+            return None
+        from cogstats.gates import get_gate
+
+        return get_gate(self.type)
+
     def build(self) -> Any:
         """The gate object this spec describes (None for type "none")."""
-        # each gate is imported only when asked for (the evidence gate needs every estimator)
-        if self.type == "cycgraph":
-            from cogstats.gates.cycgraph import CycgraphGate
+        entry = self.entry()
+        return None if entry is None else entry.make(**dict(self.policy))
 
-            return CycgraphGate.from_policy(self.policy)
-        if self.type == "audit":
-            from cogstats.gates.audit import AuditGate
 
-            return AuditGate(**self.policy)
-        if self.type == "evidence":
-            from cogstats.gates.evidence import EvidenceGate
-
-            return EvidenceGate(**self.policy)
-        return None
+def part_options(obj: Any, entry: Entry) -> dict[str, Any]:
+    """The complete options of a built gate or policy: ``to_policy()`` where the class has
+    it, else its option fields."""
+    to_policy = getattr(obj, "to_policy", None)
+    if callable(to_policy):
+        return dict(to_policy())
+    return {f.name: getattr(obj, f.name) for f in entry.fields()}
 
 
 @dataclass(frozen=True)
@@ -519,13 +541,7 @@ class Scenario:
         diff["regimes"] = [asdict(g) for g in self.difficulty.regimes]
         d["difficulty"] = diff
         d["score"] = keep(asdict(self.score))
-        retr = {
-            "policy": self.retrieval.policy,
-            "max_facts": self.retrieval.max_facts,
-            "candidate_slots": self.retrieval.candidate_slots,
-        }
-        retr.update({k: getattr(self.retrieval, k) for k in POLICY_OPTIONS[self.retrieval.policy]})
-        d["retrieval"] = keep(retr)
+        d["retrieval"] = keep({"policy": self.retrieval.policy, **self.retrieval.options})
         gate: dict[str, Any] = {
             "type": self.gate.type,
             "every": self.gate.every,
@@ -533,9 +549,9 @@ class Scenario:
             "recheck_verified": self.gate.recheck_verified,
         }
         policy = dict(self.gate.policy)
-        built = self.gate.build()
-        if full and built is not None:
-            policy = built.to_policy()
+        entry = self.gate.entry()
+        if full and entry is not None:
+            policy = part_options(self.gate.build(), entry)
         gate.update(keep(policy))
         d["gate"] = gate
         return d
@@ -551,24 +567,23 @@ class Scenario:
         """
         data = self.to_dict(full=True)
         new_gate = values.get("gate.type", self.gate.type)
-        if new_gate != self.gate.type and new_gate in GATE_TYPES:
+        if new_gate != self.gate.type and isinstance(new_gate, str):
             # a different kind of gate: the old gate's policy does not carry over; the new
             # one starts from its defaults (so that grid paths into it exist)
-            data["gate"] = {
-                k: v
-                for k, v in data["gate"].items()
-                if k in ("type", "every", "from_run", "recheck_verified")
-            }
-            default = GateSpec(type=new_gate).build()
-            if default is not None:
-                data["gate"].update(default.to_policy())
+            data["gate"] = {k: v for k, v in data["gate"].items() if k in GATE_CADENCE}
+            entry = _lookup(GateSpec(type=new_gate).entry, "gate.type", source)
+            if entry is not None:
+                data["gate"].update(part_options(entry.make(), entry))
         new_policy = values.get("retrieval.policy", self.retrieval.policy)
-        if new_policy != self.retrieval.policy and new_policy in POLICY_OPTIONS:
-            # a different retrieval policy: options of the old one do not carry over
-            keep = ("policy", "max_facts", "candidate_slots", *POLICY_OPTIONS[new_policy])
-            data["retrieval"] = {k: v for k, v in data["retrieval"].items() if k in keep}
-            for option in POLICY_OPTIONS[new_policy]:
-                data["retrieval"].setdefault(option, getattr(RetrievalSpec(), option))
+        if new_policy != self.retrieval.policy and isinstance(new_policy, str):
+            # a different retrieval policy: options it shares with the old one carry over,
+            # the others start from its defaults
+            entry = _lookup(RetrievalSpec(new_policy).entry, "retrieval.policy", source)
+            defaults = cast(Entry, entry).defaults()
+            data["retrieval"] = {
+                "policy": new_policy,
+                **{k: data["retrieval"].get(k, v) for k, v in defaults.items()},
+            }
         for path, value in values.items():
             _set_path(data, path, value, source)
         return Scenario.from_dict(data, source=source)
@@ -810,71 +825,89 @@ def _parse_score(r: _Reader) -> ScoreSpec:
     return out
 
 
+def _lookup(find: Any, key: str, source: str | None) -> Any:
+    """A registry lookup whose failure names the spec key and file."""
+    try:
+        return find()
+    except ParameterError as exc:
+        raise SpecError(str(exc), key=key, source=source) from None
+
+
+def _part_options(r: _Reader, entry: Entry, name: str, reserved: Sequence[str]) -> dict[str, Any]:
+    """The table's options for a registered part, unknown keys named with the allowed."""
+    allowed = [f.name for f in entry.fields()]
+    options = {k: v for k, v in r.data.items() if k not in reserved and v is not None}
+    for key in options:
+        if key in allowed:
+            continue
+        others = _owners(key, entry)
+        if others:
+            raise r.error(
+                key,
+                f"does not apply to {entry.kind} {name!r} (it takes {allowed}; {key!r} is "
+                f"an option of {others})",
+            )
+        raise r.error(key, f"unknown key{suggest(key, allowed)}; {name!r} takes {allowed}")
+    return options
+
+
+def _owners(key: str, entry: Entry) -> list[str]:
+    """Registered parts of the same kind that take option ``key``."""
+    from cogstats.gates import GATES
+    from cogstats.retrieval import RETRIEVAL_POLICIES
+
+    registry = RETRIEVAL_POLICIES if entry.kind == RETRIEVAL_POLICIES.kind else GATES
+    return sorted(n for n, e in registry.items() if key in [f.name for f in e.fields()])
+
+
+def _build_part(r: _Reader, entry: Entry, options: Mapping[str, Any]) -> Any:
+    """Build a gate or policy; its class's validation error names the key and file."""
+    try:
+        return entry.make(**options)
+    except (ValueError, TypeError) as exc:  # ParameterError, or a class of one's own
+        key = _param_name(str(exc))
+        raise SpecError(str(exc), key=r.key(key) if key else r.path, source=r.source) from None
+
+
 def _parse_retrieval(r: _Reader) -> RetrievalSpec:
-    policy = r.choice("policy", "in_progress_first", POLICIES)
-    out = RetrievalSpec(
-        policy=policy,
-        max_facts=_req(r.integer("max_facts", 10, minimum=1)),
-        candidate_slots=_req(r.integer("candidate_slots", 2, minimum=0)),
-        rest_after_trials=r.integer("rest_after_trials", None, minimum=1, optional=True),
-        pool=r.integer("pool", None, minimum=1, optional=True),
-        inclusion=r.choice("inclusion", "fixed", ("fixed", "bernoulli")),
-        inclusion_prob=_req(r.number("inclusion_prob", 0.5, minimum=0.0, maximum=1.0)),
-        epsilon=_req(r.number("epsilon", 0.0, minimum=0.0, maximum=1.0)),
-        min_facts=r.integer("min_facts", None, minimum=1, optional=True),
-        cross_similarity=_req(r.number("cross_similarity", 0.2, minimum=-1.0, maximum=1.0)),
-        win_threshold=_req(r.number("win_threshold", 0.5, minimum=0.0, maximum=1.0)),
-        exploration=_req(r.number("exploration", 2.0, minimum=0.0)),
-    )
-    allowed = POLICY_OPTIONS[policy]
-    for name in (
-        "rest_after_trials",
-        "pool",
-        "inclusion",
-        "inclusion_prob",
-        "epsilon",
-        "min_facts",
-        "cross_similarity",
-        "win_threshold",
-        "exploration",
-    ):
-        if r.data.get(name) is not None and name not in allowed:
-            raise r.error(name, f"does not apply to policy {policy!r} (it takes {list(allowed)})")
-    r.done(("policy", "max_facts", "candidate_slots", *allowed))
-    if out.min_facts is not None and out.min_facts > out.max_facts:
-        raise r.error("min_facts", f"must be <= max_facts ({out.max_facts}); got {out.min_facts}")
-    if out.candidate_slots > out.max_facts:
-        out = RetrievalSpec(**{**asdict(out), "candidate_slots": out.max_facts})
-    return out
+    from cogstats.retrieval import get_policy
+
+    policy = r.string("policy", "in_progress_first") or "in_progress_first"
+    entry = _lookup(lambda: get_policy(policy), r.key("policy"), r.source)
+    options = _part_options(r, entry, policy, ("policy",))
+    built = _build_part(r, entry, options)
+    return RetrievalSpec(policy, part_options(built, entry))
 
 
 def _parse_gate(r: _Reader, runs: int) -> GateSpec:
-    gtype = r.choice("type", "cycgraph", GATE_TYPES)
+    gtype = r.string("type", "cycgraph") or "cycgraph"
     every = _req(r.integer("every", 1, minimum=1))
     from_run = _req(r.integer("from_run", 1, minimum=1))
     if from_run > runs:
         raise r.error("from_run", f"must be <= runs ({runs}); got {from_run}")
     recheck = r.boolean("recheck_verified", False)
-    reserved = {"type", "every", "from_run", "recheck_verified"}
-    policy = {k: v for k, v in r.data.items() if k not in reserved and v is not None}
-    if gtype == "none" and policy:
-        raise r.error(next(iter(policy)), "gate type 'none' takes no policy")
-    spec = GateSpec(gtype, policy, every, from_run, recheck)
-    try:
-        built = spec.build()
-    except ParameterError as exc:
-        key = _param_name(str(exc))
-        raise SpecError(str(exc), key=r.key(key) if key else r.path, source=r.source) from None
-    except TypeError as exc:
-        raise SpecError(str(exc), key=r.path, source=r.source) from None
-    if built is not None:  # normalise: the complete policy, defaults filled in
-        full = {k: v for k, v in built.to_policy().items() if v is not None}
-        spec = GateSpec(gtype, full, every, from_run, recheck)
-    return spec
+    if gtype == "none":
+        policy = {k: v for k, v in r.data.items() if k not in GATE_CADENCE and v is not None}
+        if policy:
+            raise r.error(next(iter(policy)), "gate type 'none' takes no policy")
+        return GateSpec(gtype, {}, every, from_run, recheck)
+    entry = _lookup(lambda: GateSpec(gtype).entry(), r.key("type"), r.source)
+    options = dict(r.data)
+    if callable(getattr(entry.cls, "from_policy", None)):
+        # the class reads other spellings itself (cycgraph's camelCase)
+        options = {k: v for k, v in options.items() if k not in GATE_CADENCE and v is not None}
+    else:
+        options = _part_options(r, entry, gtype, GATE_CADENCE)
+    built = _build_part(r, entry, options)
+    # normalise: the complete policy, defaults filled in
+    full = {k: v for k, v in part_options(built, entry).items() if v is not None}
+    return GateSpec(gtype, full, every, from_run, recheck)
 
 
 def _param_name(message: str) -> str | None:
-    m = re.match(r"unknown policy key '([^']+)'", message) or re.match(r"(\w+) must", message)
+    m = re.match(r"unknown (?:policy key|option) '([^']+)'", message) or re.match(
+        r"(\w+) must", message
+    )
     return m.group(1) if m else None
 
 

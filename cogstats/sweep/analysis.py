@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: columns of a cell table that are not grid axes
-_FIXED = {"cell", "cell_key", "seed", "replicates", "elapsed_s", "worker", "cells"}
+_FIXED = {"cell", "cell_key", "seed", "replicates", "engine", "elapsed_s", "worker", "cells"}
 _RATES = {
     "promote_rate",
     "evict_harmful_rate",

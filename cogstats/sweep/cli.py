@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cogstats._results import frame_text
+from cogstats._results import CLI_TABLE_WIDTH, frame_text
 from cogstats.sweep.runner import SHOWN, sweep_spec
 from cogstats.sweep.spec import load_sweep
 
@@ -51,5 +51,5 @@ def run_sweep(args: argparse.Namespace) -> int:
     )
     shown = ["cell", *result.axes(), "replicates"]
     shown += [c for c in SHOWN if c in result.table.columns]
-    print(frame_text(result.table.select(shown), max_rows=200))
+    print(frame_text(result.table.select(shown), max_rows=200, width=CLI_TABLE_WIDTH))
     return 0

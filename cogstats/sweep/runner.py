@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from cogstats._progress import progress_bar
 from cogstats._results import frame_text
 from cogstats._validation import ParameterError, check_int
 from cogstats.sweep.executors import make_executor
@@ -200,7 +201,14 @@ def sweep_spec(
             versions=manifest["versions"],
             git=manifest["git"],
         )
-        bar = _progress_bar(progress, len(tasks), len(done), spec.name)
+        bar = progress_bar(
+            progress,
+            total=len(tasks),
+            initial=len(done),
+            unit="cell",
+            desc=spec.name,
+            leave=True,
+        )
         try:
             with runner:
                 for output in runner.run(todo):
@@ -243,18 +251,8 @@ def _gated_runs(tasks: Sequence[CellTask]) -> int:
     return sum(t.replicates * t.scenario.runs for t in tasks)
 
 
-def _progress_bar(progress: bool | None, total: int, initial: int, name: str) -> Any:
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, unit="cell", desc=name, dynamic_ncols=True)
-
-
 def rerun_cell(
-    directory: str | Path, cell: int, *, keep_runs: bool = True, engine: str = "fast"
+    directory: str | Path, cell: int, *, keep_runs: bool = True, engine: str = "auto"
 ) -> SimulationResult:
     """Simulate one cell of a stored sweep again, alone, from the seed in its row.
 
@@ -266,8 +264,9 @@ def rerun_cell(
         The cell index.
     keep_runs : bool
         Keep the run-level frame (for ledgers of single replicates).
-    engine : {"fast", "reference"}
-        Simulation engine (the reference engine cross-checks the compiled one).
+    engine : {"auto", "fast", "reference"}
+        Simulation engine (see :func:`~cogstats.sim.simulate`; the reference engine
+        cross-checks the compiled one).
 
     Returns
     -------

@@ -386,6 +386,8 @@ def cell_frame(
     for name, value in summary.items():
         if name == "replicates":
             columns[name] = pl.Series(name, [int(value)], dtype=pl.Int64)
+        elif isinstance(value, str):  # e.g. the engine that ran the cell
+            columns[name] = pl.Series(name, [value], dtype=pl.String)
         else:
             columns[name] = pl.Series(
                 name, [None if value is None else float(value)], dtype=pl.Float64

@@ -1,4 +1,4 @@
-"""Reference checks of cogstats.estimators.sequential: closed forms against numerical
+"""Reference checks of confseq, anytime_ols and spending: closed forms against numerical
 integration, OLS pieces against statsmodels, spending boundaries against published values.
 
 Sources of the numbers asserted here:
@@ -42,16 +42,9 @@ import statsmodels.api as sm
 from scipy import integrate, optimize, stats
 
 from cogstats import Ledger, attribute
-from cogstats.estimators.sequential import (
-    _boundary_sq,
-    _log_bayes_factor,
-    _mixture_pvalue,
-    _t_radius_sq,
-    anytime_ols_paths,
-    confseq_paths,
-    mixture_rho,
-    spending_boundaries,
-)
+from cogstats.estimators.anytime_ols import _log_bayes_factor, _t_radius_sq, anytime_ols_paths
+from cogstats.estimators.confseq import _boundary_sq, _mixture_pvalue, confseq_paths, mixture_rho
+from cogstats.estimators.spending import spending_boundaries
 from tests.helpers import random_inclusion_ledger
 
 
@@ -314,7 +307,7 @@ def test_seqbounds_jl_readme_values() -> None:
 
 
 @pytest.mark.parametrize("sides", [1, 2])
-@pytest.mark.parametrize("spending", ["obrien_fleming", "pocock"])
+@pytest.mark.parametrize("spending", ["obrien_fleming", "pocock", "hsd"])
 def test_crossing_probabilities_against_scipy_mvn(sides: int, spending: str) -> None:
     """P(no crossing through look k) from scipy's MVN CDF equals 1 - cumulative_alpha[k]."""
     t = np.array([0.15, 0.4, 0.55, 0.8, 1.0])
@@ -327,3 +320,44 @@ def test_crossing_probabilities_against_scipy_mvn(sides: int, spending: str) -> 
             c[:k], np.zeros(k), cov[:k, :k], abseps=1e-6, releps=1e-6, lower_limit=lower, rng=1
         )
         assert 1.0 - stay == pytest.approx(b.cumulative_alpha[k - 1], abs=3e-5)
+
+
+# ---------------------------------------------------------------------- Hwang-Shih-DeCani
+@pytest.mark.parametrize("gamma", [-4.0, -2.0, 0.0, 1.0])
+@pytest.mark.parametrize("sides", [1, 2])
+def test_hsd_spends_its_closed_form(gamma: float, sides: int) -> None:
+    """Cumulative error at each look is Hwang, Shih & DeCani's (1990) closed form
+    ``alpha_s (1 - exp(-gamma t)) / (1 - exp(-gamma))`` (``alpha_s t`` at gamma 0; the
+    form gsDesign's ``sfHSD`` documents), per side; the first boundary is the normal
+    quantile of the first increment.  Tolerances: 1e-15 on the spent error (it is the
+    formula), 1e-9 on the first boundary."""
+    t = np.array([0.2, 0.45, 0.7, 1.0])
+    alpha = 0.05
+    b = spending_boundaries(t, alpha, "hsd", sides, spending_options={"gamma": gamma})
+    a_s = alpha / sides
+    if gamma == 0.0:
+        want = a_s * t
+    else:
+        want = a_s * (1 - np.exp(-gamma * t)) / (1 - np.exp(-gamma))
+    np.testing.assert_allclose(b.cumulative_alpha, sides * want, rtol=0, atol=1e-15)
+    assert b.z_boundaries[0] == pytest.approx(stats.norm.isf(want[0]), abs=1e-9)
+    assert b.spending_options == {"gamma": gamma}
+
+
+def test_hsd_shape_and_its_pocock_end() -> None:
+    """A larger gamma spends more at the first look (its share ``(1 - e^(-gamma t)) / (1 -
+    e^(-gamma))`` grows with gamma), so the first boundary falls as gamma grows; gamma = 1
+    "approximates a Pocock design well" (gsDesign's sfHSD documentation): within 0.02 of
+    the Lan-DeMets Pocock boundaries at every one of five equal looks; and gamma -> 0 is
+    continuous with the linear spending at 0."""
+    t = [0.2, 0.4, 0.6, 0.8, 1.0]
+    gammas = [-4.0, -2.0, 0.0, 1.0]
+    z = [
+        spending_boundaries(t, 0.05, "hsd", 2, spending_options={"gamma": g}).z_boundaries
+        for g in gammas
+    ]
+    assert all(z[i][0] > z[i + 1][0] for i in range(3))
+    poc = spending_boundaries(t, 0.05, "pocock", 2).z_boundaries
+    np.testing.assert_allclose(z[3], poc, atol=0.02)
+    near_zero = spending_boundaries(t, 0.05, "hsd", 2, spending_options={"gamma": 1e-9})
+    np.testing.assert_allclose(near_zero.z_boundaries, z[2], atol=1e-6)

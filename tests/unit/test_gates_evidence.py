@@ -61,10 +61,12 @@ def test_fixed_lift_matches_scipy_one_sided_welch() -> None:
         up = stats.ttest_ind(y[on] - 0.01, y[~on], equal_var=False, alternative="greater")
         down = stats.ttest_ind(y[on] + 0.02, y[~on], equal_var=False, alternative="less")
         row = report.decision(f)
-        assert row["p_promote"] == pytest.approx(up.pvalue, abs=1e-10)
-        assert row["p_evict"] == pytest.approx(down.pvalue, abs=1e-10)
+        assert row["pvalue_promote"] == pytest.approx(up.pvalue, abs=1e-10)
+        assert row["pvalue_evict"] == pytest.approx(down.pvalue, abs=1e-10)
         want = "promote" if up.pvalue <= 0.05 else ("evict" if down.pvalue <= 0.05 else "hold")
         assert row["decision"] == want
+        why = {"promote": "promote_evidence", "evict": "harm_evidence"}
+        assert row["why"] == why.get(want, "insufficient_evidence")
     assert report.promoted == ("L0",) and report.evicted == ("L1",)
 
 
@@ -72,8 +74,8 @@ def test_bh_matches_statsmodels() -> None:
     ledger = _ledger([0.03, 0.02, -0.03, 0.0, 0.01, -0.02], n=200, seed=5)
     report = EvidenceGate(method="ols", alpha=0.1, multiplicity="bh").evaluate(ledger)
     frame = report.to_frame()
-    up = multipletests(frame["p_promote"].to_numpy(), alpha=0.1, method="fdr_bh")[0]
-    down = multipletests(frame["p_evict"].to_numpy(), alpha=0.1, method="fdr_bh")[0]
+    up = multipletests(frame["pvalue_promote"].to_numpy(), alpha=0.1, method="fdr_bh")[0]
+    down = multipletests(frame["pvalue_evict"].to_numpy(), alpha=0.1, method="fdr_bh")[0]
     got = frame["decision"].to_list()
     want = ["promote" if u else "evict" if d else "hold" for u, d in zip(up, down, strict=True)]
     assert got == want
@@ -88,7 +90,7 @@ def test_bonferroni_uses_the_adjusted_interval() -> None:
     width = (bonf.to_frame()["ci_high"] - bonf.to_frame()["ci_low"]).to_numpy()
     assert np.all(width > (plain["ci_high"] - plain["ci_low"]).to_numpy())
     for row in bonf.to_frame().iter_rows(named=True):
-        assert (row["decision"] == "promote") == (row["p_promote"] <= 0.05 / 4)
+        assert (row["decision"] == "promote") == (row["pvalue_promote"] <= 0.05 / 4)
 
 
 def test_group_sequential_against_spending_boundaries() -> None:
@@ -103,6 +105,30 @@ def test_group_sequential_against_spending_boundaries() -> None:
         assert row["boundary"] == pytest.approx(bounds[n - 5])
         z_up = row["estimate"] / row["std_error"]
         assert (row["decision"] == "promote") == (z_up >= row["boundary"])
+
+
+def test_group_sequential_with_hsd_spending() -> None:
+    gate = EvidenceGate(
+        method="lift",
+        alpha=0.025,
+        sequential="group",
+        min_trials=5,
+        max_trials=20,
+        spending="hsd",
+        spending_options={"gamma": -2.0},
+    )
+    want = spending_boundaries(
+        [n / 20 for n in range(5, 21)], 0.025, "hsd", sides=1, spending_options={"gamma": -2.0}
+    ).z_boundaries
+    assert list(gate.boundaries().values()) == pytest.approx(list(want))
+    assert gate.to_policy()["spending_options"] == {"gamma": -2.0}
+    assert EvidenceGate(**gate.to_policy()) == gate
+    with pytest.raises(ParameterError, match="gamma must be"):
+        EvidenceGate(spending="hsd", spending_options={"gamma": "steep"})
+    with pytest.raises(ParameterError, match="unknown option 'gama'"):
+        EvidenceGate(spending="hsd", spending_options={"gama": 1})
+    with pytest.raises(ParameterError, match="unknown spending function 'haybittle'"):
+        EvidenceGate(spending="haybittle")
 
 
 def test_anytime_confseq_matches_the_sequence() -> None:
@@ -135,7 +161,8 @@ def test_unidentifiable_lessons_are_held() -> None:
         )
     ledger = Ledger.from_records(recs)
     report = EvidenceGate(method="ols").evaluate(ledger)
-    assert report.decision("twin_a")["reason"] == "evidence:not_identifiable"
+    twin = report.decision("twin_a")
+    assert (twin["decision"], twin["reason"], twin["why"]) == ("hold", None, "not_identifiable")
     assert report.held == ("twin_a", "twin_b")
     assert report.promoted == ("solo",)
     lift_report = EvidenceGate(method="lift").evaluate(ledger)
@@ -148,10 +175,15 @@ def test_stopping_rules_and_min_trials() -> None:
     ledger = _ledger([0.0, 0.0], n=40, seed=4)
     report = EvidenceGate(method="lift", max_trials=10, alpha=0.001).evaluate(ledger)
     for row in report.to_frame().iter_rows(named=True):
-        assert (row["decision"], row["reason"]) == ("evict", "eval-gate:no_lift")
+        assert (row["decision"], row["reason"], row["why"]) == (
+            "evict",
+            "eval-gate:no_lift",
+            "max_trials",
+        )
     held = EvidenceGate(method="lift", min_trials=100).evaluate(ledger, ["L0", "unseen"])
     assert held.held == ("L0", "unseen")
     assert held.decision("L0")["estimate"] is None
+    assert held.to_frame()["why"].to_list() == ["min_trials", "min_trials"]
 
 
 def test_fixed_gate_single_look_is_calibrated() -> None:

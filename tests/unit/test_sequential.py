@@ -1,4 +1,4 @@
-"""Unit and simulation tests of cogstats.estimators.sequential.
+"""Unit and simulation tests of the sequential methods (confseq, anytime_ols, spending).
 
 Simulation checks (marked slow, each sized to a few seconds) use fixed seeds and
 tolerances from the Monte Carlo error:
@@ -37,7 +37,7 @@ from cogstats.estimators import (
     confseq_paths,
     spending_boundaries,
 )
-from cogstats.estimators.sequential import mixture_rho
+from cogstats.estimators.confseq import mixture_rho
 from tests.helpers import random_inclusion_ledger
 
 ALPHA = 0.05

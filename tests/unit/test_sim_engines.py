@@ -131,7 +131,7 @@ CASES = {
             ],
             "regimes": [{"from_run": 12, "shift": -0.05}],
         },
-        gate={"type": "audit", "min_hits": 3, "min_win_rate": 0.5},
+        gate={"type": "audit", "min_hits": 3, "min_win_rate": 0.5, "win_threshold": 0.55},
     ),
     "ucb1_deterministic_nogate": _variant(
         retrieval={"policy": "ucb1", "max_facts": 3}, gate={"type": "none"}
@@ -218,7 +218,12 @@ def test_any_gate_object_runs_in_the_reference_engine() -> None:
     assert evicted.height > 0
     assert (evicted["trials"] == 3).all()
     with pytest.raises(Exception, match="engine='reference'"):
-        simulate(s, replicates=1, rng=1, gate=EvictAtThree())
+        simulate(s, replicates=1, rng=1, engine="fast", gate=EvictAtThree())
+    # the default engine ("auto") runs a gate object in the reference engine by itself
+    auto = simulate(s, replicates=3, rng=1, gate=EvictAtThree())
+    assert auto.engine == "reference"
+    assert auto.extras["engine_reason"] == "a gate object was passed"
+    assert auto.lessons.equals(result.lessons)
 
 
 EVIDENCE_CASES = {
@@ -240,6 +245,17 @@ EVIDENCE_CASES = {
         "promote_margin": 0.02,
         "evict_margin": 0.02,
         "options": {"noise_floor_sd": 0.05},
+        "hold_unidentifiable": False,
+    },
+    "evidence_welch_group_hsd": {
+        "type": "evidence",
+        "method": "welch",
+        "alpha": 0.02,
+        "sequential": "group",
+        "spending": "hsd",
+        "spending_options": {"gamma": 1.0},
+        "min_trials": 3,
+        "max_trials": 12,
         "hold_unidentifiable": False,
     },
     "evidence_lift_bonferroni": {
@@ -276,7 +292,30 @@ def test_engines_agree_on_evidence_gates(name: str) -> None:
     assert decided.any()
 
 
-def test_evidence_gates_beyond_the_compiled_ones_need_the_reference_engine() -> None:
+def test_audit_with_its_own_win_threshold_under_ucb1_runs_in_the_reference_engine() -> None:
+    """The kernel counts wins at one threshold; an audit whose threshold differs from
+    UCB1's is not covered, and "auto" says so and runs it in the reference engine."""
+    s = CASES["ucb1_audit_families"]
+    other = s.with_values({"gate.win_threshold": 0.6})
+    with pytest.raises(Exception, match="counts wins at one threshold"):
+        simulate(other, replicates=1, rng=1, engine="fast")
+    auto = simulate(other, replicates=2, rng=1, keep_runs=False)
+    assert auto.engine == "reference" and "win_threshold (0.6)" in auto.extras["engine_reason"]
+    same = simulate(s, replicates=2, rng=1, keep_runs=False)
+    assert same.engine == "fast"
+    assert not auto.lessons.equals(same.lessons)  # the threshold matters
+
+
+def test_gates_beyond_the_compiled_ones_run_in_the_reference_engine_automatically() -> None:
     s = _variant(gate={"type": "evidence", "method": "ols", "min_trials": 3})
     with pytest.raises(Exception, match="method 'ols'.*engine='reference'"):
-        simulate(s, replicates=1, rng=1)
+        simulate(s, replicates=1, rng=1, engine="fast")
+    auto = simulate(s, replicates=2, rng=1, keep_runs=False)
+    assert auto.engine == "reference"
+    assert "method 'ols'" in auto.extras["engine_reason"]
+    assert "reference engine: the compiled engine's evidence gate" in auto.summary()
+    ref = simulate(s, replicates=2, rng=1, engine="reference", keep_runs=False)
+    assert auto.lessons.equals(ref.lessons)
+    # a scenario the kernel covers takes the compiled engine
+    fast = simulate(CASES["ipf_inference"], replicates=2, rng=1, keep_runs=False)
+    assert (fast.engine, fast.extras["engine_reason"]) == ("fast", None)

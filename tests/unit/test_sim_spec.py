@@ -147,6 +147,22 @@ BAD = [
         GOOD.replace("rest_after_trials = 3", "rest_after_trials = 3\nepsilon = 0.1"),
         "retrieval.epsilon",
     ),
+    (
+        "unknown retrieval policy",
+        GOOD.replace('policy = "in_progress_first"', 'policy = "in_progress_frist"'),
+        "retrieval.policy",
+    ),
+    ("unknown gate type", GOOD.replace('type = "cycgraph"', 'type = "cycgrap"'), "gate.type"),
+    (
+        "gate import path that does not import",
+        GOOD.replace('type = "cycgraph"', 'type = "no_such_module:Gate"'),
+        "gate.type",
+    ),
+    (
+        "invalid retrieval value (checked by the class)",
+        GOOD.replace("rest_after_trials = 3", "rest_after_trials = 0"),
+        "retrieval.rest_after_trials",
+    ),
     ("stream past the end", GOOD + "", None),
 ]
 
@@ -176,3 +192,49 @@ def test_with_values_rejects_unknown_paths() -> None:
     s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0.0}]}})
     with pytest.raises(SpecError, match="names no parameter"):
         s.with_values({"score.nosie_sd": 0.2})
+
+
+def test_spec_tables_are_checked_by_the_registered_classes(tmp_path: Path) -> None:
+    """The messages name the key, the file, the part and what it takes."""
+    path = _write(tmp_path, GOOD.replace("rest_after_trials = 3", "epsilon = 0.1"))
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    text = str(err.value)
+    assert "does not apply to retrieval policy 'in_progress_first'" in text
+    assert "'epsilon' is an option of ['ucb1']" in text
+    path = _write(tmp_path, GOOD.replace('type = "cycgraph"', 'type = "cycgrap"'))
+    with pytest.raises(SpecError, match=r"unknown gate 'cycgrap' \(did you mean 'cycgraph'"):
+        load_spec(path)
+
+
+def test_switching_policy_or_gate_in_a_grid_starts_from_the_new_defaults() -> None:
+    from cogstats.gates import EvidenceGate
+    from cogstats.retrieval import UCB1
+
+    s = Scenario.from_dict(
+        {
+            "runs": 10,
+            "lessons": {"listed": [{"id": "a", "effect": 0.0}]},
+            "retrieval": {"max_facts": 6, "candidate_slots": 2, "rest_after_trials": 4},
+        }
+    )
+    ucb = s.with_values({"retrieval.policy": "ucb1", "retrieval.epsilon": 0.2})
+    # max_facts carries over (both policies take it); the rest are UCB1's defaults
+    assert ucb.retrieval.build() == UCB1(max_facts=6, epsilon=0.2)
+    assert set(ucb.retrieval.options) == {f.name for f in ucb.retrieval.entry().fields()}
+    ev = s.with_values({"gate.type": "evidence", "gate.alpha": 0.01})
+    assert ev.gate.build() == EvidenceGate(alpha=0.01)
+    assert Scenario.from_dict(ev.to_dict()) == ev
+    with pytest.raises(SpecError, match="unknown retrieval policy 'ucb2'"):
+        s.with_values({"retrieval.policy": "ucb2"})
+
+
+def test_retrieval_options_read_as_attributes() -> None:
+    s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0.0}]}})
+    assert (s.retrieval.policy, s.retrieval.max_facts, s.retrieval.rest_after_trials) == (
+        "in_progress_first",
+        10,
+        None,
+    )
+    with pytest.raises(AttributeError, match="has no option 'epsilon'"):
+        _ = s.retrieval.epsilon

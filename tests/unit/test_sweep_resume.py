@@ -222,6 +222,9 @@ def test_cells_equal_cogstats_simulate_and_rerun_alone(small: Path, tmp_path: Pa
     alone = rerun_cell(out, 4)
     assert alone.runs is not None
     for name, value in alone.summary_row().items():
+        if isinstance(value, str):  # the engine
+            assert value == row[name], name
+            continue
         assert _same(None if value is None else float(value), row[name]), name
     record = json.loads(row["seed"])
     assert record == {"entropy": 4, "spawn_key": [4]}

@@ -1,0 +1,166 @@
+"""The codes the library and the compiled simulator share, defined once.
+
+Decisions, the reason strings a lesson store records, the ``why`` vocabulary of gate
+reports, lesson kinds and statuses, and the integer codes of retrieval policies and
+gates inside the simulator's kernel.  Low in the import graph (it imports nothing from
+cogstats), so that :mod:`cogstats.gates`, :mod:`cogstats.sim` and the numba kernel all
+import it; numba reads module-level integers as compile-time constants.
+
+Nothing here is written anywhere else: a reason string such as ``"eval-gate:harmful"``
+or a code such as the UCB1 policy's ``5`` appears in this module only.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+__all__ = [
+    "DECISIONS",
+    "KINDS",
+    "REASONS",
+    "WHY",
+]
+
+# ---------------------------------------------------------------------- decisions
+#: Every decision a gate can make.
+DECISIONS: tuple[str, ...] = ("promote", "evict", "hold", "retire")
+PROMOTE, EVICT, HOLD, RETIRE = DECISIONS
+
+#: Decision codes inside the kernel's gate passes.
+DECISION_HOLD = 0
+DECISION_PROMOTE = 1
+DECISION_EVICT_HARMFUL = 2
+DECISION_EVICT_NO_LIFT = 3
+
+# ---------------------------------------------------------------------- reasons
+# The reason a lesson store records with a status change (an eviction, a retirement, a
+# flag); null when the status does not change.  cycgraph's two eviction reasons are
+# reproduced exactly; the audit's are the evolving-cognition store's.
+HARMFUL = "eval-gate:harmful"
+NO_LIFT = "eval-gate:no_lift"
+LOW_WIN_RATE = "audit:low_win_rate"
+CONTRADICTION = "audit:contradiction"
+SUPERSEDED = "audit:superseded"
+#: Every reason string a built-in gate writes.
+REASONS: tuple[str, ...] = (HARMFUL, NO_LIFT, LOW_WIN_RATE, CONTRADICTION, SUPERSEDED)
+
+#: Reason codes in the simulator's ``evict_reason`` arrays; ``REASON_BY_CODE[code]`` is
+#: the string (the retire code is used for the first-decision reason of retired lessons).
+REASON_CODE_NONE = 0
+REASON_CODE_HARMFUL = 1
+REASON_CODE_NO_LIFT = 2
+REASON_CODE_RETIRE = 3
+REASON_BY_CODE: tuple[str | None, ...] = (None, HARMFUL, NO_LIFT, LOW_WIN_RATE)
+
+
+def evict_reason_code(reason: str | None) -> int:
+    """The simulator's code of an eviction reason: harmful, else no_lift.
+
+    A gate of one's own may write any reason string; the simulator records an eviction
+    as harmful only under cycgraph's ``eval-gate:harmful`` and as no_lift otherwise.
+
+    Examples
+    --------
+    >>> evict_reason_code("eval-gate:harmful"), evict_reason_code("mine:stale")
+    (1, 2)
+    """
+    return REASON_CODE_HARMFUL if reason == HARMFUL else REASON_CODE_NO_LIFT
+
+
+# ---------------------------------------------------------------------- why
+# Why a gate made each decision, holds included: one word per row of a GateReport.
+WHY_MIN_TRIALS = "min_trials"
+WHY_NO_BASELINE = "no_baseline"
+WHY_NO_ESTIMATE = "no_estimate"
+WHY_NOT_IDENTIFIABLE = "not_identifiable"
+WHY_INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+WHY_BOTH_SIDES = "both_sides"
+WHY_PROMOTE_EVIDENCE = "promote_evidence"
+WHY_HARM_EVIDENCE = "harm_evidence"
+WHY_MAX_TRIALS = "max_trials"
+WHY_MAX_BASELINE_RUNS = "max_baseline_runs"
+WHY_MIN_HITS = "min_hits"
+WHY_LOW_WIN_RATE = "low_win_rate"
+WHY_WIN_RATE_OK = "win_rate_ok"
+WHY_CONFIDENCE_DECAY = "confidence_decay"
+WHY_CONTRADICTION = "contradiction"
+WHY_SUPERSEDED = "superseded"
+WHY_INACTIVE = "inactive"
+
+#: The ``why`` vocabulary: every value a built-in gate writes, with its meaning.
+WHY: MappingProxyType[str, str] = MappingProxyType(
+    {
+        WHY_MIN_TRIALS: "hold: fewer trials than min_trials, or than the test needs (two for "
+        "a Welch test)",
+        WHY_NO_BASELINE: "hold: too few runs without the lesson to compare against (none for "
+        "the margin rule, fewer than two for a Welch test, or the lesson is in every run)",
+        WHY_NO_ESTIMATE: "hold: the estimator gave no estimate or standard error for the lesson",
+        WHY_NOT_IDENTIFIABLE: "hold: the lesson's inclusion pattern cannot be separated from "
+        "another lesson's (or from the covariates)",
+        WHY_INSUFFICIENT_EVIDENCE: "hold: tested, and neither promotion nor harm is shown",
+        WHY_BOTH_SIDES: "hold: both promotion and harm are shown (cycgraph holds defensively)",
+        WHY_PROMOTE_EVIDENCE: "promote: the effect is shown to exceed promote_margin (the "
+        "margin rule: the lift reaches it)",
+        WHY_HARM_EVIDENCE: "evict (eval-gate:harmful): the effect is shown to be below "
+        "-evict_margin",
+        WHY_MAX_TRIALS: "evict (eval-gate:no_lift): undecided at max_trials trials",
+        WHY_MAX_BASELINE_RUNS: "evict (eval-gate:no_lift): undecided once the baseline has "
+        "max_baseline_runs runs",
+        WHY_MIN_HITS: "hold (audit): fewer hits than min_hits",
+        WHY_LOW_WIN_RATE: "retire (audit:low_win_rate): wins / hits below min_win_rate",
+        WHY_WIN_RATE_OK: "hold (audit): enough hits and a win rate at or above min_win_rate",
+        WHY_CONFIDENCE_DECAY: "hold (audit): never retrieved and old enough: its confidence decays",
+        WHY_CONTRADICTION: "hold (audit:contradiction): flagged for a person with the entry "
+        "it contradicts",
+        WHY_SUPERSEDED: "retire (audit:superseded): another entry supersedes it",
+        WHY_INACTIVE: "hold (audit): already flagged or retired; not judged again",
+    }
+)
+
+# ---------------------------------------------------------------------- lessons
+#: Lesson kinds in a simulated scenario, in code order.
+KINDS: tuple[str, ...] = ("genuine", "neutral", "poison")
+KIND_GENUINE = 0
+KIND_NEUTRAL = 1
+KIND_POISON = 2
+KIND_CODES: MappingProxyType[str, int] = MappingProxyType({k: i for i, k in enumerate(KINDS)})
+
+#: Lesson status codes inside the simulator (a store's candidate / verified / evicted /
+#: retired; "future" lessons have not arrived yet).
+STATUS_FUTURE = 0
+STATUS_CANDIDATE = 1
+STATUS_VERIFIED = 2
+STATUS_EVICTED = 3
+STATUS_RETIRED = 4
+STATUS_NAMES: tuple[str, ...] = ("future", "candidate", "verified", "evicted", "retired")
+
+# ---------------------------------------------------------------------- policies
+#: Retrieval policy codes in the kernel (registry names in cogstats.retrieval).
+POLICY_IN_PROGRESS_FIRST = 0
+POLICY_NEWEST_FIRST = 1
+POLICY_FEWEST_TRIALS_FIRST = 2
+POLICY_RANDOMIZED = 3
+POLICY_DESIGNED = 4
+POLICY_UCB1 = 5
+POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
+    {
+        "in_progress_first": POLICY_IN_PROGRESS_FIRST,
+        "newest_first": POLICY_NEWEST_FIRST,
+        "fewest_trials_first": POLICY_FEWEST_TRIALS_FIRST,
+        "randomized": POLICY_RANDOMIZED,
+        "designed": POLICY_DESIGNED,
+        "ucb1": POLICY_UCB1,
+    }
+)
+
+# ---------------------------------------------------------------------- simulator
+#: The simulation engines: "auto" picks the compiled one when it covers the scenario.
+ENGINES: tuple[str, ...] = ("auto", "fast", "reference")
+
+# ---------------------------------------------------------------------- gates
+#: Gate codes in the kernel (cycgraph's gate has one code per decision rule).
+GATE_NONE = 0
+GATE_MARGIN = 1
+GATE_INFERENCE = 2
+GATE_AUDIT = 3
+GATE_EVIDENCE = 4

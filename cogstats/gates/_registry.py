@@ -1,0 +1,127 @@
+"""The gate registry and the one gate protocol.
+
+Every gate is a class whose instances have
+``evaluate(ledger, candidates=None, *, rng=None) -> GateReport``; its options are the
+fields of a (frozen) dataclass, validated by the class.  :data:`GATES` maps registry names
+to entries; :func:`get_gate` looks one up (a registered name, or an import path
+``"package.module:Class"`` for a gate of one's own, so that spawned sweep workers find it);
+:func:`make_gate` builds one.  The built-in gates register themselves in their modules,
+which load only when asked for (``get_gate("cycgraph")`` does not import the estimators
+that the evidence gate needs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from cogstats._registry import Entry, Registry
+
+if TYPE_CHECKING:
+    from cogstats.gates._report import GateReport
+    from cogstats.ledger import Ledger
+
+__all__ = ["GATES", "Gate", "get_gate", "make_gate", "register_gate"]
+
+
+@runtime_checkable
+class Gate(Protocol):
+    """What the library and the simulator need of a gate.
+
+    ``evaluate(ledger, candidates=None, *, rng=None) -> GateReport`` judges the
+    candidates (default: every lesson in the ledger) on the ledger's evidence; ``rng`` is
+    for gates that draw.  A gate may set the class attribute ``judges_verified = True``
+    when it judges every live lesson, verified ones included (the audit does); the
+    simulator then passes them as candidates on every pass.
+    """
+
+    def evaluate(
+        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+    ) -> GateReport:  # pragma: no cover - protocol
+        """Judge the candidates."""
+        ...
+
+
+def _check_gate(obj: Any) -> str | None:
+    if not isinstance(obj, type):
+        return f"a gate must be a class; got {obj!r}"
+    if not callable(getattr(obj, "evaluate", None)):
+        return "a gate class needs an evaluate(ledger, candidates=None, *, rng=None) method"
+    return None
+
+
+#: The gates: name -> :class:`~cogstats._registry.Entry` (``.name``, ``.cls``,
+#: ``.options``, ``.description``, ``.compiled``).  Iterating or listing it loads every
+#: built-in gate.
+GATES: Registry = Registry(
+    "gate",
+    {
+        "cycgraph": "cogstats.gates.cycgraph",
+        "evidence": "cogstats.gates.evidence",
+        "audit": "cogstats.gates.audit",
+    },
+    check=_check_gate,
+)
+
+
+def register_gate(
+    name: str, *, description: str, options: type | None = None, compiled: bool = False
+) -> Any:
+    """Class decorator adding a gate to :data:`GATES`.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (lower-case letters, digits, underscores).
+    description : str
+        One line for listings.
+    options : dataclass type, optional
+        The options dataclass (default: the class itself, which must be a dataclass).
+    compiled : bool
+        Whether the simulator's compiled kernel covers the gate (False for a gate of
+        one's own: it runs in the reference engine).
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> import polars as pl
+    >>> from cogstats.gates import GateReport, get_gate
+    >>> @register_gate("hold_all_doc", description="holds every lesson (an example)")
+    ... @dataclass(frozen=True)
+    ... class HoldAll:
+    ...     def evaluate(self, ledger, candidates=None, *, rng=None):
+    ...         ids = list(ledger.fact_ids if candidates is None else candidates)
+    ...         return GateReport("hold_all_doc", pl.DataFrame(
+    ...             {"fact_id": ids, "decision": ["hold"] * len(ids)}, schema=[
+    ...                 ("fact_id", pl.String), ("decision", pl.String)]))
+    >>> get_gate("hold_all_doc").cls is HoldAll
+    True
+    >>> GATES.unregister("hold_all_doc")  # (an example should not stay registered)
+    """
+    return GATES.register(name, description=description, options=options, compiled=compiled)
+
+
+def get_gate(name: str) -> Entry:
+    """The registry entry of a gate: a registered name, or ``"package.module:Class"``.
+
+    Examples
+    --------
+    >>> entry = get_gate("cycgraph")
+    >>> entry.name, entry.compiled
+    ('cycgraph', True)
+    """
+    return GATES.entry(name)
+
+
+def make_gate(name: str, **options: Any) -> Any:
+    """A gate built from its registry name (or import path) and options.
+
+    The options are validated by the gate's class; unknown names raise, naming the
+    allowed ones.
+
+    Examples
+    --------
+    >>> make_gate("cycgraph", decision_rule="margin", min_trials=2).min_trials
+    2
+    """
+    return GATES.make(name, **options)

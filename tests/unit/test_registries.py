@@ -1,0 +1,208 @@
+"""The registries of swappable parts (gates, retrieval policies, spending functions) and
+the shared codes: lookups, errors, import paths, lazy loading, and that the compiled
+simulator, the spec reader and the registries agree on which parts exist."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogstats import _codes as C
+from cogstats._registry import Registry, resolve_import_path
+from cogstats._validation import ParameterError
+from cogstats.estimators import SPENDING
+from cogstats.gates import GATES, CycgraphGate, EvidenceGate, get_gate, make_gate
+from cogstats.retrieval import (
+    RETRIEVAL_POLICIES,
+    InProgressFirst,
+    Randomized,
+    get_policy,
+    make_policy,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("registry", [GATES, RETRIEVAL_POLICIES, SPENDING])
+def test_every_entry_is_complete(registry: Registry) -> None:
+    assert len(registry) >= 2
+    for name, entry in registry.items():
+        assert entry.name == name
+        assert dataclasses.is_dataclass(entry.options)
+        assert entry.description and "\n" not in entry.description
+        assert entry.kind == registry.kind
+        # the defaults build a part (validated by the class)
+        registry.make(name)
+
+
+def test_public_lookups() -> None:
+    assert set(GATES.builtin) == {"audit", "cycgraph", "evidence"} <= set(GATES)
+    assert get_gate("evidence").cls is EvidenceGate
+    gate = make_gate("cycgraph", decision_rule="margin", min_trials=2)
+    assert gate == CycgraphGate(decision_rule="margin", min_trials=2)
+    assert make_gate("cycgraph", decisionRule="margin").decision_rule == "margin"  # camelCase
+    assert get_policy("randomized").cls is Randomized
+    assert make_policy("in_progress_first", max_facts=3) == InProgressFirst(max_facts=3)
+    assert set(SPENDING) == {"hsd", "obrien_fleming", "pocock"}
+    assert set(RETRIEVAL_POLICIES.builtin) == set(C.POLICY_CODES)
+
+
+def test_lookup_errors_name_the_part_and_suggest() -> None:
+    with pytest.raises(ParameterError, match=r"unknown gate 'evidense' \(did you mean 'evidence'"):
+        get_gate("evidense")
+    with pytest.raises(ParameterError, match=r"unknown retrieval policy 'ucb'.*'ucb1'"):
+        get_policy("ucb")
+    with pytest.raises(ParameterError, match=r"unknown option 'max_fact' .*'max_facts'"):
+        make_policy("ucb1", max_fact=3)
+    with pytest.raises(ParameterError, match="unknown option 'alpah'"):
+        make_gate("evidence", alpah=0.1)
+    with pytest.raises(ParameterError, match="min_trials must be >= 1"):
+        make_gate("evidence", min_trials=0)
+    with pytest.raises(ParameterError, match="gamma must be <= 40"):
+        SPENDING.make("hsd", gamma=41.0)
+    with pytest.raises(ParameterError, match="name string"):
+        get_gate(3)  # type: ignore[arg-type]
+
+
+def test_import_paths() -> None:
+    # a registered class named by path is its entry
+    assert get_gate("cogstats.gates.cycgraph:CycgraphGate").name == "cycgraph"
+    assert resolve_import_path("cogstats.retrieval:UCB1") is RETRIEVAL_POLICIES["ucb1"].cls
+    with pytest.raises(ParameterError, match="cannot import gate 'no_such_pkg.x:Gate'"):
+        get_gate("no_such_pkg.x:Gate")
+    with pytest.raises(ParameterError, match="has no 'Nope'"):
+        get_gate("cogstats.gates.cycgraph:Nope")
+    with pytest.raises(ParameterError, match="evaluate"):
+        get_gate("cogstats.retrieval:UCB1")  # not a gate
+    with pytest.raises(ParameterError, match="import path must look like"):
+        get_gate("a b:c")
+
+
+def test_registration_is_validated_once() -> None:
+    reg = Registry("thing", {}, check=lambda obj: None if hasattr(obj, "go") else "needs go")
+
+    @dataclasses.dataclass(frozen=True)
+    class Good:
+        size: int = 1
+
+        def go(self) -> None:
+            return None
+
+    reg.register("good", Good, description="a good thing")
+    reg.register("good", Good, description="a good thing")  # the same class again: fine
+
+    @dataclasses.dataclass(frozen=True)
+    class Other:
+        def go(self) -> None:
+            return None
+
+    with pytest.raises(RuntimeError, match="registered twice"):
+        reg.register("good", Other, description="another")
+    with pytest.raises(RuntimeError, match="lower-case"):
+        reg.register("Bad Name", Good, description="x")
+    with pytest.raises(RuntimeError, match="one-line description"):
+        reg.register("two_lines", Good, description="a\nb")
+    with pytest.raises(RuntimeError, match="needs go"):
+
+        @reg.register("no_go", description="x")
+        @dataclasses.dataclass(frozen=True)
+        class NoGo:
+            pass
+
+    with pytest.raises(RuntimeError, match="must be a dataclass"):
+        reg.register("plain", type("Plain", (), {"go": lambda self: None}), description="x")
+    assert reg.entry("good").defaults() == {"size": 1}
+    reg.unregister("good")
+    with pytest.raises(ParameterError, match="unknown thing 'good'"):
+        reg.entry("good")
+    with pytest.raises(ParameterError, match="no thing 'good' is registered"):
+        reg.unregister("good")
+
+
+def _modules(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_registries_load_lazily() -> None:
+    """Importing a registry imports none of its parts; one lookup imports one module."""
+    mods = _modules("import cogstats.gates as g\nx = g.GATES\ne = g.get_gate('cycgraph')\n")
+    assert "cogstats.gates.cycgraph" in mods
+    assert "cogstats.gates.evidence" not in mods and "cogstats.gates.audit" not in mods
+    assert "statsmodels" not in {m.split(".")[0] for m in mods}
+    listed = _modules("from cogstats.gates import GATES\nprint(sorted(GATES))\n")
+    assert "cogstats.gates.evidence" in listed  # listing completes the registry
+
+
+def test_kernel_spec_and_registries_agree() -> None:
+    """The compiled engine's adapters cover exactly the parts registered as compiled, and
+    the kernel's policy codes name every compiled policy."""
+    from cogstats.sim.engine import KERNEL_GATES, KERNEL_POLICIES
+
+    assert {n for n, e in GATES.items() if e.compiled} == set(KERNEL_GATES)
+    assert {n for n, e in RETRIEVAL_POLICIES.items() if e.compiled} == set(KERNEL_POLICIES)
+    assert set(KERNEL_POLICIES) == set(C.POLICY_CODES)
+    assert len(set(C.POLICY_CODES.values())) == len(C.POLICY_CODES)
+
+
+def test_codes_are_consistent() -> None:
+    assert C.REASON_BY_CODE[C.REASON_CODE_HARMFUL] == C.HARMFUL
+    assert C.REASON_BY_CODE[C.REASON_CODE_NO_LIFT] == C.NO_LIFT
+    assert C.REASON_BY_CODE[C.REASON_CODE_RETIRE] == C.LOW_WIN_RATE
+    assert C.REASON_BY_CODE[C.REASON_CODE_NONE] is None
+    assert [C.KIND_CODES[k] for k in C.KINDS] == [C.KIND_GENUINE, C.KIND_NEUTRAL, C.KIND_POISON]
+    assert C.STATUS_NAMES[C.STATUS_RETIRED] == "retired"
+    assert (C.evict_reason_code(C.HARMFUL), C.evict_reason_code(None)) == (1, 2)
+    decisions = {
+        C.DECISION_HOLD,
+        C.DECISION_PROMOTE,
+        C.DECISION_EVICT_HARMFUL,
+        C.DECISION_EVICT_NO_LIFT,
+    }
+    assert len(decisions) == 4
+
+
+def test_no_reason_string_or_policy_code_outside_the_codes_module() -> None:
+    """One place for reason strings and codes: the package writes them only in _codes."""
+    package = ROOT / "cogstats"
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name == "_codes.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        code_lines = [
+            line
+            for line in text.splitlines()
+            if not line.strip().startswith(("#", "``", "-", ">>>", "(", "evict ("))
+        ]
+        for line in code_lines:
+            if (
+                '"eval-gate:' in line
+                or '"audit:' in line
+                or re.search(r"(policy|gate) [<=>!]=? \d", line)
+            ):
+                offenders.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    assert offenders == []
+
+
+def test_spending_functions_are_registered_with_their_options() -> None:
+    t = np.array([0.25, 0.5, 1.0])
+    obf = SPENDING["obrien_fleming"].function(t, 0.025)
+    assert obf[-1] == pytest.approx(0.025, abs=1e-15)
+    hsd = SPENDING.make("hsd", gamma=1.0)
+    assert hsd(t, 0.025)[-1] == pytest.approx(0.025, abs=1e-15)
+    assert [f.name for f in SPENDING["hsd"].fields()] == ["gamma"]
+    assert SPENDING["pocock"].fields() == ()
