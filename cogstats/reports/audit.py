@@ -10,10 +10,11 @@ notebooks do not define functions or loop):
 - :func:`replay_gates` replays a recorded ledger run by run through several gates, each
   with its own lesson status, as cycgraph's demo ran its gate after every run.
 
-Gates are named (``"cycgraph"``, ``"evidence"``); :func:`_make_gate` is the one place that
-turns a name into a gate.  Every gate's rows are brought to the common report columns
-:data:`DECISION_COLUMNS` (``fact_id, gate, decision, reason, why, trials, estimate,
-std_error, baseline_runs``), ``why`` saying in one word why the gate decided as it did.
+Gates are named as in the gate registry (:data:`cogstats.gates.GATES`); :func:`_make_gate`
+is the one place that turns a name into a gate.  Every gate's rows carry the common report
+columns :data:`DECISION_COLUMNS` (``fact_id, gate, decision, reason, why, trials,
+estimate, std_error, baseline_runs``), ``why`` saying in one word why the gate decided as
+it did.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from cogstats._codes import HARMFUL
 from cogstats._validation import ParameterError, check_int, suggest
 from cogstats.charts._frames import natural_key
 from cogstats.estimators import check_identifiability
@@ -38,7 +40,7 @@ __all__ = [
     "DECISION_COLUMNS",
     "DEFAULT_GATES",
     "DEMO_POLICY",
-    "GATE_NAMES",
+    "REPORT_GATE_SETTINGS",
     "LedgerAudit",
     "audit_ledger",
     "read_ledger",
@@ -48,8 +50,10 @@ __all__ = [
 
 #: The gates a ledger audit runs by default: cycgraph's and the comparison gate.
 DEFAULT_GATES: tuple[str, ...] = ("cycgraph", "evidence")
-#: Gate names :func:`_make_gate` knows.
-GATE_NAMES: tuple[str, ...] = ("cycgraph", "evidence")
+#: Settings reports give a registered gate (every other option keeps the gate's default).
+REPORT_GATE_SETTINGS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {"evidence": {"method": "ols", "alpha": 0.05, "multiplicity": "bh", "min_trials": 3}}
+)
 #: Covariate names taken as the run difficulty when the caller names none.
 DIFFICULTY_COLUMNS: tuple[str, ...] = ("difficulty_proxy", "difficulty")
 #: The common columns of every gate's rows, in order.
@@ -76,8 +80,6 @@ DEMO_POLICY: Mapping[str, Any] = MappingProxyType(
     }
 )
 _LEDGER_FIELDS = ("run_id", "score", "fact_ids", "eligible_ids", "propensities")
-_HARMFUL = "eval-gate:harmful"
-_NO_LIFT = "eval-gate:no_lift"
 
 
 # ---------------------------------------------------------------------- reading
@@ -159,102 +161,48 @@ def read_ledger(
 
 # ---------------------------------------------------------------------- gates
 def _make_gate(name: str, *, covariates: Sequence[str] = (), **options: Any) -> Any:
-    """The gate called ``name``, with ``options`` for its constructor.
+    """Build the gate registered as ``name`` (:data:`cogstats.gates.GATES`) with ``options``.
 
-    The one place where reports turn a gate name into a gate:
-
-    - ``"cycgraph"``: :class:`~cogstats.gates.CycgraphGate` (cycgraph's defaults: the
-      inference rule, min_trials 3);
-    - ``"evidence"``: :class:`~cogstats.gates.EvidenceGate` on ``ols`` with the
-      ``covariates`` (the run difficulty when the ledger has it), one-sided tests at
-      alpha 0.05 per side, Benjamini-Hochberg across the lessons of a pass, and lessons
-      that cannot be told apart held.
-
-    (When the gate registry lands, this body becomes ``make_gate(name, **options)``.)
+    The one place where reports turn a gate name into a gate.  Reports give the
+    ``"evidence"`` gate settings for auditing a ledger (:data:`REPORT_GATE_SETTINGS`:
+    ``ols`` on the run difficulty when the ledger has it, one-sided tests at alpha 0.05 per
+    side, Benjamini-Hochberg across the lessons of a pass); every other gate runs with its
+    registered defaults, updated by ``options``.
     """
-    if name == "cycgraph":
-        from cogstats.gates import CycgraphGate
+    from cogstats.gates import make_gate
 
-        return CycgraphGate(**options)
-    if name == "evidence":
-        from cogstats.gates import EvidenceGate
+    settings: dict[str, Any] = dict(REPORT_GATE_SETTINGS.get(name, {}))
+    if name == "evidence" and covariates:
+        settings["options"] = {"covariates": list(covariates)}
+    settings.update(options)
+    return make_gate(name, **settings)
 
-        settings: dict[str, Any] = {
-            "method": "ols",
-            "alpha": 0.05,
-            "multiplicity": "bh",
-            "min_trials": 3,
-        }
-        if covariates:
-            settings["options"] = {"covariates": list(covariates)}
-        settings.update(options)
-        return EvidenceGate(**settings)
-    raise ParameterError(
-        f"gate must be one of {list(GATE_NAMES)}; got {name!r}{suggest(name, GATE_NAMES)}"
-    )
+
+def _gate_names() -> tuple[str, ...]:
+    from cogstats.gates import GATES
+
+    return tuple(sorted(GATES))
 
 
 def _check_gates(gates: Any) -> tuple[str, ...]:
+    names = _gate_names()
     if isinstance(gates, str) or not isinstance(gates, Sequence) or not gates:
         raise ParameterError(
-            f"gates must be a non-empty list of gate names from {list(GATE_NAMES)}; got {gates!r}"
+            f"gates must be a non-empty list of registered gate names from {list(names)}; "
+            f"got {gates!r}"
         )
     for g in gates:
-        if g not in GATE_NAMES:
-            hint = suggest(g, GATE_NAMES) if isinstance(g, str) else ""
-            raise ParameterError(f"gates: each must be one of {list(GATE_NAMES)}; got {g!r}{hint}")
+        if g not in names:
+            hint = suggest(g, names) if isinstance(g, str) else ""
+            raise ParameterError(f"gates: each must be one of {list(names)}; got {g!r}{hint}")
     if len(set(gates)) != len(gates):
         raise ParameterError(f"gates must not repeat a gate; got {list(gates)}")
     return tuple(gates)
 
 
-def _why(row: Mapping[str, Any], gate: Any, runs: int) -> str:
-    """One word for why a gate decided as it did (today's reports do not say)."""
-    decision, reason, trials = row["decision"], row.get("reason"), row.get("trials") or 0
-    min_trials = getattr(gate, "min_trials", 1)
-    max_trials = getattr(gate, "max_trials", None)
-    baseline = row.get("baseline_runs")
-    if decision == "promote":
-        return "promote_evidence"
-    if decision == "evict":
-        if reason == _HARMFUL:
-            return "harm_evidence"
-        if max_trials is not None and trials >= max_trials:
-            return "max_trials"
-        return "max_baseline_runs"
-    if decision == "retire":
-        return "low_win_rate"
-    if reason is not None and "not_identifiable" in str(reason):
-        return "not_identifiable"
-    if trials == 0 or trials < min_trials:
-        return "min_trials"
-    needed = 2 if getattr(gate, "decision_rule", "inference") == "inference" else 1
-    if (baseline is not None and baseline < needed) or trials >= runs:
-        return "no_baseline"
-    p_up, p_down = row.get("p_promote"), row.get("p_evict")
-    if getattr(gate, "decision_rule", None) == "inference" and p_up is not None and p_down:
-        both = p_up >= getattr(gate, "promote_confidence", 1) and p_down >= getattr(
-            gate, "evict_confidence", 1
-        )
-        if both:
-            return "both_sides"
-    return "insufficient_evidence"
-
-
-def _gate_rows(report: Any, name: str, gate: Any, runs: int) -> pl.DataFrame:
+def _gate_rows(report: Any, name: str) -> pl.DataFrame:
     """A gate report's rows in the common columns (gate's own columns after them)."""
-    frame = report.to_frame()
-    if "estimate" not in frame.columns and "lift" in frame.columns:
-        frame = frame.with_columns(pl.col("lift").alias("estimate"))
-    if "std_error" not in frame.columns and "se" in frame.columns:
-        frame = frame.with_columns(pl.col("se").alias("std_error"))
-    for column, dtype in (("estimate", pl.Float64), ("std_error", pl.Float64)):
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
-    if "why" not in frame.columns:
-        whys = [_why(r, gate, runs) for r in frame.iter_rows(named=True)]
-        frame = frame.with_columns(pl.Series("why", whys, dtype=pl.String))
-    frame = frame.with_columns(pl.lit(name).alias("gate"))
+    frame = report.to_frame().with_columns(pl.lit(name).alias("gate"))
     own = [c for c in frame.columns if c not in DECISION_COLUMNS]
     return frame.select(*DECISION_COLUMNS, *own)
 
@@ -312,7 +260,7 @@ class LedgerAudit:
     def evicted_harmful(self, gate: str) -> tuple[str, ...]:
         """Lessons ``gate`` evicts as harmful."""
         d = self._gate(gate)
-        return tuple(d.filter(pl.col("reason") == _HARMFUL)["fact_id"].to_list())
+        return tuple(d.filter(pl.col("reason") == HARMFUL)["fact_id"].to_list())
 
     def held_harmful(self, gate: str) -> tuple[str, ...]:
         """Lessons ``gate`` holds although its estimate is clearly negative.
@@ -499,8 +447,8 @@ def audit_ledger(
     ledger : Ledger
         The runs.
     gates : sequence of str
-        Gate names, from :data:`GATE_NAMES` (default :data:`DEFAULT_GATES`); the last
-        one colours the attribution rows (its ``decision``/``reason``/``why``).
+        Registered gate names (:data:`cogstats.gates.GATES`; default
+        :data:`DEFAULT_GATES`); the last one colours the attribution rows (its ``decision``/``reason``/``why``).
     covariates : sequence of str, optional
         Ledger covariates to adjust for; default: the run difficulty when the ledger
         has a ``difficulty_proxy`` or ``difficulty`` column, else none.
@@ -556,7 +504,7 @@ def audit_ledger(
             report = gate.evaluate(ledger)
         else:
             report = gate.evaluate(ledger, rng=stream)
-        frames.append(_gate_rows(report, name, gate, len(ledger)))
+        frames.append(_gate_rows(report, name))
     decisions = pl.concat(frames, how="diagonal_relaxed")
     last = decisions.filter(pl.col("gate") == names[-1]).select(
         "fact_id", "decision", "reason", "why"
@@ -637,7 +585,7 @@ def replay_gates(
         at which the lesson is a candidate).
     gates : mapping or sequence of str
         Name -> gate object (anything with ``evaluate(ledger, candidates)``), or gate
-        names from :data:`GATE_NAMES`.
+        names from the gate registry (:data:`cogstats.gates.GATES`).
     options : mapping, optional
         For named gates: name -> constructor options (e.g. ``{"cycgraph":
         DEMO_POLICY}``).
@@ -708,7 +656,7 @@ def replay_gates(
             ]
             if not candidates:
                 continue
-            rows = _gate_rows(gate.evaluate(ledger, candidates), name, gate, len(ledger))
+            rows = _gate_rows(gate.evaluate(ledger, candidates), name)
             for d in rows.iter_rows(named=True):
                 if d["decision"] != "hold":
                     status[name][d["fact_id"]] = d["decision"]

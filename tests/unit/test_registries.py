@@ -186,7 +186,7 @@ def test_no_reason_string_or_policy_code_outside_the_codes_module() -> None:
         code_lines = [
             line
             for line in text.splitlines()
-            if not line.strip().startswith(("#", "``", "-", ">>>", "(", "evict ("))
+            if not line.strip().startswith(("#", "``", "-", ">>>", "...", "(", "evict ("))
         ]
         for line in code_lines:
             if (
