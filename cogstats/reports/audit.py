@@ -448,7 +448,8 @@ def audit_ledger(
         The runs.
     gates : sequence of str
         Registered gate names (:data:`cogstats.gates.GATES`; default
-        :data:`DEFAULT_GATES`); the last one colours the attribution rows (its ``decision``/``reason``/``why``).
+        :data:`DEFAULT_GATES`); the last one colours the attribution rows (its
+        ``decision``/``reason``/``why``).
     covariates : sequence of str, optional
         Ledger covariates to adjust for; default: the run difficulty when the ledger
         has a ``difficulty_proxy`` or ``difficulty`` column, else none.
