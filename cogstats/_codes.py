@@ -17,6 +17,8 @@ from types import MappingProxyType
 __all__ = [
     "DECISIONS",
     "KINDS",
+    "LESSON_STATUSES",
+    "LIVE_STATUSES",
     "REASONS",
     "WHY",
 ]
@@ -124,6 +126,19 @@ KIND_GENUINE = 0
 KIND_NEUTRAL = 1
 KIND_POISON = 2
 KIND_CODES: MappingProxyType[str, int] = MappingProxyType({k: i for i, k in enumerate(KINDS)})
+
+#: Statuses of a lesson in a store (a lesson table's ``status``; null counts as verified):
+#: ``candidate`` (on trial), ``admitted`` (in the prompt's verified block without a claim
+#: that it helps: screened and not shown harmful, still under test), ``verified``
+#: (promoted), ``evicted`` (soft-deleted with a reason; it stays readable), ``retired``.
+CANDIDATE = "candidate"
+ADMITTED = "admitted"
+VERIFIED = "verified"
+EVICTED = "evicted"
+RETIRED = "retired"
+LESSON_STATUSES: tuple[str, ...] = (CANDIDATE, ADMITTED, VERIFIED, EVICTED, RETIRED)
+#: The statuses retrieval may inject (null counts as verified).
+LIVE_STATUSES: tuple[str, ...] = (CANDIDATE, ADMITTED, VERIFIED)
 
 #: Lesson status codes inside the simulator (a store's candidate / verified / evicted /
 #: retired; "future" lessons have not arrived yet).

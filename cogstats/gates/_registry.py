@@ -32,7 +32,11 @@ class Gate(Protocol):
     candidates (default: every lesson in the ledger) on the ledger's evidence; ``rng`` is
     for gates that draw.  A gate may set the class attribute ``judges_verified = True``
     when it judges every live lesson, verified ones included (the audit does); the
-    simulator then passes them as candidates on every pass.
+    simulator then passes them as candidates on every pass.  A gate that needs the
+    store's lesson statuses or lineage sets ``uses_lessons = True`` and accepts a keyword
+    ``lessons``: the lesson table (:func:`cogstats.lessons.lesson_table`) of every lesson
+    that has arrived, evicted and retired ones included; the simulator, the command line
+    (``--lessons FILE``) and :class:`StreamingGate` pass it to such gates only.
     """
 
     def evaluate(

@@ -10,14 +10,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
-from cogstats._validation import LedgerError, ParameterError
+from cogstats._codes import LIVE_STATUSES
+from cogstats._validation import ParameterError
 from cogstats.ledger import Ledger
+from cogstats.lessons import lesson_table as validate_lesson_table
+from cogstats.lessons import live_lessons
 
 __all__ = ["STATUSES", "RetrievalPolicy", "Selection", "lesson_table"]
 
-#: Lesson statuses a retrieval policy understands; null counts as verified (cycgraph's
+#: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
 #: backward compatibility for stores written before eval-gating).
-STATUSES: tuple[str, ...] = ("candidate", "verified")
+STATUSES: tuple[str, ...] = LIVE_STATUSES
 
 
 @dataclass(frozen=True)
@@ -75,66 +78,20 @@ class RetrievalPolicy(Protocol):
 
 
 def lesson_table(lessons: pl.DataFrame | Iterable[Mapping[str, Any]]) -> pl.DataFrame:
-    """Validate and normalise a lesson table.
+    """Validate a lesson table (:func:`cogstats.lessons.lesson_table`) and keep its live lessons.
 
-    Parameters
-    ----------
-    lessons : polars.DataFrame or iterable of mappings
-        Columns ``id`` (non-empty, unique strings), ``status`` (``"candidate"``,
-        ``"verified"`` or null, which counts as verified) and ``created_at`` (datetimes,
-        ISO-8601 strings or numbers; only the order matters).  Other columns are kept.
-
-    Returns
-    -------
-    polars.DataFrame
-        The table in store order with ``created_at`` parsed (ISO strings become UTC
-        datetimes).
+    Retrieval injects candidates, admitted and verified lessons (null counts as
+    verified); evicted and retired lessons are left out.  Policies put every non-candidate
+    live lesson in the verified block.
 
     Examples
     --------
-    >>> t = lesson_table([{"id": "a", "status": "candidate", "created_at": "2024-01-01T00:00:00Z"}])
-    >>> t.dtypes[2]
-    Datetime(time_unit='us', time_zone='UTC')
+    >>> t = lesson_table([{"id": "a", "status": "candidate", "created_at": "2024-01-01T00:00:00Z"},
+    ...                   {"id": "b", "status": "evicted", "created_at": "2024-01-02T00:00:00Z"}])
+    >>> t["id"].to_list(), t.dtypes[2]
+    (['a'], Datetime(time_unit='us', time_zone='UTC'))
     """
-    frame = lessons if isinstance(lessons, pl.DataFrame) else pl.DataFrame(list(lessons))
-    for col in ("id", "created_at"):
-        if col not in frame.columns:
-            raise LedgerError(
-                f"lesson table lacks column {col!r}; it needs id, status, created_at", field=col
-            )
-    if "status" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("status"))
-    ids = frame["id"].to_list()
-    for k, i in enumerate(ids, start=1):
-        if not isinstance(i, str) or not i:
-            raise LedgerError(f"lesson id must be a non-empty string; got {i!r}", row=k, field="id")
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise LedgerError(f"lesson id {dup!r} appears twice", field="id")
-    statuses = frame["status"].cast(pl.String).to_list()
-    for k, s in enumerate(statuses, start=1):
-        if s is not None and s not in STATUSES:
-            raise LedgerError(
-                f"status must be one of {list(STATUSES)} or null; got {s!r}", row=k, field="status"
-            )
-    created = frame["created_at"]
-    if created.dtype == pl.String:
-        try:
-            created = created.str.to_datetime(time_zone="UTC", time_unit="us")
-        except Exception as exc:
-            raise LedgerError(
-                f"created_at must be ISO-8601 datetimes, datetimes or numbers ({exc})",
-                field="created_at",
-            ) from None
-    elif not (created.dtype.is_numeric() or created.dtype.is_temporal()):
-        raise LedgerError(
-            f"created_at must be datetimes, ISO strings or numbers; got dtype {created.dtype}",
-            field="created_at",
-        )
-    if created.null_count():
-        first = created.is_null().to_list().index(True)
-        raise LedgerError("created_at is missing", row=first + 1, field="created_at")
-    return frame.with_columns(created.alias("created_at"), pl.col("status").cast(pl.String))
+    return live_lessons(validate_lesson_table(lessons))
 
 
 def check_slots(max_facts: Any, candidate_slots: Any) -> tuple[int, int]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from cogstats import _codes as C
 from cogstats.ledger import Ledger
+from cogstats.lessons import lesson_table
 from cogstats.sim._kernel import injected_total, link_score, oracle_total
 from cogstats.sim.draws import LessonTable, Prepared
 from cogstats.sim.raw import RawChunk, empty_raw
@@ -56,6 +57,7 @@ def run_reference(
     # the audit judges every live lesson; other gates the candidates (and verified
     # lessons when re-checking)
     recheck = s.gate.recheck_verified or bool(getattr(gate, "judges_verified", False))
+    uses_lessons = bool(getattr(gate, "uses_lessons", False))
     index = {f: j for j, f in enumerate(lessons.ids)}
     fam_names = [f.name for f in s.difficulty.families]
     base, sd = s.score.base, s.score.noise_sd
@@ -129,12 +131,25 @@ def run_reference(
             ]
             if not judged:
                 continue
+            extra: dict[str, Any] = {}
             if gate_rng:
                 # a fixed stream per replicate and run, for gates that draw
                 seed = int.from_bytes(prep.noise[rep].tobytes()[:8], "little")
-                report = gate.evaluate(ledger, judged, rng=np.random.default_rng((seed, run)))
-            else:
-                report = gate.evaluate(ledger, judged)
+                extra["rng"] = np.random.default_rng((seed, run))
+            if uses_lessons:
+                # every lesson that has arrived, with its status (evicted ones included)
+                extra["lessons"] = lesson_table(
+                    [
+                        {
+                            "id": lessons.ids[j],
+                            "status": status[lessons.ids[j]],
+                            "created_at": int(lessons.arrival[j]),
+                        }
+                        for j in order
+                        if lessons.ids[j] in status
+                    ]
+                )
+            report = gate.evaluate(ledger, judged, **extra)
             for row in report.to_frame().iter_rows(named=True):
                 f, d = row["fact_id"], row["decision"]
                 j = index[f]

@@ -217,3 +217,36 @@ def test_a_report_of_ones_own_gets_the_leading_columns() -> None:
         GateReport("mine", pl.DataFrame({"fact_id": ["a"], "decision": ["drop"]}))
     with pytest.raises(ParameterError, match="needs a 'decision' column"):
         GateReport("mine", pl.DataFrame({"fact_id": ["a"]}))
+
+
+def test_gate_with_uses_lessons_gets_every_arrived_lesson_and_its_status() -> None:
+    """A gate that sets ``uses_lessons`` receives the lesson table, evicted lessons included."""
+    from dataclasses import dataclass
+
+    from cogstats.gates import GateReport
+    from cogstats.sim import Scenario, simulate
+
+    seen: list[dict[str, str]] = []
+
+    @dataclass(frozen=True)
+    class EvictFirstThenWatch:
+        uses_lessons = True
+
+        def evaluate(self, ledger, candidates=None, *, rng=None, lessons=None):  # type: ignore[no-untyped-def]
+            statuses = dict(zip(lessons["id"].to_list(), lessons["status"].to_list(), strict=True))
+            seen.append(statuses)
+            ids = list(candidates or [])
+            decisions = ["evict" if f == "a" else "hold" for f in ids]
+            frame = pl.DataFrame({"fact_id": ids, "decision": decisions})
+            return GateReport("watch", frame)
+
+    s = Scenario.from_dict(
+        {
+            "runs": 4,
+            "lessons": {"listed": [{"id": "a", "effect": 0.0}, {"id": "b", "effect": 0.0}]},
+            "retrieval": {"max_facts": 2, "candidate_slots": 2},
+        }
+    )
+    simulate(s, replicates=1, rng=1, engine="reference", gate=EvictFirstThenWatch())
+    assert seen[0] == {"a": "candidate", "b": "candidate"}
+    assert seen[1] == {"a": "evicted", "b": "candidate"}
