@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Bytecode is compiled at install time: with PYTHONDONTWRITEBYTECODE set (containers often
+# set it) every start would otherwise recompile numpy, polars, numba, ... (seconds).
 # 2 cores on CI: run the suite on both
 PYTEST_WORKERS ?= 2
 
@@ -15,7 +17,8 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
+	$(BIN)/python -m compileall -q cogstats
 	touch $(STAMP)
 
 lint: $(STAMP)

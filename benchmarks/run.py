@@ -3,6 +3,8 @@
 ``python -m benchmarks.run [--quick] [--only c1,c2,...]`` (``make bench``).  Each
 benchmark compares cogstats with its reference side by side in the same run and reports
 ratios (absolute times on a shared 2-core machine are noise; ratios travel).
+``c1_command`` needs a built cycgraph checkout in ``$COGSTATS_CYCGRAPH`` for its ratio
+(see benchmarks/c1_whole_command.py); without one it records our time alone.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BENCHMARKS = {
+    "p1": "benchmarks.p1_first_decision",
+    "p2": "benchmarks.p2_cycgraph_scale",
+    "p4": "benchmarks.p4_ols_scale",
+    "p5": "benchmarks.p5_dask_attribution",
+    "c1_command": "benchmarks.c1_whole_command",
     "c1": "benchmarks.c1_simulation",
     "c2": "benchmarks.c2_permutation",
     "c3": "benchmarks.c3_notebooks",

@@ -5,7 +5,7 @@ replicate's final ledger; the truth is each lesson's additive effect.  Per metho
 ``rms_bias`` (root mean square over lessons of the replicate-averaged error), its
 ``bias_reduction`` relative to naive lift (1 - rms_bias / lift's), ``rmse``, 95% interval
 ``coverage`` with its Monte Carlo standard error, and the mean Spearman correlation of the
-estimates with the truth.  Goal (../shared/benchmarks.md): methods that use the logged
+estimates with the truth.  Goal (docs/benchmarks.md): methods that use the logged
 propensities or the difficulty covariates cut lift's bias by at least 80% with coverage in
 93-97%.
 

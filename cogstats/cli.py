@@ -223,6 +223,7 @@ def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         default="auto",
         help="auto (default): compiled when it covers the gate and policy, else reference",
     )
+    p.add_argument("--workers", type=int, help="threads for the cells (default: all cores)")
     p.add_argument("--no-progress", action="store_true")
 
 

@@ -27,19 +27,21 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from scipy import sparse
 
-from cogstats import _ledger_io
+from cogstats import _ledger_io, _ledger_stats
 from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-exported
     FORMATS,  # noqa: F401
     PROPENSITY_COLUMNS,  # noqa: F401
     REQUIRED_COLUMNS,
     LedgerFormat,
 )
+
+if TYPE_CHECKING:  # scipy.sparse loads with the first design (0.2 s off every start-up)
+    from scipy import sparse
 from cogstats._results import frame_text
 from cogstats._validation import LedgerError, LedgerWarning, ParameterError
 
@@ -443,7 +445,11 @@ class Ledger:
             raise ParameterError(
                 f"covariate {name!r} is not in the ledger; it has {self.covariates!r}"
             )
-        return self.frame[name]
+        cached = self._cache.get("frame")
+        if cached is not None:
+            return cached[name]
+        # one column, without building the whole frame (its list column is slow at scale)
+        return _covariate_series(name, self._covariates[name])
 
     @property
     def frame(self) -> pl.DataFrame:
@@ -475,6 +481,9 @@ class Ledger:
         return f"{self!r}\n{frame_text(stats)}"
 
     # ------------------------------------------------------------------ statistics
+    # Every statistic below comes from additive per-lesson statistics over the
+    # deduplicated (run, lesson) inclusion pairs (cogstats._ledger_stats): the cost is in
+    # runs x lessons-per-run plus lessons, never runs x lessons.
     def design(self, fact_ids: Sequence[str] | None = None) -> InclusionDesign:
         """The sparse run x lesson inclusion design.
 
@@ -483,6 +492,11 @@ class Ledger:
         fact_ids : sequence of str, optional
             Columns to build, in this order (a lesson absent from the ledger gives an all
             zero column).  Default: every lesson, in order of first appearance.
+
+        Notes
+        -----
+        Cost: O(runs x lessons-per-run) time and memory (a CSR array built once from the
+        cached inclusion index; a column subset is a CSC slice).
 
         Examples
         --------
@@ -493,25 +507,38 @@ class Ledger:
         >>> ledger.design().dense().tolist()
         [[1.0, 0.0], [0.0, 1.0]]
         """
+        from scipy import sparse
+
         all_ids, rows, cols = self._facts_index()
         base = self._cache.get("design")
         if base is None:
             data = np.ones(len(rows), dtype=np.float64)
+            # the index is deduplicated and in run order: CSR directly, no sorting
+            indptr = np.zeros(len(self) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows, minlength=len(self)), out=indptr[1:])
             mat = sparse.csr_array(
-                (data, (rows, cols)), shape=(len(self), len(all_ids)), dtype=np.float64
+                (data, cols.copy(), indptr), shape=(len(self), len(all_ids)), dtype=np.float64
             )
-            mat.sum_duplicates()
+            mat.sort_indices()  # canonical CSR (the index keeps each run's listed order)
             base = InclusionDesign(matrix=mat, fact_ids=all_ids, run_ids=self.run_ids)
             self._cache["design"] = base
         if fact_ids is None:
             return base
         wanted = tuple(fact_ids)
-        pos = {f: j for j, f in enumerate(all_ids)}
+        pos = self._cache["fact_pos"]
+        take = np.array([pos.get(f, -1) for f in wanted], dtype=np.int64)
         csc = base.matrix.tocsc()
-        empty = sparse.csc_array((len(self), 1), dtype=np.float64)
-        blocks = [csc[:, [pos[f]]] if f in pos else empty for f in wanted]
-        mat = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_array((len(self), 0))
-        return InclusionDesign(matrix=sparse.csr_array(mat), fact_ids=wanted, run_ids=self.run_ids)
+        if take.size and (take >= 0).all():
+            mat = sparse.csr_array(csc[:, take])
+        else:
+            empty = sparse.csc_array((len(self), 1), dtype=np.float64)
+            blocks = [csc[:, [j]] if j >= 0 else empty for j in take.tolist()]
+            mat = (
+                sparse.csr_array(sparse.hstack(blocks, format="csr"))
+                if blocks
+                else sparse.csr_array((len(self), 0))
+            )
+        return InclusionDesign(matrix=mat, fact_ids=wanted, run_ids=self.run_ids)
 
     def fact_stats(self) -> pl.DataFrame:
         """Per-lesson trials, mean score and sample variance.
@@ -523,6 +550,11 @@ class Ledger:
             one run counts once), ``mean_score`` (accumulated in run order),
             ``variance`` (n - 1 denominator; null below 2 trials).  Lessons in order of
             first appearance.
+
+        Notes
+        -----
+        Cost: O(runs x lessons-per-run + lessons) time and memory (``np.bincount`` over the
+        inclusion pairs); cached until the ledger changes.
 
         Examples
         --------
@@ -537,17 +569,16 @@ class Ledger:
         cached = self._cache.get("fact_stats")
         if cached is not None:
             return cached
-        fact_ids = self.fact_ids
-        trials, means, variances = self._with_stats()
+        fa = self._fact_arrays()
+        trials = fa.trials
+        with np.errstate(invalid="ignore", divide="ignore"):
+            variances = np.where(trials > 1, fa.ss / np.maximum(trials - 1, 1), np.nan)
         out = pl.DataFrame(
             {
-                "fact_id": pl.Series(list(fact_ids), dtype=pl.String),
+                "fact_id": pl.Series(list(self.fact_ids), dtype=pl.String),
                 "trials": pl.Series(trials, dtype=pl.Int64),
-                "mean_score": pl.Series(means, dtype=pl.Float64),
-                "variance": pl.Series(
-                    [None if t < 2 else float(v) for t, v in zip(trials, variances, strict=True)],
-                    dtype=pl.Float64,
-                ),
+                "mean_score": pl.Series(fa.means, dtype=pl.Float64),
+                "variance": pl.Series(variances, dtype=pl.Float64, nan_to_null=True),
             }
         )
         self._cache["fact_stats"] = out
@@ -557,7 +588,8 @@ class Ledger:
         """Aggregate of every run, or of every run that does NOT contain ``exclude``.
 
         This is cycgraph's leave-one-fact-out baseline: runs carrying other lessons count.
-        An empty baseline has ``runs=0`` and ``mean_score=0.0``.
+        An empty baseline has ``runs=0`` and ``mean_score=0.0``.  The mean is accumulated
+        in run order (cost O(runs)).
 
         Examples
         --------
@@ -585,6 +617,14 @@ class Ledger:
             Columns ``fact_id``, ``baseline_runs``, ``baseline_mean``,
             ``baseline_variance`` (null below 2 runs).  Default: every lesson.
 
+        Notes
+        -----
+        Cost: O(runs x lessons-per-run + lessons): each baseline is the total minus the
+        lesson's runs (count, sum, and Chan's decomposition of the sum of squares).  A
+        lesson in at least half the runs gets its baseline in run order instead (O(runs)
+        each; at most twice the lessons per run of them).  Subtraction can differ from the
+        run-order :meth:`baseline` in the last bits (see ``cogstats._ledger_stats``).
+
         Examples
         --------
         >>> ledger = Ledger.from_records([
@@ -595,19 +635,13 @@ class Ledger:
         [('a', 1, 0.5, None)]
         """
         ids = list(self.fact_ids if fact_ids is None else fact_ids)
-        y = self.scores
-        runs, means, variances = [], [], []
-        for f in ids:
-            agg = _aggregate(y[~self._membership(f)])
-            runs.append(agg.runs)
-            means.append(agg.mean_score)
-            variances.append(agg.variance)
+        g = self._group_arrays(ids)
         return pl.DataFrame(
             {
                 "fact_id": pl.Series(ids, dtype=pl.String),
-                "baseline_runs": pl.Series(runs, dtype=pl.Int64),
-                "baseline_mean": pl.Series(means, dtype=pl.Float64),
-                "baseline_variance": pl.Series(variances, dtype=pl.Float64),
+                "baseline_runs": pl.Series(g.n_b, dtype=pl.Int64),
+                "baseline_mean": pl.Series(g.mean_b, dtype=pl.Float64),
+                "baseline_variance": pl.Series(g.var_b, dtype=pl.Float64, nan_to_null=True),
             }
         )
 
@@ -625,49 +659,30 @@ class Ledger:
         """Distinct lesson ids and the (row, col) pairs of the deduplicated inclusions."""
         cached = self._cache.get("facts_index")
         if cached is None:
-            pos: dict[str, int] = {}
-            rows: list[int] = []
-            cols: list[int] = []
-            for i, ids in enumerate(self._fact_ids):
-                seen: set[str] = set()
-                for f in ids:
-                    if f in seen:
-                        continue
-                    seen.add(f)
-                    j = pos.setdefault(f, len(pos))
-                    rows.append(i)
-                    cols.append(j)
-            cached = (
-                tuple(pos),
-                np.asarray(rows, dtype=np.int64),
-                np.asarray(cols, dtype=np.int64),
-            )
+            ids, rows, cols, pos = _ledger_stats.facts_index(self._fact_ids)
+            cached = (ids, rows, cols)
             self._cache["facts_index"] = cached
             self._cache["fact_pos"] = pos
         return cached
 
-    def _with_stats(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Trials, means (sequential sums in run order) and two-pass variances per lesson."""
-        design = self.design()
-        # facts x runs in CSR with sorted column indices: each lesson's runs in run order,
-        # so the sparse mat-vec below accumulates every lesson's sum sequentially, in the
-        # same order as cycgraph's loop (the margin rule compares point estimates exactly).
-        by_fact = sparse.csr_array(design.matrix.T)
-        by_fact.sort_indices()
-        y = self.scores
-        trials = np.diff(by_fact.indptr).astype(np.int64)
-        sums = by_fact @ y
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = np.where(trials > 0, sums / np.maximum(trials, 1), 0.0)
-        dev = y[by_fact.indices] - np.repeat(means, trials)
-        ss = np.zeros(len(trials))
-        nonempty = trials > 0
-        if nonempty.any():
-            starts = by_fact.indptr[:-1][nonempty]
-            ss[nonempty] = np.add.reduceat(dev * dev, starts)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            variances = np.where(trials > 1, ss / np.maximum(trials - 1, 1), np.nan)
-        return trials, means, variances
+    def _fact_arrays(self) -> _ledger_stats.FactArrays:
+        """With-lesson sufficient statistics (cached until the ledger changes)."""
+        cached = self._cache.get("fact_arrays")
+        if cached is None:
+            ids, rows, cols = self._facts_index()
+            cached = _ledger_stats.fact_arrays(self.scores, rows, cols, len(ids))
+            self._cache["fact_arrays"] = cached
+        return cached
+
+    def _fact_columns(self, fact_ids: Sequence[str]) -> np.ndarray:
+        """Column number of each lesson in the inclusion index (-1: not in the ledger)."""
+        self._facts_index()
+        pos = self._cache["fact_pos"]
+        return np.fromiter((pos.get(f, -1) for f in fact_ids), dtype=np.int64, count=len(fact_ids))
+
+    def _group_arrays(self, fact_ids: Sequence[str]) -> _ledger_stats.GroupArrays:
+        """With-lesson and leave-one-out statistics of ``fact_ids`` (aligned arrays)."""
+        return _ledger_stats.group_arrays(self._fact_arrays(), self._fact_columns(fact_ids))
 
     def _extend(
         self,

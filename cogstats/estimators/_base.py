@@ -8,6 +8,7 @@ method up in one dict, rejects unknown options (naming the allowed ones), and ca
 from __future__ import annotations
 
 import html
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -254,6 +255,23 @@ ESTIMATOR_MODULES: tuple[str, ...] = (
     "cogstats.estimators.confseq",
     "cogstats.estimators.anytime_ols",
 )
+#: method name -> the module that registers it, so that looking up one method imports
+#: only its module (a gate on ``welch`` must not pay for statsmodels' regression stack).
+#: tests/unit/test_import_hygiene.py checks it against the complete registry.
+METHOD_MODULES: dict[str, str] = {
+    "lift": "cogstats.estimators.lift",
+    "welch": "cogstats.estimators.lift",
+    "permutation": "cogstats.estimators.permutation",
+    "freedman_lane": "cogstats.estimators.permutation",
+    "ipw": "cogstats.estimators.propensity",
+    "aipw": "cogstats.estimators.propensity",
+    "ols": "cogstats.estimators.regression",
+    "ridge": "cogstats.estimators.regression",
+    "fraclogit": "cogstats.estimators.regression",
+    "mixed": "cogstats.estimators.regression",
+    "confseq": "cogstats.estimators.sequential",
+    "anytime_ols": "cogstats.estimators.sequential",
+}
 
 
 def load_methods() -> dict[str, EstimatorSpec]:
@@ -296,14 +314,28 @@ def register(
 
 
 def attribute(
-    ledger: Ledger, method: str = "lift", *, rng: Any = None, **options: Any
+    ledger: Ledger | str | os.PathLike[str],
+    method: str = "lift",
+    *,
+    rng: Any = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    **options: Any,
 ) -> Attribution:
     """Estimate every lesson's effect on the score with one method from the registry.
 
     Parameters
     ----------
-    ledger : Ledger
-        The run outcomes.
+    ledger : Ledger, or str / path of a partitioned Parquet dataset
+        The run outcomes.  A path (a directory of Parquet partitions, or one file) is
+        attributed partition by partition without loading it (``lift``, ``welch`` and
+        ``ols``; see :mod:`cogstats.estimators.partitioned` for the layout), with the
+        dataset options ``workers`` and ``check_run_ids`` besides the method's.
+    executor : {"local", "dask"}
+        For a dataset path: stream the partitions through this process, or reduce them on
+        a Dask cluster (the sweeps' words).  An in-memory ledger runs locally.
+    scheduler : str, optional
+        ``executor="dask"``: the scheduler address (default: a LocalCluster for the call).
     method : str
         A key of :data:`METHODS` (``cogstats.estimators.METHODS`` lists them with their
         options and defaults).
@@ -347,8 +379,20 @@ def attribute(
     >>> round(result.row("a")["estimate"], 10)
     0.3
     """
+    if isinstance(ledger, (str, os.PathLike)):
+        from cogstats.estimators.partitioned import attribute_dataset
+
+        return attribute_dataset(ledger, method, executor=executor, scheduler=scheduler, **options)
     if not isinstance(ledger, Ledger):
-        raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+        raise ParameterError(
+            "ledger must be a cogstats Ledger or the path of a partitioned Parquet dataset; "
+            f"got {type(ledger).__name__}"
+        )
+    if executor != "local" or scheduler is not None:
+        raise ParameterError(
+            f"executor={executor!r}/scheduler={scheduler!r} apply to a partitioned dataset "
+            "path; an in-memory Ledger is attributed in this process (executor='local')"
+        )
     spec = get_spec(method)
     unknown = [k for k in options if k not in spec.defaults]
     if unknown:
@@ -378,7 +422,15 @@ def _name_method(exc: CogstatsError, method: str) -> None:
 
 
 def get_spec(method: str) -> EstimatorSpec:
-    """The registry entry of ``method``, with a clear error when it is unknown."""
+    """The registry entry of ``method``, with a clear error when it is unknown.
+
+    Imports only the module that registers ``method`` when it is a known name; the whole
+    registry otherwise (to list the choices).
+    """
+    if isinstance(method, str) and method not in METHODS and method in METHOD_MODULES:
+        import importlib
+
+        importlib.import_module(METHOD_MODULES[method])
     if not isinstance(method, str) or method not in METHODS:
         load_methods()
     if not isinstance(method, str) or method not in METHODS:

@@ -23,9 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
 from scipy import optimize
-from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from cogstats._validation import (
     ParameterError,
@@ -447,6 +445,8 @@ def anytime_ols(
     it is null, and a gate that needs a sticky verdict keeps the running minimum of
     ``pvalue`` over its own looks, which is valid in the same way.
 
+    Cost: the dense design (O(n k) memory) and one pseudo-inverse fit (O(n k^2) time).
+
     Examples
     --------
     >>> from cogstats import attribute
@@ -473,6 +473,9 @@ def anytime_ols(
     k = len(fact_ids)
     nan = np.full(k, np.nan)
     if len(ledger) > 0:
+        import statsmodels.api as sm  # heavy: imported when the fit runs
+        from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
         with warnings.catch_warnings():
             # rank deficiency is handled below: unidentified lessons get null inference
             warnings.simplefilter("ignore", SingularMatrixWarning)

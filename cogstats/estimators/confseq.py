@@ -600,6 +600,8 @@ def confseq(
     ``running_min_pvalue``.  Validated by simulation in ``tests/unit/test_sequential.py``
     (benchmark S4 error rate under peeking, time-uniform coverage, power).
 
+    Cost: O(n k) time and memory (the dense run x lesson inclusion matrix).
+
     Examples
     --------
     >>> from cogstats import attribute

@@ -289,6 +289,19 @@ def lesson_identifiability(
     VIFs validated against statsmodels' ``variance_inflation_factor`` (1e-8 relative);
     exact dependencies against numpy's ``matrix_rank``.
 
+    Cost.  Counts and duplicate patterns: O(runs x lessons-per-run) (the nonzero rows of
+    each column, hashed).  Weak directions: with ``m`` distinct non-constant lessons plus
+    controls, a design of at most ``DENSE_LIMIT`` entries (``n_runs * m``) is decomposed
+    directly (SVD, O(n m^2)); a larger one through its centred cross-product matrix
+    (``m x m``, built from the sparse columns in O(nnz x lessons-per-run)): a Cholesky
+    factorisation gives every VIF in O(m^3) and, when a VIF exceeds the threshold, an
+    eigendecomposition finds the weak directions.  The squared singular values are the
+    eigenvalues; forming the cross-products squares the condition number, so on that
+    path a direction counts as exactly singular when its eigenvalue is below
+    ``max(tol^2, 1e3 m eps)`` times the largest (``s <= 2e-5 s_max`` for 2000 columns)
+    rather than ``s <= tol s_max``: lessons flagged are the same, an almost exact
+    dependency may be reported as exact.  Memory O(m^2) there.
+
     Examples
     --------
     >>> import numpy as np
@@ -301,22 +314,47 @@ def lesson_identifiability(
         float, check_real("vif_threshold", vif_threshold, minimum=1.0, exclusive_minimum=True)
     )
     raw: Any = lessons
-    x = np.asarray(raw.toarray() if sparse.issparse(raw) else raw, dtype=np.float64)
-    n, p = x.shape
+    if sparse.issparse(raw):
+        csc = sparse.csc_array(raw, copy=True)  # the caller's array stays as it is
+    else:
+        csc = sparse.csc_array(np.asarray(raw, dtype=np.float64))
+    csc.eliminate_zeros()
+    csc.sort_indices()
+    n, p = csc.shape
     ids = list(fact_ids)
     if len(ids) != p:
         raise ParameterError(f"fact_ids has {len(ids)} labels for {p} lesson columns")
     z = np.zeros((n, 0)) if controls is None else np.asarray(controls, dtype=np.float64)
     sources = list(control_sources) if control_sources else [f"x{k}" for k in range(z.shape[1])]
 
-    present = x != 0
-    counts = present.sum(axis=0)
+    counts = np.diff(csc.indptr)
+    indptr, indices = csc.indptr, csc.indices.astype(np.int64, copy=False)
+    keys = [indices[indptr[j] : indptr[j + 1]].tobytes() for j in range(p)]
+
+    def weak(reps: list[int]) -> tuple[np.ndarray, np.ndarray | None, list[str], bool]:
+        return _weak_directions(csc, reps, z, sources, n, vif_threshold)
+
+    return _identify(ids, n, counts, keys, weak, tol, vif_threshold)
+
+
+def _identify(
+    ids: list[str],
+    n: int,
+    counts: np.ndarray,
+    keys: Sequence[Any],
+    weak_directions: Any,
+    tol: float,
+    vif_threshold: float,
+) -> pl.DataFrame:
+    """The identifiability frame from per-lesson run counts, inclusion-pattern keys (equal
+    keys: the same runs) and a function giving the weak directions of the centred design
+    of the distinct non-constant lessons next to the controls."""
+    p = len(ids)
     every, none = counts == n, counts == 0
     constant = every | none
-    # exact duplicates: hash each column's packed inclusion bits (a loop over lessons)
-    groups: dict[bytes, list[int]] = {}
+    groups: dict[Any, list[int]] = {}
     for j in range(p):
-        groups.setdefault(np.packbits(present[:, j]).tobytes(), []).append(j)
+        groups.setdefault(keys[j], []).append(j)
     rep = np.empty(p, dtype=np.int64)
     members: dict[int, list[int]] = {}
     for group in groups.values():
@@ -325,30 +363,22 @@ def lesson_identifiability(
     reps = [j for j in members if not constant[j]]
 
     # weak directions of the centred design with unit-length columns
-    d = np.hstack([x[:, reps], z]) if n else np.zeros((0, len(reps) + z.shape[1]))
-    d = d - d.mean(axis=0) if n else d
-    norms = np.sqrt((d * d).sum(axis=0))
-    usable = norms > 0  # lesson reps are non-constant; constant controls carry nothing
-    usable[: len(reps)] = True
-    d = d[:, usable] / norms[usable]
-    col_sources = ["" for _ in reps] + [
-        s for s, u in zip(sources, usable[len(reps) :], strict=True) if u
-    ]
-    m = d.shape[1]
+    s, vt, col_sources, gram = weak_directions(reps)
+    m = s.size
     vif_cols = np.ones(m)
     member = np.zeros((m, 0), dtype=bool)
-    if m:
-        _, s, vt = np.linalg.svd(d, full_matrices=m > n)
-        s = np.concatenate([s, np.zeros(m - s.size)])
+    if m and vt is not None:
         s_max = s[0] if s.size else 0.0
         floor = max(s_max * np.finfo(float).eps * max(n, m), np.finfo(float).tiny)
         contrib = vt.T**2 / np.maximum(s, floor)[None, :] ** 2
-        singular = s <= tol * s_max
+        singular = s <= _singular_tol(tol, m, gram=gram) * s_max
         weak = singular | (s**2 < 1.0 / vif_threshold)
         vif_cols = contrib.sum(axis=1)
         exact = (contrib[:, singular] > vif_threshold).any(axis=1)
         vif_cols = np.where(exact, np.inf, vif_cols)
         member = (contrib[:, weak] > 1.0) & (vif_cols > vif_threshold)[:, None]
+    elif m:
+        vif_cols = s  # the Cholesky shortcut: VIFs, all below the threshold
 
     vif = np.full(p, np.nan)
     flagged = constant.copy()
@@ -394,6 +424,92 @@ def lesson_identifiability(
         aliased[j] = [ids[i] for i in sorted(partners)]
         aliased_cov[j] = sorted(set(aliased_cov[j]))
     return _frame(ids, ~flagged, aliased, vif, reason, aliased_cov)
+
+
+#: Designs with at most this many entries (runs x distinct lessons and controls) are
+#: checked by a direct SVD; larger ones through their cross-product matrix.
+DENSE_LIMIT = 4_000_000
+
+
+def _singular_tol(tol: float, m: int, *, gram: bool) -> float:
+    """Relative singular-value threshold for exact rank deficiency (see the Notes above)."""
+    if not gram:
+        return tol
+    return max(tol, float(np.sqrt(1e3 * m * np.finfo(float).eps)))
+
+
+def _weak_directions(
+    csc: sparse.csc_array,
+    reps: list[int],
+    z: np.ndarray,
+    sources: list[str],
+    n: int,
+    vif_threshold: float,
+) -> tuple[np.ndarray, np.ndarray | None, list[str], bool]:
+    """Singular values and right singular vectors of the centred, unit-column design.
+
+    Returns ``(s, vt, column_sources, from_cross_products)`` in decreasing order of ``s``;
+    ``vt`` is None when the Cholesky shortcut showed every VIF below the threshold (``s``
+    then holds the VIFs).
+    """
+    lessons = csc[:, reps] if reps else sparse.csc_array((n, 0))
+    if n == 0:
+        return np.zeros(0), np.zeros((0, 0)), [], False
+    zc = z - z.mean(axis=0) if z.shape[1] else z
+    znorm = np.sqrt((zc * zc).sum(axis=0))
+    usable = znorm > 0  # constant controls carry nothing
+    col_sources = ["" for _ in reps] + [src for src, u in zip(sources, usable, strict=True) if u]
+    zc = zc[:, usable] / znorm[usable]
+    n_l = len(reps)
+    m = n_l + zc.shape[1]
+    if m == 0:
+        return np.zeros(0), np.zeros((0, 0)), col_sources, False
+    if n * m <= DENSE_LIMIT:
+        d = np.hstack([lessons.toarray(), z[:, usable]]) if n_l else z[:, usable].copy()
+        d = d - d.mean(axis=0)
+        d = d / np.sqrt((d * d).sum(axis=0))
+        _, s, vt = np.linalg.svd(d, full_matrices=m > n)
+        return np.concatenate([s, np.zeros(m - s.size)]), vt, col_sources, False
+    # centred cross-products of the columns, from the sparse lessons
+    from cogstats.estimators._sparse import gram as _gram
+
+    mu = np.asarray(lessons.sum(axis=0)).ravel() / n
+    c_ll = _gram(sparse.csr_array(lessons)) - n * np.outer(mu, mu)
+    c_lz = np.asarray(lessons.T @ zc)  # zc is centred: no mean correction
+    s_g, vt_g = _weak_from_cross_products(c_ll, c_lz, zc.T @ zc, vif_threshold)
+    return s_g, vt_g, col_sources, True
+
+
+def _weak_from_cross_products(
+    c_ll: np.ndarray, c_lz: np.ndarray, c_zz: np.ndarray, vif_threshold: float
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Weak directions from the centred cross-products of the lesson columns (``c_ll``),
+    lessons x controls (``c_lz``) and unit-length controls (``c_zz``): the eigenvalues of
+    the correlation matrix are the squared singular values of the centred, unit-column
+    design.  Returns ``(s, vt)`` in decreasing order, or ``(vifs, None)`` when a Cholesky
+    factorisation shows every VIF below the threshold."""
+    n_l = c_ll.shape[0]
+    m = n_l + c_zz.shape[0]
+    lnorm = np.sqrt(np.maximum(np.diag(c_ll), 0.0))
+    gram = np.empty((m, m))
+    gram[:n_l, :n_l] = c_ll / np.outer(lnorm, lnorm)
+    gram[:n_l, n_l:] = c_lz / lnorm[:, None]
+    gram[n_l:, :n_l] = gram[:n_l, n_l:].T
+    gram[n_l:, n_l:] = c_zz
+    from scipy import linalg  # only large designs get here
+
+    try:
+        chol = linalg.cholesky(gram, lower=True, check_finite=False)
+        inv_l, info = linalg.lapack.dtrtri(chol, lower=1)  # L^-1: diag(G^-1) = col norms^2
+        if info == 0:
+            vifs = (inv_l * inv_l).sum(axis=0)
+            if np.all(np.isfinite(vifs)) and vifs.max() <= vif_threshold:
+                return vifs, None
+    except linalg.LinAlgError:
+        pass
+    lam, vecs = np.linalg.eigh(gram)
+    order = np.argsort(lam)[::-1]
+    return np.sqrt(np.maximum(lam[order], 0.0)), vecs[:, order].T
 
 
 def check_identifiability(

@@ -142,17 +142,20 @@ def required_trials(effect: float, sd: float, confidence: float = 0.9, power: fl
 
 # ---------------------------------------------------------------------- estimators
 def _group_stats(ledger: Ledger) -> dict[str, np.ndarray]:
-    """Per-lesson with/without counts, means and variances (NaN where undefined)."""
-    fs = ledger.fact_stats()
-    bl = ledger.baselines(fs["fact_id"].to_list())
+    """Per-lesson with/without counts, means and variances (NaN where undefined).
+
+    From the ledger's additive statistics: O(runs x lessons-per-run + lessons).
+    """
+    ids = list(ledger.fact_ids)
+    g = ledger._group_arrays(ids)
     return {
-        "fact_id": fs["fact_id"].to_numpy(),
-        "n_a": fs["trials"].to_numpy().astype(np.int64),
-        "mean_a": fs["mean_score"].to_numpy().astype(float),
-        "var_a": fs["variance"].fill_null(np.nan).to_numpy().astype(float),
-        "n_b": bl["baseline_runs"].to_numpy().astype(np.int64),
-        "mean_b": bl["baseline_mean"].to_numpy().astype(float),
-        "var_b": bl["baseline_variance"].fill_null(np.nan).to_numpy().astype(float),
+        "fact_id": np.asarray(ids, dtype=object),
+        "n_a": g.n_a,
+        "mean_a": g.mean_a,
+        "var_a": g.var_a,
+        "n_b": g.n_b,
+        "mean_b": g.mean_b,
+        "var_b": g.var_b,
     }
 
 
@@ -207,6 +210,10 @@ def lift(ledger: Ledger, *, confidence_level: float) -> Attribution:
     ``equal_var=False``).  Lessons with fewer than 2 runs on either side get null
     inference columns.  Method columns: ``mean_with``, ``mean_without``, ``df``.
 
+    Cost: O(runs x lessons-per-run + lessons) time and memory, from the ledger's additive
+    statistics (no run x lesson matrix); a partitioned dataset runs the same in one pass
+    (:mod:`cogstats.estimators.partitioned`).
+
     Examples
     --------
     >>> from cogstats import Ledger, attribute
@@ -219,7 +226,11 @@ def lift(ledger: Ledger, *, confidence_level: float) -> Attribution:
     (0.25, 0.198727)
     """
     level = check_probability("confidence_level", confidence_level)
-    g = _group_stats(ledger)
+    return _lift_from_stats(_group_stats(ledger), level)
+
+
+def _lift_from_stats(g: dict[str, np.ndarray], level: float) -> Attribution:
+    """The ``lift`` attribution from per-lesson group statistics (see :func:`_group_stats`)."""
     est, se, df = _welch_arrays(g, 0.0)
     lo, hi = _interval(est, se, df, level)
     point = np.where(g["n_b"] > 0, g["mean_a"] - g["mean_b"], np.nan)
@@ -272,6 +283,8 @@ def welch(
     missing variance counts as 0 first), and the method columns add cycgraph's
     ``p_promote = P(lift > promote_margin)`` and ``p_evict = P(lift < -evict_margin)``.
 
+    Cost: as :func:`lift`, O(runs x lessons-per-run + lessons) time and memory.
+
     Examples
     --------
     >>> from cogstats import Ledger, attribute
@@ -287,7 +300,13 @@ def welch(
     floor = cast(float, check_real("noise_floor_sd", noise_floor_sd, minimum=0.0))
     pm = cast(float, check_real("promote_margin", promote_margin, minimum=0.0))
     em = cast(float, check_real("evict_margin", evict_margin, minimum=0.0))
-    g = _group_stats(ledger)
+    return _welch_from_stats(_group_stats(ledger), level, floor, pm, em)
+
+
+def _welch_from_stats(
+    g: dict[str, np.ndarray], level: float, floor: float, pm: float, em: float
+) -> Attribution:
+    """The ``welch`` attribution from per-lesson group statistics."""
     est, se, df = _welch_arrays(g, floor**2)
     lo, hi = _interval(est, se, df, level)
     p_promote = _p_exceeds(est, se, df, pm)

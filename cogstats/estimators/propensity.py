@@ -240,6 +240,9 @@ def ipw(ledger: Ledger, *, confidence_level: float, normalize: bool, clip: float
     unbiased with nominal coverage under randomized and under confounded,
     covariate-dependent propensities (``tests/unit/test_propensity.py``).
 
+    Cost: O(logged (run, eligible lesson) pairs) time and memory (the pairs are sorted once
+    by lesson; sums per lesson by ``np.bincount``).
+
     Examples
     --------
     >>> import numpy as np
@@ -466,6 +469,10 @@ def aipw(
     variance than IPW when the covariates predict the score; ``folds=1`` with no features
     reproduces the closed form (Horvitz-Thompson around the arm means), and with features
     equals the AIPW score rebuilt from statsmodels OLS fits per arm (to 1e-10).
+
+    Cost: per lesson and fold, a least-squares outcome model on the lesson's eligible runs
+    (O(n_j f^2) with f features; with ``lesson_indicators`` every other lesson is a feature);
+    memory O(pairs + n_j f).
 
     Examples
     --------

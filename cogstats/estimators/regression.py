@@ -46,9 +46,7 @@ from typing import Any, cast
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
-from scipy import special, stats
-from statsmodels.regression.mixed_linear_model import MixedLM
+from scipy import linalg, sparse, special
 
 from cogstats._validation import (
     ParameterError,
@@ -57,6 +55,7 @@ from cogstats._validation import (
     check_probability,
     check_real,
 )
+from cogstats.estimators import _sparse
 from cogstats.estimators._base import Attribution, make_table, register
 from cogstats.estimators.identifiability import (
     DEFAULT_VIF_THRESHOLD,
@@ -94,7 +93,7 @@ class _Design:
     """The response, the lesson columns, the controls and which lessons are kept."""
 
     y: np.ndarray
-    lessons: np.ndarray
+    lessons: sparse.csc_array
     fact_ids: tuple[str, ...]
     trials: np.ndarray
     controls: CovariateDesign
@@ -106,12 +105,18 @@ class _Design:
         return int(self.y.size)
 
     def exog(self, extra: np.ndarray | None = None) -> np.ndarray:
-        """``[1, covariate columns, extra, kept lessons]``."""
+        """``[1, covariate columns, extra, kept lessons]`` as a dense array."""
         blocks = [np.ones((self.n, 1)), self.controls.matrix]
         if extra is not None:
             blocks.append(extra)
-        blocks.append(self.lessons[:, self.keep])
+        blocks.append(self.lessons[:, np.flatnonzero(self.keep)].toarray())
         return np.hstack(blocks)
+
+    def sparse_exog(self) -> sparse.csr_array:
+        """``[1, covariate columns, kept lessons]`` as a CSR array (O(nnz) memory)."""
+        dense = np.hstack([np.ones((self.n, 1)), self.controls.matrix])
+        kept = self.lessons[:, np.flatnonzero(self.keep)]
+        return sparse.csr_array(sparse.hstack([sparse.csc_array(dense), kept], format="csr"))
 
     def exog_names(self, extra: Sequence[str] = ()) -> list[str]:
         kept = [f for f, k in zip(self.fact_ids, self.keep, strict=True) if k]
@@ -136,7 +141,7 @@ def _prepare(
 ) -> _Design:
     controls = covariate_design(ledger, covariates)
     design = ledger.design()
-    x = design.dense()
+    x = sparse.csc_array(design.matrix)
     ctrl, sources = controls.matrix, list(controls.sources)
     if extra is not None:
         ctrl = np.hstack([ctrl, extra])
@@ -148,7 +153,7 @@ def _prepare(
         y=ledger.scores,
         lessons=x,
         fact_ids=design.fact_ids,
-        trials=(x > 0).sum(axis=0).astype(np.int64),
+        trials=np.diff(x.indptr).astype(np.int64),
         controls=controls,
         ident=ident,
         keep=ident["identifiable"].to_numpy().astype(bool),
@@ -163,7 +168,7 @@ def _expand(values: Any, keep: np.ndarray) -> np.ndarray:
 
 def _table(
     method: str,
-    d: _Design,
+    d: Any,  # a _Design, or anything with fact_ids, trials, n and ident
     keep: np.ndarray,
     est: Any,
     se: Any,
@@ -197,7 +202,7 @@ def _table(
 def _normal_inference(
     est: np.ndarray, se: np.ndarray, level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    q = stats.norm.ppf(0.5 + level / 2)
+    q = special.ndtri(0.5 + level / 2)  # the normal quantile (scipy.stats is slow to import)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 2.0 * special.ndtr(-np.abs(est / se))
     return est - q * se, est + q * se, p
@@ -243,6 +248,129 @@ def _settings(**kwargs: Any) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------------- sparse OLS
+@dataclass(frozen=True)
+class _OLSFit:
+    """Coefficients, standard errors and the sandwich ``scale * bread @ meat @ bread``."""
+
+    params: np.ndarray
+    bse: np.ndarray
+    cov_params: np.ndarray | None
+    df_resid: float
+    bread: np.ndarray
+    meat: np.ndarray | None
+    scale: float
+
+
+def sparse_ols(
+    exog: sparse.csr_array, y: np.ndarray, cov: str, groups: np.ndarray | None = None
+) -> _OLSFit:
+    """OLS on a sparse design by the normal equations, with statsmodels' covariances.
+
+    ``cov``: "nonrobust" (``s^2 (X'X)^-1``, ``s^2 = e'e / (n - rank)``), "HC3"
+    (``(X'X)^-1 X' diag(e_i^2 / (1 - h_i)^2) X (X'X)^-1``) or "cluster" (``(X'X)^-1 S
+    (X'X)^-1`` with ``S = sum_g (X_g' e_g)(X_g' e_g)'`` times statsmodels' small-sample
+    factor ``G / (G - 1) (n - 1) / (n - k)``, ``k`` columns), the formulas of statsmodels'
+    ``OLS.fit(cov_type=...)``.  Hand-written rather than statsmodels because statsmodels
+    needs the dense design (8.4 GB and 232 s at 100,000 runs x 2,000 lessons).
+    """
+    n = exog.shape[0]
+    xtx = _sparse.gram(exog)
+    inv, params, rank = normal_solution(xtx, exog.T @ y)
+    resid = y - exog @ params
+    df_resid = float(n - rank)
+    if df_resid <= 0:  # an exact fit: coefficients, no covariance
+        nan = np.full(len(params), np.nan)
+        return _OLSFit(params, nan, None, df_resid, inv, None, math.nan)
+    if cov == "nonrobust":
+        return sandwich(params, inv, None, float(resid @ resid) / df_resid, df_resid)
+    if cov == "HC3":
+        h = _sparse.leverages(exog, inv)
+        return sandwich(params, inv, _sparse.gram(exog, (resid / (1.0 - h)) ** 2), 1.0, df_resid)
+    assert groups is not None
+    codes = np.unique(groups, return_inverse=True)[1].ravel()
+    n_groups = int(codes.max()) + 1 if codes.size else 0
+    scores = cluster_scores(exog, resid, codes, n_groups)
+    # statsmodels' small-sample factor counts the columns, not the rank
+    scale = n_groups / (n_groups - 1.0) * ((n - 1.0) / (n - exog.shape[1]))
+    return sandwich(params, inv, scores.T @ scores, scale, df_resid)
+
+
+def normal_solution(xtx: np.ndarray, xty: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``((X'X)^-1, coefficients, rank)`` by Cholesky, or the pseudo-inverse when ``X'X`` is
+    singular (collinear covariates: statsmodels' default ``pinv`` solution)."""
+    k = xtx.shape[0]
+    try:
+        chol = linalg.cholesky(xtx, lower=True, check_finite=False)
+        # a pivot that keeps less than 1e-12 of its column's sum of squares (the column
+        # is a combination of the earlier ones to 12 digits): singular, as numpy's
+        # matrix_rank on the design would say; rounding lets Cholesky pass such matrices
+        kept = np.diag(chol) ** 2 / np.maximum(np.diag(xtx), np.finfo(float).tiny)
+        if kept.min() > _SINGULAR_PIVOT:
+            tri, info = linalg.lapack.dpotri(chol, lower=1)  # (X'X)^-1 from the factor
+            if info == 0:
+                inv = np.tril(tri) + np.tril(tri, -1).T
+                return inv, inv @ xty, k
+    except linalg.LinAlgError:
+        pass
+    inv = np.linalg.pinv(xtx, hermitian=True)
+    return inv, inv @ xty, int(np.linalg.matrix_rank(xtx, hermitian=True))
+
+
+def cluster_scores(
+    exog: sparse.csr_array, resid: np.ndarray, codes: np.ndarray, n_groups: int
+) -> np.ndarray:
+    """``(G, k)`` per-cluster score sums ``X_g' e_g`` (cluster codes 0..G-1)."""
+    n = exog.shape[0]
+    g = sparse.csr_array((resid, (codes, np.arange(n))), shape=(n_groups, n), dtype=np.float64)
+    return np.asarray((g @ exog).toarray())
+
+
+def sandwich(
+    params: np.ndarray,
+    bread: np.ndarray,
+    meat: np.ndarray | None,
+    scale: float,
+    df_resid: float,
+) -> _OLSFit:
+    """Standard errors (and, up to ``FULL_COV_LIMIT`` columns, the covariance) of
+    ``scale * bread @ meat @ bread`` (``scale * bread`` without a meat)."""
+    k = bread.shape[0]
+    if meat is None:
+        var = scale * np.diag(bread)
+        vcov = scale * bread if k <= FULL_COV_LIMIT else None
+    else:
+        half = bread @ meat  # the sandwich's diagonal needs one k^3 product, the whole two
+        var = scale * np.einsum("ij,ji->i", half, bread)
+        vcov = scale * (half @ bread) if k <= FULL_COV_LIMIT else None
+        if vcov is not None:
+            vcov = (vcov + vcov.T) / 2.0
+    return _OLSFit(params, np.sqrt(np.maximum(var, 0.0)), vcov, df_resid, bread, meat, scale)
+
+
+#: relative Cholesky pivot below which ``X'X`` counts as singular (then the pseudo-inverse)
+_SINGULAR_PIVOT = 1e-12
+
+#: ``sparse_ols`` forms the full covariance matrix of the coefficients up to this many
+#: columns; above, only its diagonal (the standard errors) and the pieces (bread, meat).
+FULL_COV_LIMIT = 1000
+
+
+def _wald(
+    est: np.ndarray, se: np.ndarray, df: float, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Interval, two-sided p-value and statistic with the t (finite df) or normal reference."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stat = est / se
+    if math.isfinite(df):
+        q = float(special.stdtrit(df, 0.5 + level / 2))
+        p = 2.0 * special.stdtr(df, -np.abs(stat))
+    else:
+        q = float(special.ndtri(0.5 + level / 2))
+        p = 2.0 * special.ndtr(-np.abs(stat))
+    return est - q * se, est + q * se, p, stat
+
+
 # ---------------------------------------------------------------------- ols
 @register(
     "ols",
@@ -274,8 +402,9 @@ def ols(
     """Ordinary least squares: each lesson's coefficient with the others held fixed.
 
     ``score = b0 + sum_j b_j x_j + covariates + error`` with ``x_j`` the inclusion
-    indicator of lesson ``j`` (from ``ledger.design()``), fitted by statsmodels ``OLS``
-    on numpy arrays.  ``estimate`` is ``b_j``.
+    indicator of lesson ``j`` (from ``ledger.design()``), fitted on the sparse design by
+    the normal equations (Cholesky), with the covariances statsmodels' ``OLS`` computes
+    for the same ``cov_type``.  ``estimate`` is ``b_j``.
 
     Parameters
     ----------
@@ -305,13 +434,26 @@ def ols(
         Method columns ``df``, ``statistic`` (t or z), ``identifiable``,
         ``aliased_with``.  Lessons that are not identifiable have null estimate and
         inference; the rest come from the design with those columns dropped.  ``extras``
-        hold the statsmodels results (``fit``), the identifiability frame and the column
-        names.
+        hold the coefficients (``params``), their covariance (``cov_params``; None above
+        ``FULL_COV_LIMIT`` columns, where it is ``cov_scale * bread @ meat @ bread``, or
+        ``cov_scale * bread`` for "nonrobust", from the ``bread`` and ``meat`` extras),
+        the residual degrees of freedom, the identifiability frame and the column names.
 
     Notes
     -----
     Validated against statsmodels' formula interface (``C(...)`` dummies) for every
     ``cov`` and against the textbook classical and HC3 formulas, to 1e-8 relative.
+
+    Cost, with ``n`` runs, ``k`` columns (lessons kept, covariate columns, intercept) and
+    ``nnz`` nonzeros of the sparse design (runs x (lessons-per-run + covariate columns)):
+    time O(nnz x (lessons-per-run + covariate columns)) to form ``X'X`` and the HC3
+    leverages ``h_i = x_i' (X'X)^-1 x_i`` (from each run's nonzeros only, in chunks) plus
+    O(k^3) for the Cholesky factor, the inverse and the sandwich; memory O(nnz + k^2).
+    100,000 runs x 2,000 lessons (8 a run) take a few seconds and well under 1 GB
+    (benchmark P4); the identifiability check costs as much again (see
+    :func:`~cogstats.estimators.identifiability.lesson_identifiability`).  Rank
+    deficiency left among the covariates falls back to the pseudo-inverse of ``X'X``
+    (statsmodels' ``pinv`` solution, the same lesson coefficients).
 
     Examples
     --------
@@ -347,35 +489,31 @@ def ols(
     if codes is not None:
         _check_clusters("cluster", cluster, codes)
     d = _prepare(ledger, covariates, threshold)
-    exog = d.exog()
+    exog = d.sparse_exog()
     use_t = cov != "cluster"
-    cov_kwds = {"groups": codes} if cov == "cluster" else None
     n_keep = int(d.keep.sum())
     lesson = slice(exog.shape[1] - n_keep, exog.shape[1])
-    fit: Any = None
+    fit: _OLSFit | None = None
     if d.n == 0:  # an empty ledger: no lessons, an empty table
-        est = se = lo = hi = p = stat = np.zeros(0)
+        est = se = lo = hi = pvalue = statistic = np.zeros(0)
         df = math.nan
-    elif np.ptp(d.y) == 0:
-        est, se, lo, hi, p = _constant_scores(n_keep)
-        stat = np.full(n_keep, np.nan)
-        df = float(_residual_df(exog)) if use_t else math.inf
-    elif _residual_df(exog) <= 0:
-        # as many parameters as runs: the estimates fit exactly; no inference is possible
-        # (statsmodels would give infinite or NaN errors, and divide by zero for clusters)
-        fit = sm.OLS(d.y, exog).fit()
-        est = np.asarray(fit.params)[lesson]
-        se = lo = hi = p = stat = np.full(n_keep, np.nan)
-        df = 0.0
     else:
-        fit = sm.OLS(d.y, exog).fit(cov_type=cov, cov_kwds=cov_kwds, use_t=use_t)
-        est = np.asarray(fit.params)[lesson]
-        se = np.asarray(fit.bse)[lesson]
-        ci = np.asarray(fit.conf_int(alpha=1.0 - level))[lesson]
-        lo, hi = ci[:, 0], ci[:, 1]
-        p = np.asarray(fit.pvalues)[lesson]
-        stat = np.asarray(fit.tvalues)[lesson]
+        fit = sparse_ols(exog, d.y, cov, codes)
         df = float(fit.df_resid) if use_t else math.inf
+        if np.ptp(d.y) == 0:
+            # every run scored the same: the coefficients are exactly 0 (a fit gives
+            # rounding noise over rounding noise); p-value 1, as for lift
+            est, se, lo, hi, pvalue = _constant_scores(n_keep)
+            statistic = np.full(n_keep, np.nan)
+        elif fit.df_resid <= 0:
+            # as many parameters as runs: the estimates fit exactly; no inference
+            est = fit.params[lesson]
+            se = lo = hi = pvalue = statistic = np.full(n_keep, np.nan)
+            df = 0.0
+        else:
+            est = fit.params[lesson]
+            se = fit.bse[lesson]
+            lo, hi, pvalue, statistic = _wald(est, se, df, level)
     table = _table(
         "ols",
         d,
@@ -384,8 +522,8 @@ def ols(
         se,
         lo,
         hi,
-        p,
-        {"df": np.full(d.keep.size, df), "statistic": stat},
+        pvalue,
+        {"df": np.full(d.keep.size, df), "statistic": statistic},
     )
     settings = _settings(
         covariates=d.controls.covariates,
@@ -396,7 +534,16 @@ def ols(
         interval="wald",
         reference="t" if use_t else "normal",
     )
-    extras = {"fit": fit, "identifiability": d.ident, "exog_names": d.exog_names()}
+    extras = {
+        "params": None if fit is None else fit.params,
+        "cov_params": None if fit is None else fit.cov_params,
+        "bread": None if fit is None else fit.bread,
+        "meat": None if fit is None else fit.meat,
+        "cov_scale": None if fit is None else fit.scale,
+        "df_resid": None if fit is None else fit.df_resid,
+        "identifiability": d.ident,
+        "exog_names": d.exog_names(),
+    }
     return Attribution("ols", table, settings, extras=extras)
 
 
@@ -494,6 +641,10 @@ def ridge(
     no bias) but under-cover nonzero effects.  The penalty chosen by GCV is treated as
     fixed.  Validated against the closed form and statsmodels ``fit_regularized``
     (1e-8), and against statsmodels' OLS HC0/HC3 as the penalty goes to 0.
+
+    Cost: the dense design after partialling out the covariates, ``n x k``: O(n k) memory
+    and O(n k min(n, k)) time for its SVD (the GCV grid then costs O(81 min(n, k))).  Meant
+    for ledgers with many lessons and few runs; at 100,000 runs x 2,000 lessons use ``ols``.
 
     Examples
     --------
@@ -736,6 +887,10 @@ def fraclogit(
     Validated against statsmodels' ``GLM`` (coefficients, HC0 errors) and
     ``Logit.get_margeff`` (AME and its SE), and against a finite-difference gradient.
 
+    Cost: statsmodels ``GLM`` on the dense design, ``n x k`` (k lessons and covariate
+    columns): O(n k) memory and O(iterations x n k^2) time, plus O(n k) for the marginal
+    effects; fine up to tens of thousands of runs x hundreds of lessons.
+
     Examples
     --------
     >>> import numpy as np
@@ -758,6 +913,8 @@ def fraclogit(
     d = _prepare(ledger, covariates, threshold)
     exog = d.exog()
     n_keep = int(d.keep.sum())
+    import statsmodels.api as sm  # heavy: imported when the method runs
+
     columns = np.arange(exog.shape[1] - n_keep, exog.shape[1])
     fit: Any = None
     caught: list[warnings.WarningMessage] = []
@@ -919,6 +1076,9 @@ def mixed(
     Validated against a direct statsmodels ``MixedLM`` formula fit (1e-6) and, for the
     fallback, statsmodels' cluster-robust OLS.
 
+    Cost: statsmodels ``MixedLM`` on the dense design (O(n k) memory, O(iterations x n k^2)
+    time); the OLS fallback likewise.
+
     Examples
     --------
     >>> import numpy as np
@@ -962,6 +1122,9 @@ def mixed(
             "intercept per group cannot be told apart from the run's own noise; use "
             "method='ols', or pass groups=<a covariate that groups several runs>"
         )
+    import statsmodels.api as sm  # heavy: imported when the method runs
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
     dummies = _group_dummies(codes, len(levels))
     d = _prepare(ledger, covariates, threshold, extra=dummies, extra_source=groups)
     exog = d.exog()

@@ -1,6 +1,6 @@
 """The evolving-cognition audit: the weekly, model-free rules of the UCB1 lesson store.
 
-Rules (../shared/reference/evolving-cognition.md):
+Rules (docs/reference.md, "The evolving-cognition lesson store"):
 
 - ``hits >= min_hits`` and ``wins / hits < min_win_rate``: retire (never retrieved again);
 - ``hits == 0`` and ``age_days >= decay_age_days``: confidence decays by ``decay_factor``

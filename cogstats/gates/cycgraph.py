@@ -1,7 +1,7 @@
 """cycgraph's eval gate, reproduced exactly: the margin rule and the inference rule.
 
 The semantics are those of ``evaluateRetention`` in ``@cycgraph/memory`` 0.8.0, restated
-in ``../shared/reference/cycgraph-gate.md``; every recorded case in
+in ``docs/reference.md``; every recorded case in
 ``cycgraph_gate_vectors.json`` passes (decisions, reasons, evidence to 1e-9).  Policy
 fields are cycgraph's in snake_case, with the same defaults and the same validation, and
 unknown keys are an error (cycgraph silently drops misspelled keys).
@@ -9,7 +9,6 @@ unknown keys are an error (cycgraph silently drops misspelled keys).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -17,8 +16,10 @@ from typing import Any, Literal
 
 import numpy as np
 import polars as pl
+from scipy import special
 
 from cogstats import _codes as C
+from cogstats import _ledger_stats
 from cogstats._codes import HARMFUL, NO_LIFT
 from cogstats._validation import (
     ParameterError,
@@ -27,14 +28,12 @@ from cogstats._validation import (
     check_real,
     suggest,
 )
-from cogstats.estimators.lift import welch_lift
-from cogstats.estimators.multiplicity import benjamini_hochberg
+from cogstats.estimators.multiplicity import _bh_reject
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
     GateReport,
     candidate_ids,
-    report_frame,
     report_schema,
 )
 from cogstats.ledger import Ledger
@@ -211,123 +210,279 @@ class CycgraphGate:
             and ``std_error`` the Welch standard error (inference rule).
         """
         ids = candidate_ids(ledger, candidates)
-        stats = ledger.fact_stats()
-        by_id = {r["fact_id"]: r for r in stats.iter_rows(named=True)}
-        baselines = ledger.baselines(ids) if ids else None
-        base_rows = (
-            {r["fact_id"]: r for r in baselines.iter_rows(named=True)}
-            if baselines is not None
-            else {}
-        )
-        rows = []
-        for f in ids:
-            s = by_id.get(f)
-            b = base_rows[f]
-            rows.append(
-                (
-                    f,
-                    0 if s is None else s["trials"],
-                    math.nan if s is None else s["mean_score"],
-                    None if s is None else s["variance"],
-                    b["baseline_runs"],
-                    b["baseline_mean"],
-                    b["baseline_variance"],
-                )
-            )
-        return self._decide(rows)
+        g = ledger._group_arrays(ids)
+        return GateReport("cycgraph", self._decide_arrays(ids, g, ledger), self.to_policy())
 
-    def _decide(
-        self, rows: Sequence[tuple[str, int, float, float | None, int, float, float | None]]
-    ) -> GateReport:
-        """The decision logic on per-candidate sufficient statistics (exact port)."""
-        out: list[dict[str, Any]] = []
-        tested: list[int] = []
-        for f, n, mean_a, var_a, n_b, mean_b, var_b in rows:
-            row: dict[str, Any] = {
-                "fact_id": f,
-                "decision": "hold",
-                "reason": None,
-                "why": C.WHY_MIN_TRIALS,
-                "trials": n,
-                "baseline_runs": n_b,
+    def _decide_arrays(
+        self, ids: Sequence[str], g: _ledger_stats.GroupArrays, ledger: Ledger
+    ) -> pl.DataFrame:
+        """The decision logic, vectorised over candidates, decision for decision cycgraph's.
+
+        Cost O(candidates).  The statistics come from additive sums (see
+        ``cogstats._ledger_stats``); a candidate whose lift lies within the rounding bound
+        of a margin (margin rule), or whose spent p-value lies within the bound propagated
+        to it of a Benjamini-Hochberg threshold or of ``1 - confidence`` (inference rule),
+        is recomputed in run order first, so every decision equals the one cycgraph's
+        run-order arithmetic makes (tests/unit/test_gates_cycgraph_scale.py checks it
+        against the previous row-by-row implementation on random ledgers).
+        """
+        d = self._decide_core(g)
+        fragile = self._fragile(g, d, ledger)
+        if fragile.size:
+            fa = ledger._fact_arrays()
+            cols = ledger._fact_columns([ids[k] for k in fragile.tolist()])
+            fields = {
+                k: getattr(g, k).copy()
+                for k in ("n_a", "mean_a", "var_a", "n_b", "mean_b", "var_b")
             }
-            out.append(row)
-            max_hit = self.max_trials is not None and n >= self.max_trials
-            if n == 0 or n < self.min_trials:
-                continue
-            if self.decision_rule == "margin":
-                if n_b == 0:
-                    row["why"] = C.WHY_NO_BASELINE
-                    if max_hit:
-                        row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-                    continue
-                lift = mean_a - mean_b
-                row.update(estimate=lift, why=C.WHY_INSUFFICIENT_EVIDENCE)
-                if lift >= self.promote_margin:
-                    row.update(decision="promote", why=C.WHY_PROMOTE_EVIDENCE)
-                elif -lift >= self.evict_margin:
-                    row.update(decision="evict", reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
-                elif max_hit:
-                    row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-                continue
-            if n < 2 or n_b < 2:
-                row["why"] = C.WHY_MIN_TRIALS if n < 2 else C.WHY_NO_BASELINE
-                if max_hit:
-                    row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-                continue
-            floor = self.noise_floor_sd
-            va = max(0.0 if var_a is None else var_a, floor**2)
-            vb = max(0.0 if var_b is None else var_b, floor**2)
-            promo = welch_lift(mean_a, va, n, mean_b, vb, n_b, self.promote_margin)
-            evict = welch_lift(mean_a, va, n, mean_b, vb, n_b, -self.evict_margin)
-            row.update(
-                estimate=promo.lift,
-                std_error=promo.se,
-                lift=promo.lift,
-                se=promo.se,
-                df=promo.df,
-                p_promote=promo.p_exceeds,
-                p_evict=1.0 - evict.p_exceeds,
-            )
-            if self.sequential_control == "doubling":
-                row["alpha_bracket"] = n_b.bit_length() - 1  # floor(log2(n_b)), exact
-            tested.append(len(out) - 1)
-        if tested:
-            self._apply_tests([out[i] for i in tested])
-        return GateReport("cycgraph", report_frame(out, _SCHEMA), self.to_policy())
+            for k, j in zip(fragile.tolist(), cols.tolist(), strict=True):
+                if j < 0:
+                    continue  # absent lesson: nothing to test, and its baseline is exact
+                exact = _ledger_stats.exact_stats(fa, j)
+                for name, value in zip(fields, exact, strict=True):
+                    fields[name][k] = value
+            exact_mask = g.exact.copy()
+            exact_mask[fragile] = True
+            d = self._decide_core(_ledger_stats.GroupArrays(**fields, exact=exact_mask))
+        return _frame(ids, g, d)
 
-    def _apply_tests(self, tested: list[dict[str, Any]]) -> None:
-        def spend(row: dict[str, Any], p: float) -> float:
-            k = row.get("alpha_bracket")
-            return p if k is None else min(1.0, p * 2.0**k)
-
-        promote_p = np.array([spend(r, 1.0 - r["p_promote"]) for r in tested])
-        evict_p = np.array([spend(r, 1.0 - r["p_evict"]) for r in tested])
-        q_promote = 1.0 - self.promote_confidence
-        q_evict = 1.0 - self.evict_confidence
-        if self.multiple_comparison == "bh":
-            promote_reject = benjamini_hochberg(promote_p, q_promote)
-            evict_reject = benjamini_hochberg(evict_p, q_evict)
-        else:
-            promote_reject = promote_p <= q_promote
-            evict_reject = evict_p <= q_evict
-        for row, up, down in zip(tested, promote_reject, evict_reject, strict=True):
-            if up and down:
-                # both sides confirmed: hold defensively, as cycgraph does
-                row["why"] = C.WHY_BOTH_SIDES
-            elif up:
-                row.update(decision="promote", why=C.WHY_PROMOTE_EVIDENCE)
-            elif down:
-                row.update(decision="evict", reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
-            elif self.max_trials is not None and row["trials"] >= self.max_trials:
-                row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-            elif (
-                self.max_baseline_runs is not None
-                and row["baseline_runs"] >= self.max_baseline_runs
-            ):
-                row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_BASELINE_RUNS)
+    def _decide_core(self, g: _ledger_stats.GroupArrays) -> dict[str, np.ndarray]:
+        """Decisions on candidate statistics (arrays): cycgraph's rules, branch by branch."""
+        n, n_b = g.n_a, g.n_b
+        k = n.size
+        decision = np.full(k, _HOLD, dtype=np.int8)
+        reason = np.full(k, _NONE, dtype=np.int8)
+        max_hit = n >= self.max_trials if self.max_trials is not None else np.zeros(k, dtype=bool)
+        early = (n == 0) | (n < self.min_trials)
+        nan = np.full(k, np.nan)
+        out: dict[str, np.ndarray] = {"tested": np.zeros(k, dtype=bool)}
+        if self.decision_rule == "margin":
+            no_base = ~early & (n_b == 0)
+            active = ~early & (n_b > 0)
+            lift = np.where(active, g.mean_a - g.mean_b, nan)
+            with np.errstate(invalid="ignore"):
+                promote = active & (lift >= self.promote_margin)
+                harmful = active & ~promote & (-lift >= self.evict_margin)
+            no_lift = (no_base | (active & ~promote & ~harmful)) & max_hit
+            decision[promote] = _PROMOTE
+            decision[harmful | no_lift] = _EVICT
+            reason[harmful] = _HARMFUL
+            reason[no_lift] = _NO_LIFT
+            why = np.full(k, C.WHY_MIN_TRIALS, dtype=object)
+            why[no_base] = C.WHY_NO_BASELINE
+            why[active] = C.WHY_INSUFFICIENT_EVIDENCE
+            why[promote] = C.WHY_PROMOTE_EVIDENCE
+            why[harmful] = C.WHY_HARM_EVIDENCE
+            why[no_lift] = C.WHY_MAX_TRIALS
+            # the margin rule compares the lift, reported as the estimate (cycgraph's own
+            # evidence columns stay empty under this rule)
+            out.update(decision=decision, reason=reason, lift=lift, why=why, estimate=lift)
+            return out
+        small = ~early & ((n < 2) | (n_b < 2))
+        tested = ~early & ~small
+        floor2 = self.noise_floor_sd**2
+        va = np.maximum(np.nan_to_num(g.var_a, nan=0.0), floor2)
+        vb = np.maximum(np.nan_to_num(g.var_b, nan=0.0), floor2)
+        nf = np.where(tested, n, 2).astype(float)
+        nbf = np.where(tested, n_b, 2).astype(float)
+        lift = g.mean_a - g.mean_b
+        sa, sb = va / nf, vb / nbf
+        se = np.sqrt(sa + sb)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            df = np.where(se > 0, (sa + sb) ** 2 / (sa**2 / (nf - 1) + sb**2 / (nbf - 1)), np.inf)
+        p_promote = _p_exceeds(lift, se, df, self.promote_margin)
+        p_evict = 1.0 - _p_exceeds(lift, se, df, -self.evict_margin)
+        bracket = np.frexp(np.maximum(n_b, 1).astype(float))[1].astype(np.int64) - 1
+        doubling = self.sequential_control == "doubling"
+        factor = np.ldexp(1.0, bracket) if doubling else np.ones(k)
+        up_p = np.minimum(1.0, (1.0 - p_promote) * factor) if doubling else 1.0 - p_promote
+        down_p = np.minimum(1.0, (1.0 - p_evict) * factor) if doubling else 1.0 - p_evict
+        q_up = 1.0 - self.promote_confidence
+        q_down = 1.0 - self.evict_confidence
+        idx = np.flatnonzero(tested)
+        up = np.zeros(k, dtype=bool)
+        down = np.zeros(k, dtype=bool)
+        if idx.size:
+            if self.multiple_comparison == "bh":
+                up[idx] = _bh_reject(up_p[idx], q_up)
+                down[idx] = _bh_reject(down_p[idx], q_down)
             else:
-                row["why"] = C.WHY_INSUFFICIENT_EVIDENCE
+                up[idx] = up_p[idx] <= q_up
+                down[idx] = down_p[idx] <= q_down
+        stop = max_hit.copy()
+        if self.max_baseline_runs is not None:
+            stop |= n_b >= self.max_baseline_runs
+        promote = up & ~down
+        harmful = down & ~up
+        no_lift = (small & max_hit) | (tested & ~up & ~down & stop)
+        decision[promote] = _PROMOTE
+        decision[harmful | no_lift] = _EVICT
+        reason[harmful] = _HARMFUL
+        reason[no_lift] = _NO_LIFT
+        why = np.full(k, C.WHY_MIN_TRIALS, dtype=object)
+        why[small & (n >= 2)] = C.WHY_NO_BASELINE
+        why[tested] = C.WHY_INSUFFICIENT_EVIDENCE
+        why[tested & up & down] = C.WHY_BOTH_SIDES
+        why[promote] = C.WHY_PROMOTE_EVIDENCE
+        why[harmful] = C.WHY_HARM_EVIDENCE
+        base_stop = (
+            n_b >= self.max_baseline_runs
+            if self.max_baseline_runs is not None
+            else np.zeros(k, dtype=bool)
+        )
+        why[no_lift & base_stop & ~max_hit] = C.WHY_MAX_BASELINE_RUNS
+        why[no_lift & max_hit] = C.WHY_MAX_TRIALS
+        out.update(
+            why=why,
+            estimate=np.where(tested, lift, np.nan),
+            std_error=np.where(tested, se, np.nan),
+            decision=decision,
+            reason=reason,
+            tested=tested,
+            lift=lift,
+            se=se,
+            df=df,
+            p_promote=p_promote,
+            p_evict=p_evict,
+            up_p=up_p,
+            down_p=down_p,
+            factor=factor,
+            t_up=(self.promote_margin - lift) / np.where(se > 0, se, np.nan),
+            t_down=(-self.evict_margin - lift) / np.where(se > 0, se, np.nan),
+            sa=sa,
+            sb=sb,
+        )
+        if doubling:
+            out["alpha_bracket"] = bracket
+        return out
+
+    def _fragile(
+        self, g: _ledger_stats.GroupArrays, d: dict[str, np.ndarray], ledger: Ledger
+    ) -> np.ndarray:
+        """Candidates whose decision could differ under run-order arithmetic (indices).
+
+        Margin rule: the lift within ``lift_tol`` of ``promote_margin`` or of
+        ``-evict_margin``.  Inference rule: the spent p-value within its propagated bound of
+        the nearest Benjamini-Hochberg threshold ``j q / m`` (or of ``q`` without BH); the
+        bound is ``2^k (f(|t| - dt) dt + 4 (dsa + dsb) / (sa + sb))`` doubled, with ``dt``
+        from the lift and standard-error bounds, ``f`` the t density (decreasing in
+        ``|t|``, so its largest value on the interval; the second term covers the degrees
+        of freedom), and a zero standard error possible when there is no noise floor.
+        See ``cogstats._ledger_stats.uncertainty`` for the bounds.
+        """
+        if g.exact.all() and self.decision_rule == "margin":
+            return np.zeros(0, dtype=np.int64)
+        lift_tol, var_a_tol, var_b_tol = _ledger_stats.uncertainty(ledger._fact_arrays(), g)
+        if self.decision_rule == "margin":
+            lift = d["lift"]
+            with np.errstate(invalid="ignore"):
+                near = (np.abs(lift - self.promote_margin) <= lift_tol) | (
+                    np.abs(-lift - self.evict_margin) <= lift_tol
+                )
+            return np.flatnonzero(near)
+        tested = d["tested"]
+        if not tested.any():
+            return np.zeros(0, dtype=np.int64)
+        floor2 = self.noise_floor_sd**2
+        n = np.maximum(g.n_a, 1).astype(float)
+        n_b = np.maximum(g.n_b, 1).astype(float)
+        var_a = np.nan_to_num(g.var_a, nan=0.0)
+        var_b = np.nan_to_num(g.var_b, nan=0.0)
+        dsa = np.where(var_a + var_a_tol > floor2, var_a_tol, 0.0) / n
+        dsb = np.where(var_b + var_b_tol > floor2, var_b_tol, 0.0) / n_b
+        se = np.sqrt(d["sa"] + d["sb"])
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            dse = 2.0 * (dsa + dsb) / (2.0 * se)
+            rel = 4.0 * (dsa + dsb) / (d["sa"] + d["sb"])
+            tols = []
+            for t in (d["t_up"], d["t_down"]):
+                t = np.nan_to_num(np.abs(t), nan=np.inf)  # |t| = inf: se == 0
+                dt = (lift_tol + t * dse) / se
+                # the p-value moves by at most the largest t density on [|t| - dt, |t| + dt]
+                # times dt: the density at |t| - dt (it decreases away from 0)
+                dens = _t_density(np.maximum(t - dt, 0.0), d["df"])
+                tols.append(2.0 * d["factor"] * (dens * dt + rel))
+            tol_up, tol_down = (np.where(np.isfinite(v), v, np.inf) for v in tols)
+        zero_se_possible = (var_a <= var_a_tol) & (var_b <= var_b_tol) & (floor2 == 0.0)
+        m = int(tested.sum())
+        near = zero_se_possible & tested
+        for p, tol, q in (
+            (d["up_p"], tol_up, 1.0 - self.promote_confidence),
+            (d["down_p"], tol_down, 1.0 - self.evict_confidence),
+        ):
+            if self.multiple_comparison == "bh":
+                rank = np.clip(np.rint(p * m / q), 1, m)
+                gap = np.abs(p - rank / m * q)
+            else:
+                gap = np.abs(p - q)
+            near |= tested & (gap <= tol)
+        near &= ~g.exact | (var_a_tol > 0)
+        return np.flatnonzero(near)
+
+
+_HOLD, _PROMOTE, _EVICT = 0, 1, 2
+_NONE, _HARMFUL, _NO_LIFT = 0, 1, 2
+_DECISION_NAMES = np.array(["hold", "promote", "evict"], dtype=object)
+_REASON_NAMES = np.array([None, HARMFUL, NO_LIFT], dtype=object)
+
+
+def _t_density(t: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student's t density at ``t`` (the normal's where ``df`` is infinite)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        finite = np.isfinite(df) & (df < 1e12)
+        nu = np.where(finite, df, 1.0)
+        log_c = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
+        dens_t = np.exp(log_c - (nu + 1) / 2 * np.log1p(t * t / nu))
+        dens_n = np.exp(-0.5 * t * t) / np.sqrt(2 * np.pi)
+    return np.asarray(np.where(finite, dens_t, dens_n))
+
+
+def _p_exceeds(lift: np.ndarray, se: np.ndarray, df: np.ndarray, margin: float) -> np.ndarray:
+    """``welch_lift``'s ``p_exceeds`` elementwise (same floats: scipy's ``stdtr``)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 1.0 - special.stdtr(df, (margin - lift) / se)
+    return np.asarray(np.where(se == 0, np.where(lift > margin, 1.0, 0.0), p))
+
+
+def _frame(
+    ids: Sequence[str], g: _ledger_stats.GroupArrays, d: dict[str, np.ndarray]
+) -> pl.DataFrame:
+    tested = d["tested"]
+    k = tested.size
+
+    def floats(name: str, values: np.ndarray) -> pl.Series:
+        return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
+
+    evidence: dict[str, pl.Series] = {}
+    for name in ("lift", "se", "df", "p_promote", "p_evict"):
+        # cycgraph reports evidence for tested candidates only (never under the margin rule)
+        values = np.where(tested, d[name], np.nan) if name in d else np.full(k, np.nan)
+        evidence[name] = floats(name, values)
+    if "alpha_bracket" in d and tested.any():
+        bracket = pl.Series("alpha_bracket", d["alpha_bracket"], dtype=pl.Int64)
+        bracket = bracket.scatter(np.flatnonzero(~tested), None) if (~tested).any() else bracket
+    else:
+        bracket = pl.Series("alpha_bracket", [None] * k, dtype=pl.Int64)
+    nan = np.full(k, np.nan)
+    frame = pl.DataFrame(
+        [
+            pl.Series("fact_id", list(ids), dtype=pl.String),
+            pl.Series("decision", _DECISION_NAMES[d["decision"]].tolist(), dtype=pl.String),
+            pl.Series("reason", _REASON_NAMES[d["reason"]].tolist(), dtype=pl.String),
+            pl.Series("why", d["why"].tolist(), dtype=pl.String),
+            pl.Series("trials", g.n_a, dtype=pl.Int64),
+            floats("estimate", d.get("estimate", nan)),
+            floats("std_error", d.get("std_error", nan)),
+            pl.Series("baseline_runs", g.n_b, dtype=pl.Int64),
+            evidence["lift"],
+            evidence["se"],
+            evidence["df"],
+            evidence["p_promote"],
+            evidence["p_evict"],
+            bracket,
+        ]
+    )
+    return frame.select(list(_SCHEMA)).cast(_SCHEMA)  # type: ignore[arg-type]
 
 
 def _snake(name: str) -> str:

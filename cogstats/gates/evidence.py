@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 import polars as pl
-from scipy import special, stats
+from scipy import special
 
 from cogstats import _codes as C
 from cogstats._codes import HARMFUL, NO_LIFT
@@ -41,8 +41,10 @@ from cogstats._validation import (
     check_real,
     suggest,
 )
-from cogstats.estimators import METHODS, adjust, attribute, check_identifiability
-from cogstats.estimators._base import get_spec
+
+# only the registry core here: the estimator modules (statsmodels for regression, ...) load
+# when a gate uses them, so a welch/lift gate starts fast (benchmark P1)
+from cogstats.estimators._base import attribute, get_spec, load_methods
 from cogstats.estimators.spending import SPENDING, spending_boundaries
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
@@ -189,7 +191,7 @@ class EvidenceGate:
                 f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}"
             )
         if self.sequential == "anytime" and not spec.conservative:
-            anytime = sorted(m for m, s in METHODS.items() if s.conservative)
+            anytime = sorted(m for m, s in load_methods().items() if s.conservative)
             raise ParameterError(
                 f"sequential='anytime' needs an anytime-valid method, one of {anytime}; "
                 f"got method {self.method!r}"
@@ -342,6 +344,8 @@ class EvidenceGate:
             }
         if not self.hold_unidentifiable:
             return {}
+        from cogstats.estimators.identifiability import check_identifiability
+
         check = check_identifiability(ledger)
         return dict(zip(check["fact_id"], check["identifiable"], strict=True))
 
@@ -407,6 +411,8 @@ class EvidenceGate:
                 f"multiplicity={self.multiplicity!r} needs one-sided p-values; method "
                 f"{self.method!r} gives them only at zero margins"
             )
+        from cogstats.estimators.multiplicity import adjust
+
         up = adjust(p_up, self.multiplicity, alpha=self.alpha).rejected
         down = adjust(p_down, self.multiplicity, alpha=self.alpha).rejected
         return np.asarray(up, dtype=bool), np.asarray(down, dtype=bool)
@@ -439,7 +445,7 @@ class EvidenceGate:
             top = int(self.max_trials or self.min_trials)
             looks = list(range(self.min_trials, top + 1))
             if len(looks) == 1:
-                cached = {looks[0]: float(stats.norm.isf(alpha))}
+                cached = {looks[0]: float(-special.ndtri(alpha))}  # the normal isf
             else:
                 fr = [n / top for n in looks]
                 b = spending_boundaries(

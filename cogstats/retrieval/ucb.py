@@ -1,7 +1,7 @@
 """UCB1 retrieval over lessons (the evolving-cognition recipe), with optional exploration.
 
 Each live lesson scores ``similarity(task, applies_to) + wins / max(hits, 1) +
-sqrt(exploration * ln(total) / max(hits, 1))`` (../shared/reference/evolving-cognition.md
+sqrt(exploration * ln(total) / max(hits, 1))`` (docs/reference.md, evolving-cognition section;
 uses exploration 2), where ``hits`` are the recorded runs that carried the lesson,
 ``wins`` those that scored at least ``win_threshold``, and ``total`` the recorded runs.
 The top ``max_facts`` are injected.

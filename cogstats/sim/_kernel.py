@@ -155,6 +155,22 @@ def _bh(p: np.ndarray, q: float) -> np.ndarray:
     return out
 
 
+#: slack on the pruning comparisons, far above the rounding of either tail (about 1e-16)
+_PRUNE_MARGIN = 1e-9
+
+
+@njit(cache=True)
+def _tail_bound(t: float) -> float:
+    """A lower bound on ``P(T <= t)`` for Student's t with any degrees of freedom: the
+    normal CDF for ``t < 0`` (t is a scale mixture of normals with E[1/scale^2] = 1, and
+    the normal tail is convex in the squared scale, so Jensen's inequality applies), 1/2
+    for ``t >= 0``.  Costs an ``erfc`` (about 30 ns) instead of the t CDF's continued
+    fraction (about 370 ns)."""
+    if t >= 0.0:
+        return 0.5
+    return 0.5 * math.erfc(-t / math.sqrt(2.0))
+
+
 @njit(cache=True)
 def _pick_smallest(
     u: np.ndarray, members: np.ndarray, k: int, picked: np.ndarray, inj: np.ndarray, count: int
@@ -173,7 +189,7 @@ def _pick_smallest(
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _select(
     ip: np.ndarray,
     fp: np.ndarray,
@@ -348,7 +364,11 @@ def _select(
                 nv += 1
         if nv == 0:
             return count, n_logged
-        order = np.argsort(vk[:nv], kind="mergesort")
+        if nv == 1:  # no sort (an argsort allocates: this runs once per simulated run)
+            order = ibuf[2, :1]
+            order[0] = 0
+        else:
+            order = np.argsort(vk[:nv], kind="mergesort")
         for i in range(min(room, nv)):
             j = ver[order[i]]
             inj[count] = j
@@ -360,7 +380,7 @@ def _select(
     return count, n_logged
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _welch(
     n: int, s: float, ss: float, tot_n: int, tot_s: float, tot_ss: float, floor_var: float
 ) -> tuple[float, float, float]:
@@ -381,7 +401,7 @@ def _welch(
     return mean_a - mean_b, se, df
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _apply(
     d: int,
     j: int,
@@ -403,7 +423,7 @@ def _apply(
         evict_reason[j] = REASON_CODE_HARMFUL if harmful else REASON_CODE_NO_LIFT
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gate(
     ip: np.ndarray,
     fp: np.ndarray,
@@ -449,6 +469,8 @@ def _gate(
     floor_var = fp[FP_FLOOR] ** 2
     pm = fp[FP_PM]
     em = fp[FP_EM]
+    q_prom = 1.0 - fp[FP_PC]
+    q_evic = 1.0 - fp[FP_EC]
     n_judged = 0
     for jj in range(n_les):
         j = by_age[jj]
@@ -483,15 +505,7 @@ def _gate(
                 decision[j] = DECISION_EVICT_NO_LIFT
             continue
         lift, se, df = _welch(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
-        if se == 0.0:
-            pp = 1.0 if lift > pm else 0.0
-            pex = 1.0 if lift > -em else 0.0
-        else:
-            pp = 1.0 - t_cdf((pm - lift) / se, df)
-            pex = 1.0 - t_cdf((-em - lift) / se, df)
-        p_evict = 1.0 - pex
-        promote_p = 1.0 - pp
-        evict_p = 1.0 - p_evict
+        factor = 1.0
         if ip[IP_DOUBLING] == 1:
             k = 0
             v = nb
@@ -499,6 +513,28 @@ def _gate(
                 v >>= 1
                 k += 1
             factor = 2.0**k
+        if se == 0.0:
+            pp = 1.0 if lift > pm else 0.0
+            pex = 1.0 if lift > -em else 0.0
+            promote_p = 1.0 - pp
+            evict_p = 1.0 - (1.0 - pex)
+        else:
+            # A side whose p-value cannot reach its level is not computed: the t tail is
+            # at least the normal tail (t is a scale mixture of normals), so when the
+            # normal bound times the spending factor exceeds q the side is not rejected
+            # (and a p-value above q changes no Benjamini-Hochberg decision).
+            t_up = (pm - lift) / se
+            if _tail_bound(t_up) * factor > q_prom + _PRUNE_MARGIN:
+                promote_p = 1.0
+            else:
+                promote_p = 1.0 - (1.0 - t_cdf(t_up, df))
+            t_dn = (-em - lift) / se
+            if _tail_bound(-t_dn) * factor > q_evic + _PRUNE_MARGIN:
+                evict_p = 1.0
+            else:
+                pex = 1.0 - t_cdf(t_dn, df)
+                evict_p = 1.0 - (1.0 - pex)
+        if ip[IP_DOUBLING] == 1:
             promote_p = min(1.0, promote_p * factor)
             evict_p = min(1.0, evict_p * factor)
         tested[n_tested] = j
@@ -506,22 +542,22 @@ def _gate(
         p_evic[n_tested] = evict_p
         n_tested += 1
     if n_tested > 0:
-        q_prom = 1.0 - fp[FP_PC]
-        q_evic = 1.0 - fp[FP_EC]
-        if ip[IP_BH] == 1 and n_tested > 1:
+        bh = ip[IP_BH] == 1 and n_tested > 1
+        if bh:
             up = _bh(p_prom[:n_tested], q_prom)
             down = _bh(p_evic[:n_tested], q_evic)
-        else:  # BH with one hypothesis is the plain comparison p <= q
-            up = p_prom[:n_tested] <= q_prom
-            down = p_evic[:n_tested] <= q_evic
         for i in range(n_tested):
             j = tested[i]
             nb = tot_n - n_with[j]
-            if up[i] and down[i]:
+            if bh:
+                up_i, down_i = up[i], down[i]
+            else:  # BH with one hypothesis is the plain comparison p <= q
+                up_i, down_i = p_prom[i] <= q_prom, p_evic[i] <= q_evic
+            if up_i and down_i:
                 continue
-            if up[i]:
+            if up_i:
                 decision[j] = DECISION_PROMOTE
-            elif down[i]:
+            elif down_i:
                 decision[j] = DECISION_EVICT_HARMFUL
             elif (max_trials > 0 and n_with[j] >= max_trials) or (max_base > 0 and nb >= max_base):
                 decision[j] = DECISION_EVICT_NO_LIFT
@@ -530,7 +566,7 @@ def _gate(
         _apply(decision[j], j, run, status, promote_run, evict_run, evict_reason)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _evidence_gate(
     ip: np.ndarray,
     fp: np.ndarray,
@@ -589,9 +625,13 @@ def _evidence_gate(
                 b = bounds[min(n, max_trials)]
                 up = (est - pm) / se >= b
                 down = (-em - est) / se >= b
-            else:
-                up = 1.0 - t_cdf((est - pm) / se, df) < alpha
-                down = 1.0 - t_cdf((-em - est) / se, df) < alpha
+            else:  # the normal tail bounds the t tail from below (see _gate)
+                z_up = (est - pm) / se
+                z_dn = (-em - est) / se
+                up = _tail_bound(-z_up) < alpha + _PRUNE_MARGIN and (1.0 - t_cdf(z_up, df) < alpha)
+                down = _tail_bound(-z_dn) < alpha + _PRUNE_MARGIN and (
+                    1.0 - t_cdf(z_dn, df) < alpha
+                )
             if up and not down:
                 d = DECISION_PROMOTE
             elif down and not up:
@@ -602,7 +642,7 @@ def _evidence_gate(
         _apply(d, j, run, status, promote_run, evict_run, evict_reason)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: cells run in threads side by side
 def run_chunk(
     ip: np.ndarray,
     fp: np.ndarray,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +13,12 @@ import numpy as np
 import polars as pl
 
 from cogstats._results import CLI_TABLE_WIDTH, frame_text
-from cogstats.sim.engine import seed_record, simulate
+from cogstats._validation import ParameterError
+from cogstats.sim.engine import fast_support, seed_record, simulate
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import SimulationSpec, load_spec
 
-__all__ = ["cell_row", "run_simulate", "simulate_spec"]
+__all__ = ["cell_row", "default_workers", "run_simulate", "simulate_spec"]
 
 #: the metrics shown in the printed table (every metric is in the Parquet output)
 SHOWN = (
@@ -33,6 +36,25 @@ def cell_row(values: dict[str, Any], result: SimulationResult) -> dict[str, Any]
     return {**values, **result.summary_row()}
 
 
+#: gated runs (cells x replicates x runs) from which a spec's cells run on every core
+PARALLEL_MIN_RUNS = 200_000
+
+
+def default_workers(spec: SimulationSpec, replicates: int) -> int:
+    """Threads for a spec's cells: every core for large grids, one for small ones.
+
+    Cells run in threads of this process, not in worker processes: the compiled kernel
+    releases the GIL (numba ``nogil``), and so do the uniform draws (numpy) and most of
+    the summary (polars), while a worker process costs about 5 s to start (imports and
+    loading numba's compiled kernel from its cache), more than a whole S1 grid takes.
+    """
+    cells = spec.cells()
+    work = sum(sc.runs for _, sc in cells) * replicates
+    if len(cells) < 2 or work < PARALLEL_MIN_RUNS:
+        return 1
+    return max(1, min(len(cells), os.cpu_count() or 1))
+
+
 def simulate_spec(
     spec: SimulationSpec,
     *,
@@ -41,31 +63,48 @@ def simulate_spec(
     out: Path | None = None,
     engine: str = "auto",
     progress: bool | None = None,
+    workers: int | None = None,
 ) -> pl.DataFrame:
     """Run every cell of a spec (cell i uses child i of the root SeedSequence).
 
     Returns one row per cell (see :func:`cell_row`; ``engine`` says which engine ran it);
     with ``out``, each cell's frames go to ``out/cell-NNN/`` as Parquet and the table to
-    ``out/cells.parquet``.
+    ``out/cells.parquet``.  ``workers`` threads run the cells side by side (default
+    :func:`default_workers`); the table does not depend on it.
     """
     reps = spec.replicates if replicates is None else replicates
     root = np.random.SeedSequence(spec.seed if seed is None else seed)
     cells = spec.cells()
     children = root.spawn(len(cells))
-    rows = []
-    for i, ((values, scenario), child) in enumerate(zip(cells, children, strict=True)):
+    n_workers = default_workers(spec, reps) if workers is None else workers
+    if n_workers < 1:
+        raise ParameterError(f"workers must be >= 1; got {workers!r}")
+    if engine == "reference" or (
+        engine == "auto" and any(fast_support(sc) is not None for _, sc in cells)
+    ):
+        n_workers = 1  # the reference engine is plain Python: threads would not help
+
+    def one(i: int) -> dict[str, Any]:
+        (values, scenario), child = cells[i], children[i]
         result = simulate(
             scenario,
             replicates=reps,
             rng=child,
             engine=engine,
             keep_runs=out is not None and reps * scenario.runs <= 2_000_000,
-            progress=progress,
+            progress=progress if n_workers == 1 else False,
         )
-        row = {"cell": i, **cell_row(values, result), "seed": json.dumps(seed_record(child))}
-        rows.append(row)
         if out is not None:
             result.write(out / f"cell-{i:03d}")
+        return {"cell": i, **cell_row(values, result), "seed": json.dumps(seed_record(child))}
+
+    if n_workers == 1:
+        rows = [one(i) for i in range(len(cells))]
+    else:
+        # while one thread loads the compiled kernel from numba's cache (numba's lock makes
+        # the others wait for it), the others draw their cells' random numbers
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
+            rows = list(pool.map(one, range(len(cells))))
     table = pl.DataFrame(rows)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -84,6 +123,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         out=out,
         engine=args.engine,
         progress=False if args.no_progress else None,
+        workers=getattr(args, "workers", None),
     )
     grid_cols = [c for c in table.columns if c in spec.grid]
     shown = ["cell", *grid_cols, "replicates", "engine"]

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from cogstats import _codes as C
 from cogstats._codes import ENGINES
@@ -469,6 +468,8 @@ def run_frame(
     s: Scenario, lessons: LessonTable, prep: Prepared, raw: RawChunk, start: int
 ) -> pl.DataFrame:
     """One row per (replicate, run): score, difficulty, covariates, injected lessons."""
+    import pyarrow as pa  # only the run-level frame needs it (not the summaries)
+
     n, runs = raw.score.shape
     ids = np.asarray(lessons.ids, dtype=object)
     counts = raw.ninj.ravel()

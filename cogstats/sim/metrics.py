@@ -164,7 +164,9 @@ def lesson_outcomes(
     eff = effects
 
     def zero_null(a: np.ndarray) -> pl.Series:
-        return pl.Series(a.ravel()).replace(0, None)
+        # 0 means "never": null.  Through a float NaN mask (Series.replace is ~50x slower)
+        flat = a.ravel()
+        return pl.Series(np.where(flat == 0, np.nan, flat), nan_to_null=True).cast(pl.Int64)
 
     return pl.DataFrame(
         {

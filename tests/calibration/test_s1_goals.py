@@ -4,7 +4,7 @@ simulations/s1_recommended.toml (randomized inclusion with probability 1/2, Welc
 statistics with the known noise as floor, group-sequential O'Brien-Fleming spending over
 looks at 5..50 trials, alpha 0.005 per side, a look after every run) at the 100-run
 budget, 8000 replicates per effect (Monte Carlo SE at most 0.0056 on a rate near 0.37,
-0.0011 on the null rate), fixed seed.  Goals (../shared/benchmarks.md): a correct verdict
+0.0011 on the null rate), fixed seed.  Goals (docs/benchmarks.md): a correct verdict
 in at least 95% of replicates at |e| = 0.1 and 35% at |e| = 0.05, and a decision at
 effect 0 in at most 1%.  Measured: 0.979/0.979, 0.361/0.376 and 0.0054; the same run
 with cycgraph's configuration (cycgraph_oc.toml) gives about 0.1 at |e| = 0.1.

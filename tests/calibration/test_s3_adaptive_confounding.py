@@ -1,6 +1,6 @@
 """Benchmark S3: adaptive confounding under UCB1 retrieval (simulations/adaptive_confounding.toml).
 
-Goal (../shared/benchmarks.md): estimators that use the difficulty covariates or the
+Goal (docs/benchmarks.md): estimators that use the difficulty covariates or the
 logged propensities cut naive lift's bias by at least 80% and keep 95% coverage within
 93-97%.  Bias is the root mean square over the 12 lessons of the replicate-averaged error
 (60 replicates); coverage is over 720 intervals (MC SE about 0.008).

@@ -1,7 +1,7 @@
 """Every case recorded from cycgraph's real code (cycgraph_gate_vectors.json) must pass.
 
-Source: ``tests/data/cycgraph_gate_vectors.json``, a copy of
-``../shared/reference/cycgraph_gate_vectors.json`` (recorded by running the gate,
+Source: ``tests/data/cycgraph_gate_vectors.json``, a copy of cycgraph's recorded
+gate vectors (recorded by running the gate,
 retriever and statistics modules of wmcmahan/cycgraph, @cycgraph/memory 0.8.0, commit
 46d97f9).  Tolerance: 1e-9 absolute on floats, exact on decisions, reasons and counts.
 """

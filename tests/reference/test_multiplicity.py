@@ -334,3 +334,18 @@ def test_online_fdr_by_simulation(cls) -> None:
     assert decisions[alt].mean() > 0.1  # it does discover
     naive = _fdp(p <= alpha, ~alt)
     assert naive.mean() > alpha + 3.5 * _bound(naive)
+
+
+def test_benjamini_hochberg_equals_statsmodels_with_ties_and_grids() -> None:
+    """The numpy step-up rule equals ``multipletests(method="fdr_bh")`` exactly, also on
+    p-values that sit on the thresholds ``k q / m`` and with ties (the cycgraph gate's
+    decisions depend on the inclusive comparison)."""
+    rng = np.random.default_rng(12)
+    for m in (1, 2, 5, 40):
+        for q in (0.1, 0.05):
+            thresholds = np.arange(1, m + 1) / m * q
+            for _ in range(40):
+                p = np.concatenate([rng.choice(thresholds, m // 2), rng.random(m - m // 2) * q])
+                p = rng.permutation(p)
+                want = multipletests(p, alpha=q, method="fdr_bh")[0]
+                assert benjamini_hochberg(p, q).tolist() == want.tolist()

@@ -1,6 +1,6 @@
 """Benchmark S1 reproduction: cycgraph's published operating characteristics.
 
-Reference: the 50-replicate table in ../shared/reference/cycgraph-gate.md, produced by
+Reference: the 50-replicate table in docs/reference.md, produced by
 cycgraph's own simulator (``gateOperatingCharacteristics``) with retrieval max_facts 8,
 candidate_slots 4, rest 5 and the inference gate (min_trials 3, max_baseline_runs 40)
 after every run.  "Correct verdict" is evict-as-harmful for negative effects and promote

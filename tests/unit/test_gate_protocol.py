@@ -147,10 +147,26 @@ def test_cycgraph_margin_rule_why_and_no_baseline() -> None:
 def test_cycgraph_both_sides_hold() -> None:
     """cycgraph's defensive hold when both tests pass (unreachable with non-negative
     margins on one lift, so the decision step is fed the two confidences directly)."""
+    import numpy as np
+
+    from cogstats._ledger_stats import GroupArrays
+
+    # a negative evict margin makes both one-sided tests pass on one clear positive lift
+    # (validation forbids it, so it is set behind the dataclass's back)
     gate = CycgraphGate(multiple_comparison="none", sequential_control="none")
-    rows = [{"trials": 5, "baseline_runs": 5, "p_promote": 0.99, "p_evict": 0.99}]
-    gate._apply_tests(rows)
-    assert rows[0].get("decision") is None and rows[0]["why"] == "both_sides"
+    object.__setattr__(gate, "evict_margin", -1.0)
+    stats = GroupArrays(
+        n_a=np.array([20]),
+        mean_a=np.array([0.8]),
+        var_a=np.array([0.01]),
+        n_b=np.array([20]),
+        mean_b=np.array([0.5]),
+        var_b=np.array([0.01]),
+        exact=np.array([True]),
+    )
+    out = gate._decide_core(stats)
+    assert out["p_promote"][0] > 0.99 and out["p_evict"][0] > 0.99
+    assert out["decision"][0] == 0 and out["why"][0] == "both_sides"
 
 
 def test_evidence_why() -> None:

@@ -53,7 +53,64 @@ def test_production_path_imports_no_notebook_or_simulation_stack() -> None:
     )
     bad = sorted(m for m in mods if m.split(".")[0] in FORBIDDEN)
     assert bad == []
-    assert "statsmodels" in mods and "polars" in mods
+    assert "polars" in mods and "cogstats.estimators.regression" in mods
+
+
+#: Heavy modules a first welch/lift/cycgraph decision must not load (benchmark P1): each
+#: costs from 0.2 s (scipy.stats) to several seconds (statsmodels.api pulls in pandas).
+HEAVY_ON_FIRST_DECISION = (
+    *FORBIDDEN,
+    "statsmodels",
+    "pandas",
+    "pyarrow",
+    "IPython",
+    "jupyter_core",
+    "scipy.stats",
+    "scipy.optimize",
+)
+
+FIRST_DECISION = (
+    "import numpy as np\n"
+    "import cogstats, cogstats.ledger, cogstats.estimators, cogstats.gates\n"
+    "from cogstats import Ledger, attribute\n"
+    "from cogstats.gates import CycgraphGate, EvidenceGate\n"
+    "rng = np.random.default_rng(0)\n"
+    "ledger = Ledger.from_records([{'run_id': f'r{i}', 'score': float(rng.random()),"
+    " 'fact_ids': [f'L{j}' for j in rng.choice(20, 4, replace=False)]} for i in range(200)])\n"
+    "EvidenceGate(method='welch').evaluate(ledger)\n"
+    "EvidenceGate(method='lift', multiplicity='bonferroni').evaluate(ledger)\n"
+    "CycgraphGate().evaluate(ledger); CycgraphGate(decision_rule='margin').evaluate(ledger)\n"
+    "attribute(ledger, method='welch'); attribute(ledger, method='lift')\n"
+)
+
+
+def _loaded(mods: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in mods if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_first_decision_loads_no_heavy_module() -> None:
+    """Import, a 200-run ledger, welch/lift evidence gates, cycgraph's gate: numpy,
+    scipy.special/sparse and polars only (checked in a fresh process)."""
+    mods = _modules(FIRST_DECISION)
+    assert _loaded(mods, HEAVY_ON_FIRST_DECISION) == []
+    assert "cogstats.estimators.regression" not in mods  # the registry loads one module
+
+
+def test_heavy_methods_still_load_what_they_need() -> None:
+    """The check above can fail: ols imports nothing heavy at the door, but fraclogit
+    imports statsmodels when it runs."""
+    mods = _modules(FIRST_DECISION + "attribute(ledger, method='fraclogit')\n")
+    assert "statsmodels.api" in mods
+
+
+def test_method_modules_cover_the_registry() -> None:
+    """``METHOD_MODULES`` (the lazy lookup) names the module of every registered method."""
+    from cogstats.estimators._base import METHOD_MODULES, load_methods
+
+    methods = load_methods()
+    assert set(METHOD_MODULES) == set(methods)
+    for name, spec in methods.items():
+        assert spec.function.__module__ == METHOD_MODULES[name], name
 
 
 def test_simulation_path_skips_statsmodels() -> None:

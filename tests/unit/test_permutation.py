@@ -115,9 +115,16 @@ def test_seed_from_none_reproduces() -> None:
 
 
 # ---------------------------------------------------------------------- overlap counts
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize(("n", "k"), [(1, 1), (3, 2), (17, 64), (65, 65), (130, 131)])
-def test_overlap_counts_match_definition(n: int, k: int) -> None:
-    """Bit-sliced counts equal ``sum_i X[i, j] X[idx[b, i], j]`` computed directly."""
+def test_overlap_counts_match_definition(
+    n: int, k: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both counters (numba's set-bit loop, numpy's bit-sliced adder tree) equal
+    ``sum_i X[i, j] X[idx[b, i], j]`` computed directly."""
+    from cogstats.estimators import permutation
+
+    monkeypatch.setattr(permutation, "_USE_NUMBA", compiled)
     gen = np.random.default_rng(n * 1000 + k)
     x = gen.random((n, k)) < 0.4
     idx = np.stack([gen.permutation(n) for _ in range(9)])

@@ -1,0 +1,66 @@
+"""Synthetic ledgers for the production benchmarks (P2, P4, P5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from cogstats import Ledger
+
+
+def scale_frame(
+    n_runs: int = 100_000,
+    n_lessons: int = 2000,
+    per_run: float = 8.0,
+    *,
+    seed: int = 20261130,
+    first_run: int = 0,
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """A ledger frame and the true effects (lesson ``L{j}`` has effect ``effects[j]``).
+
+    Every lesson goes into a run independently with probability ``per_run / n_lessons``
+    (about ``per_run`` a run; a fixed count per run would make the lesson columns sum to
+    a constant, collinear with the intercept, and no lesson identifiable by regression).
+    Effects ~ N(0, 0.03); covariate ``difficulty`` ~ N(0, 1) shifts the score by 0.05 per
+    unit; score = clip(0.6 + effects + 0.05 difficulty + N(0, 0.1), 0, 1).
+    """
+    rng = np.random.default_rng(seed)
+    effects = np.random.default_rng(seed + 1).normal(0.0, 0.03, n_lessons)
+    counts = rng.binomial(n_lessons, per_run / n_lessons, n_runs)
+    total = int(counts.sum())
+    # distinct lessons within a run: draw with replacement, redraw the few collisions
+    cols = rng.integers(0, n_lessons, total)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    row = np.repeat(np.arange(n_runs), counts)
+    for _ in range(20):
+        key = row * n_lessons + cols
+        order = np.argsort(key, kind="stable")
+        dup = np.zeros(total, dtype=bool)
+        dup[order[1:]] = key[order[1:]] == key[order[:-1]]
+        if not dup.any():
+            break
+        cols[dup] = rng.integers(0, n_lessons, int(dup.sum()))
+    difficulty = rng.normal(0.0, 1.0, n_runs)
+    lift = np.bincount(row, weights=effects[cols], minlength=n_runs)
+    score = np.clip(0.6 + lift + 0.05 * difficulty + rng.normal(0.0, 0.1, n_runs), 0.0, 1.0)
+    names = np.asarray([f"L{j}" for j in range(n_lessons)])
+    fact_ids = pl.Series(
+        "fact_ids", [names[cols[starts[i] : starts[i + 1]]].tolist() for i in range(n_runs)]
+    )
+    frame = pl.DataFrame(
+        {
+            "run_id": [f"r{first_run + i}" for i in range(n_runs)],
+            "score": score,
+            "fact_ids": fact_ids,
+            "difficulty": difficulty,
+        }
+    )
+    return frame, effects
+
+
+def scale_ledger(
+    n_runs: int = 100_000, n_lessons: int = 2000, per_run: float = 8.0, *, seed: int = 20261130
+) -> tuple[Ledger, np.ndarray]:
+    """As :func:`scale_frame`, as a validated Ledger."""
+    frame, effects = scale_frame(n_runs, n_lessons, per_run, seed=seed)
+    return Ledger.from_frame(frame), effects

@@ -1,0 +1,142 @@
+"""The cycgraph gate from additive statistics decides exactly as the row-by-row original.
+
+Oracle: ``tests/oracle/v0.py``, the previous implementation (run-order baselines rescanned
+for every lesson, one ``welch_lift`` call per candidate, statsmodels' Benjamini-Hochberg).
+Decisions and reasons must be identical; trials and baseline runs equal; the evidence
+numbers agree to 1e-9 (they come from sums in another order: last bits differ).  Scores
+are drawn from a grid of multiples of 0.05 as well as continuously, so that exact margin
+ties (``0.55 - 0.50 >= 0.05``) occur.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cogstats import Ledger, _ledger_stats
+from cogstats.gates import CycgraphGate
+from tests.oracle.v0 import old_cycgraph_evaluate, old_stats
+
+EVIDENCE = ("lift", "se", "df", "p_promote", "p_evict")
+
+
+def _assert_same(new: pl.DataFrame, old: pl.DataFrame) -> None:
+    for name in ("fact_id", "decision", "reason", "trials", "baseline_runs", "alpha_bracket"):
+        assert new[name].to_list() == old[name].to_list(), name
+    for name in EVIDENCE:
+        for a, b in zip(new[name].to_list(), old[name].to_list(), strict=True):
+            assert (a is None) == (b is None), name
+            if a is not None and b is not None:
+                assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (name, a, b)
+
+
+@st.composite
+def ledgers(draw: st.DrawFn) -> Ledger:
+    n_runs = draw(st.integers(1, 60))
+    n_facts = draw(st.integers(1, 8))
+    grid = draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if grid:
+        scores = rng.integers(0, 21, n_runs) * 0.05  # ties and exact margins
+        scores = np.minimum(scores, 1.0)
+    else:
+        scores = rng.random(n_runs)
+    p_in = draw(st.sampled_from([0.15, 0.3, 0.6]))
+    records = []
+    for i in range(n_runs):
+        ids = [f"L{j}" for j in range(n_facts) if rng.random() < p_in]
+        if ids and rng.random() < 0.1:
+            ids.append(ids[0])  # a duplicate id counts once
+        records.append({"run_id": f"r{i}", "score": float(scores[i]), "fact_ids": ids})
+    return Ledger.from_records(records)
+
+
+policies = st.fixed_dictionaries(
+    {
+        "decision_rule": st.sampled_from(["margin", "inference"]),
+        "min_trials": st.integers(1, 4),
+        "promote_margin": st.sampled_from([0.0, 0.05, 0.1]),
+        "evict_margin": st.sampled_from([0.0, 0.05, 0.1]),
+        "noise_floor_sd": st.sampled_from([0.0, 0.1]),
+        "multiple_comparison": st.sampled_from(["bh", "none"]),
+        "sequential_control": st.sampled_from(["doubling", "none"]),
+        "max_baseline_runs": st.sampled_from([None, 5, 20]),
+        "promote_confidence": st.sampled_from([0.6, 0.9]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledger=ledgers(), policy=policies, max_extra=st.sampled_from([None, 0, 3]))
+def test_decisions_identical_to_the_row_by_row_original(
+    ledger: Ledger, policy: dict, max_extra: int | None
+) -> None:
+    if max_extra is not None:
+        policy = {**policy, "max_trials": policy["min_trials"] + max_extra}
+    gate = CycgraphGate(**policy)
+    candidates = [*ledger.fact_ids, "never-seen"]
+    _assert_same(
+        gate.evaluate(ledger, candidates).to_frame(),
+        old_cycgraph_evaluate(gate, ledger, candidates),
+    )
+
+
+def _tie_ledger() -> tuple[Ledger, float]:
+    """A ledger where the additive baseline mean differs from the run-order mean in the
+    last bits while the run-order lift equals the margin exactly (found by search)."""
+    rng = np.random.default_rng(7)
+    for _ in range(20000):
+        n = int(rng.integers(6, 30))
+        scores = rng.integers(4, 14, n) * 0.05
+        member = rng.random(n) < 0.3
+        if member.sum() < 1 or 2 * (n - member.sum()) <= n:
+            continue
+        records = [
+            {"run_id": f"r{i}", "score": float(scores[i]), "fact_ids": ["a"] if member[i] else []}
+            for i in range(n)
+        ]
+        ledger = Ledger.from_records(records)
+        (_, _, m_a, _, _, m_b, _) = old_stats(ledger, ["a"])[0]
+        g = ledger._group_arrays(["a"])
+        lift = m_a - m_b
+        if g.mean_b[0] != m_b and not g.exact[0] and lift > 0:
+            margin = lift  # the run-order lift sits exactly on the margin
+            if (m_a - g.mean_b[0] >= margin) != (lift >= margin):
+                return ledger, margin
+    raise AssertionError("no tie found")  # pragma: no cover
+
+
+def test_exact_ties_are_recomputed_in_run_order() -> None:
+    ledger, margin = _tie_ledger()
+    g = ledger._group_arrays(["a"])
+    # the additive statistic alone would decide differently ...
+    lift_tol, _, _ = _ledger_stats.uncertainty(ledger._fact_arrays(), g)
+    assert abs((g.mean_a[0] - g.mean_b[0]) - margin) <= lift_tol[0]
+    gate = CycgraphGate(decision_rule="margin", min_trials=1, promote_margin=margin)
+    new = gate.evaluate(ledger, ["a"]).to_frame()
+    old = old_cycgraph_evaluate(gate, ledger, ["a"])
+    # ... the gate recomputes the tie in run order and promotes, as cycgraph does
+    assert new["decision"].to_list() == old["decision"].to_list() == ["promote"]
+
+
+@pytest.mark.parametrize("rule", ["margin", "inference"])
+def test_large_random_ledger_matches(rule: str) -> None:
+    rng = np.random.default_rng(3)
+    n, p, k = 3000, 120, 6
+    effects = rng.normal(0, 0.05, p)
+    records = []
+    for i in range(n):
+        ids = rng.choice(p, k, replace=False)
+        score = float(np.clip(0.6 + effects[ids].sum() + rng.normal(0, 0.1), 0, 1))
+        records.append({"run_id": f"r{i}", "score": score, "fact_ids": [f"L{j}" for j in ids]})
+    ledger = Ledger.from_records(records)
+    gate = CycgraphGate(decision_rule=rule, min_trials=3, max_baseline_runs=2900)
+    new = gate.evaluate(ledger).to_frame()
+    _assert_same(new, old_cycgraph_evaluate(gate, ledger))
+    assert new["decision"].n_unique() > 1  # the comparison covers real decisions
