@@ -269,8 +269,8 @@ METHOD_MODULES: dict[str, str] = {
     "ridge": "cogstats.estimators.regression",
     "fraclogit": "cogstats.estimators.regression",
     "mixed": "cogstats.estimators.regression",
-    "confseq": "cogstats.estimators.sequential",
-    "anytime_ols": "cogstats.estimators.sequential",
+    "confseq": "cogstats.estimators.confseq",
+    "anytime_ols": "cogstats.estimators.anytime_ols",
 }
 
 

@@ -616,7 +616,7 @@ def attribute_dataset(
     ...                  ).write_parquet(root / f"part-{part}.parquet")
     >>> result = attribute(root, method="welch")
     >>> round(result.row("a")["estimate"], 2), result.row("a")["trials"]
-    (0.2, 71)
+    (0.2, 68)
     """
     check_choice("method", method, DATASET_METHODS)
     check_choice("executor", executor, EXECUTORS)

@@ -147,7 +147,7 @@ class SimulationResult:
         # is most of the summary's cost in a grid of small cells)
         outcome = self.lessons["outcome"].to_numpy()
         reason = self.lessons["reason"].to_numpy()
-        harmful = reason == "eval-gate:harmful"
+        harmful = reason == HARMFUL
         evict = outcome == "evict"
         n = max(outcome.size, 1)
         row["promote_rate"] = float(np.count_nonzero(outcome == "promote") / n)
