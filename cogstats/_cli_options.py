@@ -34,7 +34,7 @@ _SECTION = re.compile(r"^\s*-{3,}\s*$")
 
 
 def param_help(cls: Any) -> dict[str, str]:
-    """The help of each parameter in a numpydoc ``Parameters`` section, one line each.
+    """Return the help of each parameter in a numpydoc ``Parameters`` section, one line each.
 
     Hand-written (a dozen lines) because numpydoc's parser is not a dependency of the
     production path; it reads ``name : type`` and ``a, b : type`` headings followed by an
@@ -120,7 +120,7 @@ def _json_value(text: str) -> Any:
 
 
 def _flag_kwargs(hint: Any) -> dict[str, Any]:
-    """argparse keyword arguments for a field of type ``hint``."""
+    """Return the argparse keyword arguments for a field of type ``hint``."""
     base, optional = _strip_none(hint)
     origin = typing.get_origin(base)
     if base is bool:
@@ -170,7 +170,7 @@ def add_option_flags(
 
 
 def collect_options(args: argparse.Namespace, entry: Entry) -> dict[str, Any]:
-    """The options given on the command line (flags left out are not included)."""
+    """Collect the options given on the command line (flags left out are not included)."""
     out: dict[str, Any] = {}
     for f in entry.fields():
         value = getattr(args, _DEST + f.name, None)
@@ -190,8 +190,10 @@ def _is_mapping_field(entry: Entry, f: dataclasses.Field[Any]) -> bool:
 
 
 def parse_assignments(items: Sequence[str] | None, flag: str, *, json_values: bool = True) -> Any:
-    """``NAME=VALUE`` pairs as a dict; values are read as JSON when they parse (else kept
-    as strings), or kept as strings with ``json_values=False``.
+    """Parse ``NAME=VALUE`` pairs into a dict.
+
+    Values are read as JSON when they parse (else kept as strings), or kept as strings
+    with ``json_values=False``.
 
     Examples
     --------

@@ -96,7 +96,7 @@ _MAGIC = (
 
 # ---------------------------------------------------------------------- parameters
 def resolve_format(path: Path, fmt: str | None) -> tuple[str, str | None]:
-    """The format of ``path`` and the delimiter its suffix implies (``.tsv``: tab)."""
+    """Return the format of ``path`` and the delimiter its suffix implies (``.tsv``: tab)."""
     suffix = path.suffix.lower()
     implied = SUFFIXES.get(suffix, (None, None))
     if fmt is not None:
@@ -207,7 +207,7 @@ def _utf16_message(kind: str) -> str:
 def rename_plan(
     names: Sequence[str], mapping: Mapping[str, str], src: str, what: str
 ) -> dict[str, str]:
-    """The file's name -> the ledger's name, after checking ``mapping`` against ``names``."""
+    """Map the file's names to the ledger's, after checking ``mapping`` against ``names``."""
     plan: dict[str, str] = {}
     present = set(names)
     for name, source in mapping.items():
@@ -235,7 +235,7 @@ def _near(name: str, names: Sequence[str]) -> str:
 def missing_columns_error(
     missing: Sequence[str], available: Sequence[str], src: str | None, mapping: Mapping[str, str]
 ) -> LedgerError:
-    """The error for required columns a file lacks, with the mapping that would fix it."""
+    """Build the error for required columns a file lacks, with the mapping that would fix it."""
     taken = set(mapping.values()) | set(REQUIRED_COLUMNS)
     pairs: list[tuple[str, str]] = []
     for name in missing:
@@ -390,7 +390,7 @@ def read_records(
     mapping: Mapping[str, str],
     delimiter: str | None,
 ) -> Records:
-    """The file's runs as records, their row numbers, and whether fact_ids is required."""
+    """Read the file's runs as records, their row numbers, and whether fact_ids is required."""
     src = str(path)
     if fmt == "parquet":
         return _parquet_records(path, src, mapping)
@@ -542,7 +542,7 @@ class _CsvRows:
 
 
 def sniff_delimiter(text: str, src: str) -> str:
-    """The delimiter of the header line: csv.Sniffer among ``, \\t ; |``, or an error."""
+    r"""Return the header line's delimiter: csv.Sniffer among ``, \t ; |``, or an error."""
     header = next((line for line in text.split("\n") if line.strip()), "").rstrip("\r")
     unquoted = "".join(header.split('"')[0::2])  # outside double quotes
     present = [d for d in SNIFFED_DELIMITERS if d in unquoted]
@@ -691,7 +691,7 @@ def csv_text(
     covariates: Mapping[str, Sequence[Any]],
     delimiter: str,
 ) -> str:
-    """The CSV text of a ledger, every cell checked to read back exactly.
+    """Return the CSV text of a ledger, every cell checked to read back exactly.
 
     Each list column is written space-separated when every cell of it reads back the same
     by the rule table, else ``;``-separated when that does, else as JSON lists (which
@@ -744,7 +744,7 @@ def _cannot_hold(problem: str, column: str, row: int | None) -> LedgerError:
 
 
 def _covariate_cells(name: str, values: list[Any], run_ids: Sequence[str]) -> list[str]:
-    """A covariate's cells, checked to read back as the same values of the same type."""
+    """Return a covariate's cells, checked to read back as the same values of the same type."""
     cells = ["" if v is None else repr(v) if isinstance(v, float) else str(v) for v in values]
     kinds = {type(v) for v in values if v is not None}
     as_float = float in kinds and kinds <= {int, float}  # the frame holds these as floats

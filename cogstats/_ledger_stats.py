@@ -160,7 +160,7 @@ def fact_arrays(y: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_facts: int)
 
 
 def _run_order_aggregate(y: np.ndarray) -> tuple[int, float, float]:
-    """Runs, mean (run-order sum) and sum of squares (two-pass), as the original ledger did."""
+    """Return runs, mean (run-order sum) and sum of squares (two-pass), as the old ledger did."""
     n = int(y.size)
     if n == 0:
         return 0, 0.0, np.nan
@@ -186,8 +186,10 @@ def _member_mask(fa: FactArrays, j: int) -> np.ndarray:
 def baseline_arrays(
     fa: FactArrays, idx: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Leave-one-out baselines of lessons ``idx`` (column numbers; -1: a lesson not in the
-    ledger, whose baseline is every run).
+    """Compute the leave-one-out baselines of lessons ``idx``.
+
+    ``idx`` holds column numbers; -1 is a lesson not in the ledger, whose baseline is
+    every run.
 
     Returns ``(runs, means, ss, exact)``: ``ss`` is the baseline's sum of squared
     deviations (NaN below 2 runs; divide by ``runs - 1`` for the variance); ``exact``

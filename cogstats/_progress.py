@@ -18,7 +18,7 @@ def progress_bar(
     initial: int = 0,
     leave: bool = False,
 ) -> Any:
-    """A tqdm bar, or None when there is nothing to show.
+    """Return a tqdm bar, or None when there is nothing to show.
 
     ``progress=None`` shows one when stderr is a terminal and the work is ``large``
     (the caller's judgement); True and False force it on or off.  tqdm (the ``sim``

@@ -70,7 +70,7 @@ class Entry:
         return self.cls
 
     def fields(self) -> tuple[dataclasses.Field[Any], ...]:
-        """The option fields (init fields of the options dataclass), in order."""
+        """Return the option fields (init fields of the options dataclass), in order."""
         return tuple(f for f in dataclasses.fields(self.options) if f.init)
 
     def defaults(self) -> dict[str, Any]:
@@ -94,7 +94,7 @@ class Entry:
                 )
 
     def make(self, **options: Any) -> Any:
-        """A built part with these options (validated by the class).
+        """Build the part with these options (validated by the class).
 
         A class may define ``from_policy(mapping)`` to accept other spellings of its
         options (cycgraph's gate accepts camelCase); it is used when present.  For a
@@ -207,8 +207,11 @@ class Registry(Mapping[str, Entry]):
         return Entry(name, obj, opts, description.strip(), bool(compiled), self.kind)
 
     def unregister(self, name: str) -> None:
-        """Remove a registered part (a built-in one comes back on the next lookup only if
-        its module is imported again, which Python does not do: leave those alone)."""
+        """Remove a registered part.
+
+        A built-in one comes back on the next lookup only if its module is imported again,
+        which Python does not do: leave those alone.
+        """
         if name not in self._entries:
             raise ParameterError(f"no {self.kind} {name!r} is registered")
         del self._entries[name]
@@ -221,7 +224,7 @@ class Registry(Mapping[str, Entry]):
         return self
 
     def entry(self, name: str) -> Entry:
-        """The entry of ``name``: a registered name or an import path ``"pkg.mod:Class"``."""
+        """Return the entry of ``name``: a registered name or an import path ``"pkg.mod:Class"``."""
         if not isinstance(name, str):
             raise ParameterError(f"{self.kind} must be a name string; got {name!r}")
         if name in self._entries:
@@ -239,7 +242,7 @@ class Registry(Mapping[str, Entry]):
         )
 
     def make(self, name: str, **options: Any) -> Any:
-        """The part ``name`` built with ``options`` (validated by its class)."""
+        """Build the part ``name`` with ``options`` (validated by its class)."""
         return self.entry(name).make(**options)
 
     def _from_path(self, path: str) -> Entry:
@@ -283,7 +286,7 @@ class Registry(Mapping[str, Entry]):
 
 
 def resolve_import_path(path: str, kind: str = "object") -> Any:
-    """The object at ``"package.module:Name"`` (the module is imported).
+    """Return the object at ``"package.module:Name"`` (the module is imported).
 
     Examples
     --------
@@ -308,7 +311,7 @@ def resolve_import_path(path: str, kind: str = "object") -> Any:
 
 
 def _same_object(a: Any, b: Any) -> bool:
-    """The same class or function, also across a re-import of its module."""
+    """Tell whether ``a`` and ``b`` are the same class or function, also across a re-import."""
     if a is b:
         return True
     key = (getattr(a, "__module__", None), getattr(a, "__qualname__", None))

@@ -19,8 +19,10 @@ CLI_TABLE_WIDTH = 320
 
 
 def frame_text(frame: pl.DataFrame, *, max_rows: int = 30, width: int = 160) -> str:
-    """Plain-text table of a polars frame, without polars' shape header (at most
-    ``width`` characters wide before cells wrap)."""
+    """Return a plain-text table of a polars frame, without polars' shape header.
+
+    The table is at most ``width`` characters wide before cells wrap.
+    """
     with pl.Config(
         tbl_rows=max_rows,
         tbl_cols=-1,

@@ -19,7 +19,7 @@ __all__ = ["as_seed_sequence", "generator_with_seed", "seed_of"]
 
 
 def seed_of(rng: Any, generator: np.random.Generator | None = None) -> int | None:
-    """The integer seed to report for ``rng``, or None when there is none.
+    """Return the integer seed to report for ``rng``, or None when there is none.
 
     An int is its own seed; a generator seeded from an int ``SeedSequence`` reports that
     entropy.
@@ -59,7 +59,7 @@ def generator_with_seed(rng: Any) -> tuple[np.random.Generator, int | None, dict
 
 
 def as_seed_sequence(rng: Any) -> np.random.SeedSequence:
-    """A SeedSequence from an int, a SeedSequence, a Generator or None (fresh entropy).
+    """Make a SeedSequence from an int, a SeedSequence, a Generator or None (fresh entropy).
 
     Examples
     --------

@@ -87,7 +87,7 @@ class InclusionDesign:
     run_ids: tuple[str, ...]
 
     def dense(self) -> np.ndarray:
-        """The inclusion matrix as a dense ``(n_runs, n_facts)`` float64 array."""
+        """Return the inclusion matrix as a dense ``(n_runs, n_facts)`` float64 array."""
         return np.asarray(self.matrix.toarray(), dtype=np.float64)
 
     def column(self, fact_id: str) -> np.ndarray:
@@ -194,7 +194,7 @@ class Ledger:
         columns: Mapping[str, str] | None = None,
         delimiter: str | None = None,
     ) -> Ledger:
-        """Read a ledger file: JSON Lines, CSV/TSV, Parquet or cycgraph's JSON.
+        r"""Read a ledger file: JSON Lines, CSV/TSV, Parquet or cycgraph's JSON.
 
         Parameters
         ----------
@@ -242,7 +242,7 @@ class Ledger:
         -----
         **Text.**  Files are UTF-8; a byte-order mark is dropped.  Other encodings
         (UTF-16, latin-1, ...) and binary data are errors naming the byte offset.  Lines
-        may end in ``\\n`` or ``\\r\\n``.
+        may end in ``\n`` or ``\r\n``.
 
         **CSV.**  The first non-blank line is the header; blank lines (also rows of
         empty cells) are skipped, quoted cells may hold the delimiter, quotes and line
@@ -283,14 +283,14 @@ class Ledger:
         --------
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.csv"
-        >>> _ = path.write_text("run_id,score,fact_ids\\nr1,0.9,a b\\nr2,0.4,\\n")
+        >>> _ = path.write_text("run_id,score,fact_ids\nr1,0.9,a b\nr2,0.4,\n")
         >>> Ledger.read(path).fact_stats()["fact_id"].to_list()
         ['a', 'b']
 
         A file with its own column names, tab-separated, with pandas-written list cells:
 
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "demo.tsv"
-        >>> _ = path.write_text("run\\tscore\\tlessons\\n1\\t0.9\\t['a', 'b']\\n2\\t0.4\\t[]\\n")
+        >>> _ = path.write_text("run\tscore\tlessons\n1\t0.9\t['a', 'b']\n2\t0.4\t[]\n")
         >>> ledger = Ledger.read(path, columns={"run_id": "run", "fact_ids": "lessons"})
         >>> ledger.run_ids, ledger.fact_ids
         (('1', '2'), ('a', 'b'))
@@ -373,7 +373,7 @@ class Ledger:
         return path
 
     def _csv_text(self, delimiter: str) -> str:
-        """The CSV text of the ledger, every cell checked to read back (see :meth:`write`)."""
+        """Return the ledger as CSV text, every cell checked to read back (see :meth:`write`)."""
         return _ledger_io.csv_text(
             self._run_ids, self._scores, self._fact_ids, self._covariates, delimiter
         )
@@ -401,9 +401,11 @@ class Ledger:
 
     # ------------------------------------------------------------------ views
     def __len__(self) -> int:
+        """Return the number of runs."""
         return len(self._run_ids)
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         return (
             f"Ledger(runs={len(self)}, facts={len(self.fact_ids)}, covariates={self.covariates!r})"
         )
@@ -468,15 +470,15 @@ class Ledger:
         return cached
 
     def to_frame(self) -> pl.DataFrame:
-        """Same as :attr:`frame` (the house-wide spelling)."""
+        """Return :attr:`frame` (the house-wide spelling)."""
         return self.frame
 
     def to_records(self) -> list[dict[str, Any]]:
-        """The runs as a list of plain dicts (JSON-ready)."""
+        """Return the runs as a list of plain dicts (JSON-ready)."""
         return [dict(row) for row in self.frame.iter_rows(named=True)]
 
     def summary(self) -> str:
-        """A text table of per-lesson statistics with their leave-one-out baselines."""
+        """Return a text table of per-lesson statistics with their leave-one-out baselines."""
         stats = self.fact_stats().join(self.baselines(), on="fact_id", how="left")
         return f"{self!r}\n{frame_text(stats)}"
 
@@ -485,7 +487,7 @@ class Ledger:
     # deduplicated (run, lesson) inclusion pairs (cogstats._ledger_stats): the cost is in
     # runs x lessons-per-run plus lessons, never runs x lessons.
     def design(self, fact_ids: Sequence[str] | None = None) -> InclusionDesign:
-        """The sparse run x lesson inclusion design.
+        """Return the sparse run x lesson inclusion design.
 
         Parameters
         ----------

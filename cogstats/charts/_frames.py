@@ -62,7 +62,7 @@ def require_columns(
 
 
 def select_as(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
-    """The columns ``names`` maps from (values) under plain field names (keys).
+    """Select the columns ``names`` maps from (values) under plain field names (keys).
 
     Column names such as ``lessons.listed[0].effect`` contain characters that Vega-Lite
     reads as nested access, so every builder draws from renamed copies.  Float NaN
@@ -81,7 +81,7 @@ def check_multiplier(value: object) -> float:
 
 
 def optional_columns(frame: pl.DataFrame, candidates: Sequence[str]) -> list[str]:
-    """The names among ``candidates`` that ``frame`` has, in order."""
+    """Return the names among ``candidates`` that ``frame`` has, in order."""
     return [c for c in candidates if c in frame.columns]
 
 
@@ -117,7 +117,7 @@ AXIS_TITLES: dict[str, str] = {
 
 
 def axis_title(column: str) -> str:
-    """The words (and unit) an axis of ``column`` is titled with; the name otherwise.
+    """Return the words (and unit) an axis of ``column`` is titled with; the name otherwise.
 
     Examples
     --------

@@ -1,5 +1,6 @@
-"""Charts of the admission experiment: recall by defence and index, the admission ROC,
-and the recall monitor's statistic over time.
+"""Charts of the admission experiment: recall, the admission ROC and the recall monitor.
+
+Recall is drawn by defence and index, and the monitor's statistic over time.
 
 They draw the tables :func:`cogstats.admission.run_admission` and
 :func:`cogstats.admission.run_monitor` write (``defences``, ``roc``, ``paths``): the
@@ -247,7 +248,7 @@ def monitor_statistic(
     width: int = 460,
     height: int = 260,
 ) -> alt.LayerChart:
-    """The monitor's CUSUM statistic by period, one line per region, for one replicate.
+    """Chart the monitor's CUSUM statistic by period, one line per region, for one replicate.
 
     Parameters
     ----------

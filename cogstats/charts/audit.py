@@ -140,7 +140,7 @@ def attribution_forest(
     step: int = 14,
     clip: bool = True,
 ) -> alt.FacetChart:
-    """A forest plot per method: each lesson's estimate and interval, coloured by decision.
+    """Draw a forest plot per method: each lesson's estimate and interval, coloured by decision.
 
     Parameters
     ----------

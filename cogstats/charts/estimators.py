@@ -1,5 +1,7 @@
-"""Estimator comparison: per-lesson estimates with intervals against the truth, and
-bias / RMSE / coverage bars per method.
+"""Estimator comparison: per-lesson estimates against the truth, and accuracy bars.
+
+The estimates are drawn with their intervals; the bars show bias / RMSE / coverage per
+method.
 
 Both draw frames they are given (attribution rows, or one row per method of accuracy
 figures); neither estimates anything.

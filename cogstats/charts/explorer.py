@@ -1,5 +1,7 @@
-"""An interactive threshold explorer over a precomputed sweep: sliders and dropdowns pick
-a cell of the grid, the charts show where it sits among all cells.
+"""An interactive threshold explorer over a precomputed sweep.
+
+Sliders and dropdowns pick a cell of the grid; the charts show where it sits among all
+cells.
 
 The widgets are Vega-Lite parameters bound to HTML inputs (altair ``alt.param(bind=...)``):
 moving one re-filters the precomputed table in the browser, so the exported page needs no

@@ -182,7 +182,7 @@ def tradeoff(
 def false_eviction_tradeoff(
     cells: pl.DataFrame, *, x: str = "time_to_verdict", **options: Any
 ) -> alt.LayerChart:
-    """False eviction rate against time to verdict, one point per cell.
+    """Chart the false eviction rate against time to verdict, one point per cell.
 
     A :func:`tradeoff` with ``y="false_eviction_rate"`` (non-poison lessons evicted as
     harmful / non-poison lessons tried, :mod:`cogstats.sim.metrics`); ``options`` go to

@@ -97,11 +97,11 @@ class Attribution:
         return tuple(self.table["fact_id"].to_list())
 
     def to_frame(self) -> pl.DataFrame:
-        """The attribution table (fixed column names; numbers are never rounded)."""
+        """Return the attribution table (fixed column names; numbers are never rounded)."""
         return self.table
 
     def row(self, fact_id: str) -> dict[str, Any]:
-        """The row of one lesson as a dict.
+        """Return the row of one lesson as a dict.
 
         Raises
         ------
@@ -160,7 +160,7 @@ class Attribution:
         )
 
     def summary(self) -> str:
-        """A text report: method, settings, and the table."""
+        """Return a text report: method, settings, and the table."""
         lines = [f"Attribution (method={self.method!r})"]
         if self.settings:
             lines.append(f"settings: {format_settings(self.settings)}")
@@ -293,7 +293,7 @@ def register(
     requires: tuple[str, ...] = (),
     conservative: bool = False,
 ) -> Callable[[Callable[..., Attribution]], Callable[..., Attribution]]:
-    """Decorator adding an estimator function to :data:`METHODS` (see :class:`EstimatorSpec`)."""
+    """Add an estimator function to :data:`METHODS` (a decorator; see :class:`EstimatorSpec`)."""
 
     def deco(fn: Callable[..., Attribution]) -> Callable[..., Attribution]:
         if name in METHODS:
@@ -422,7 +422,7 @@ def _name_method(exc: CogstatsError, method: str) -> None:
 
 
 def get_spec(method: str) -> EstimatorSpec:
-    """The registry entry of ``method``, with a clear error when it is unknown.
+    """Return the registry entry of ``method``, with a clear error when it is unknown.
 
     Imports only the module that registers ``method`` when it is a known name; the whole
     registry otherwise (to list the choices).

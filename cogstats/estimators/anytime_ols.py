@@ -329,7 +329,7 @@ def anytime_ols_sequence(
     target_runs: int = 100,
     covariates: Sequence[str] = (),
 ) -> pl.DataFrame:
-    """A lesson's anytime-valid OLS coefficient after every run, as a polars frame.
+    """Return a lesson's anytime-valid OLS coefficient after every run, as a polars frame.
 
     The model is the one :func:`anytime_ols` fits (intercept, every lesson's inclusion,
     ``covariates``), refitted on each prefix of the runs (:func:`anytime_ols_paths`); the

@@ -141,7 +141,7 @@ class SequencePaths:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def column_frame(self, j: int, run_ids: Sequence[str] | None = None) -> pl.DataFrame:
-        """The path of lesson column ``j`` as a frame (one row per run).
+        """Return the path of lesson column ``j`` as a frame (one row per run).
 
         Columns: ``run`` (1-based), ``run_id`` (when given), ``n``, ``trials``,
         ``baseline_runs``, ``estimate``, ``std_error``, ``ci_low``, ``ci_high``, ``pvalue``,
@@ -346,7 +346,7 @@ def _resolve_rho(rho: float | None, target_runs: int, level: float) -> float:
 def _pseudo_outcome_stats(
     y: np.ndarray, x: np.ndarray, p: np.ndarray, augment: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Running mean and plug-in variance of the (A)IPW pseudo-outcome, case (a)."""
+    """Compute the running mean and plug-in variance of the (A)IPW pseudo-outcome, case (a)."""
     with np.errstate(invalid="ignore"):
         elig = np.isfinite(p) & (p > 0.0) & (p < 1.0)
     e = elig.astype(np.float64)
@@ -509,7 +509,7 @@ def confidence_sequence(
     propensity: str = "auto",
     outcome_model: str = "running_means",
 ) -> pl.DataFrame:
-    """A lesson's confidence sequence after every run of the ledger, as a polars frame.
+    """Return a lesson's confidence sequence after every run of the ledger, as a polars frame.
 
     Computed for all runs at once from cumulative sums (:func:`confseq_paths`); the last row
     equals the ``confseq`` estimator's row for the lesson.  Options as in the ``confseq``

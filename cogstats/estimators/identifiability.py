@@ -262,7 +262,7 @@ def lesson_identifiability(
     tol: float = DEFAULT_TOL,
     vif_threshold: float = DEFAULT_VIF_THRESHOLD,
 ) -> pl.DataFrame:
-    """Identifiability of lesson columns next to control columns (the array-level check).
+    """Check identifiability of lesson columns next to control columns (the array-level check).
 
     Parameters
     ----------
@@ -346,9 +346,12 @@ def _identify(
     tol: float,
     vif_threshold: float,
 ) -> pl.DataFrame:
-    """The identifiability frame from per-lesson run counts, inclusion-pattern keys (equal
-    keys: the same runs) and a function giving the weak directions of the centred design
-    of the distinct non-constant lessons next to the controls."""
+    """Build the identifiability frame from per-lesson counts, pattern keys and weak directions.
+
+    The inputs are per-lesson run counts, inclusion-pattern keys (equal keys: the same
+    runs) and a function giving the weak directions of the centred design of the distinct
+    non-constant lessons next to the controls.
+    """
     p = len(ids)
     every, none = counts == n, counts == 0
     constant = every | none
@@ -483,11 +486,14 @@ def _weak_directions(
 def _weak_from_cross_products(
     c_ll: np.ndarray, c_lz: np.ndarray, c_zz: np.ndarray, vif_threshold: float
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Weak directions from the centred cross-products of the lesson columns (``c_ll``),
-    lessons x controls (``c_lz``) and unit-length controls (``c_zz``): the eigenvalues of
-    the correlation matrix are the squared singular values of the centred, unit-column
-    design.  Returns ``(s, vt)`` in decreasing order, or ``(vifs, None)`` when a Cholesky
-    factorisation shows every VIF below the threshold."""
+    """Find the weak directions of the design from its centred cross-products.
+
+    The cross-products are those of the lesson columns (``c_ll``), lessons x controls
+    (``c_lz``) and unit-length controls (``c_zz``): the eigenvalues of the correlation
+    matrix are the squared singular values of the centred, unit-column design.  Returns
+    ``(s, vt)`` in decreasing order, or ``(vifs, None)`` when a Cholesky factorisation
+    shows every VIF below the threshold.
+    """
     n_l = c_ll.shape[0]
     m = n_l + c_zz.shape[0]
     lnorm = np.sqrt(np.maximum(np.diag(c_ll), 0.0))

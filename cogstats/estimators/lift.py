@@ -230,7 +230,7 @@ def lift(ledger: Ledger, *, confidence_level: float) -> Attribution:
 
 
 def _lift_from_stats(g: dict[str, np.ndarray], level: float) -> Attribution:
-    """The ``lift`` attribution from per-lesson group statistics (see :func:`_group_stats`)."""
+    """Compute the ``lift`` attribution from per-lesson group statistics (:func:`_group_stats`)."""
     est, se, df = _welch_arrays(g, 0.0)
     lo, hi = _interval(est, se, df, level)
     point = np.where(g["n_b"] > 0, g["mean_a"] - g["mean_b"], np.nan)
@@ -277,7 +277,7 @@ def welch(
     promote_margin: float,
     evict_margin: float,
 ) -> Attribution:
-    """cycgraph's Welch statistics for every lesson.
+    """Compute cycgraph's Welch statistics for every lesson.
 
     As :func:`lift` but each group's variance is floored at ``noise_floor_sd**2`` (a
     missing variance counts as 0 first), and the method columns add cycgraph's
@@ -306,7 +306,7 @@ def welch(
 def _welch_from_stats(
     g: dict[str, np.ndarray], level: float, floor: float, pm: float, em: float
 ) -> Attribution:
-    """The ``welch`` attribution from per-lesson group statistics."""
+    """Compute the ``welch`` attribution from per-lesson group statistics."""
     est, se, df = _welch_arrays(g, floor**2)
     lo, hi = _interval(est, se, df, level)
     p_promote = _p_exceeds(est, se, df, pm)

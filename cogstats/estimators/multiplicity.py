@@ -99,7 +99,7 @@ def benjamini_hochberg(pvalues: Sequence[float] | np.ndarray, q: float) -> np.nd
 
 
 def _bh_reject(p: np.ndarray, q: float) -> np.ndarray:
-    """The step-up rule on validated p-values.
+    """Apply the step-up rule to validated p-values.
 
     Hand-written in numpy (eight lines) rather than statsmodels' ``multipletests``, whose
     import pulls in pandas (about 1 s and 60 MB) on a gate's first decision.  Same floats
@@ -154,6 +154,7 @@ class MultipleTestingResult:
     values: np.ndarray
 
     def __post_init__(self) -> None:
+        """Freeze the arrays (read-only copies)."""
         for name in ("rejected", "adjusted", "values"):
             arr = np.array(getattr(self, name))
             arr.flags.writeable = False
@@ -165,8 +166,11 @@ class MultipleTestingResult:
         return int(self.rejected.sum())
 
     def to_frame(self) -> pl.DataFrame:
-        """Columns ``hypothesis`` (0-based input position), ``pvalue`` (``evalue`` for
-        e-BH), ``adjusted_pvalue``, ``rejected``; never rounded."""
+        """Return the result as a table, one row per hypothesis; numbers are never rounded.
+
+        Columns ``hypothesis`` (0-based input position), ``pvalue`` (``evalue`` for e-BH),
+        ``adjusted_pvalue``, ``rejected``.
+        """
         value_name = "evalue" if self.method == "e-bh" else "pvalue"
         return pl.DataFrame(
             {
@@ -178,7 +182,7 @@ class MultipleTestingResult:
         )
 
     def summary(self) -> str:
-        """A text report: method, alpha, number rejected, and the table."""
+        """Return a text report: method, alpha, number rejected, and the table."""
         head = (
             f"MultipleTestingResult(method={self.method!r}, alpha={self.alpha!r}, "
             f"rejected {self.n_rejected} of {len(self.values)})"
@@ -186,6 +190,7 @@ class MultipleTestingResult:
         return f"{head}\n{frame_text(self.to_frame())}"
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         return (
             f"MultipleTestingResult(method={self.method!r}, alpha={self.alpha!r}, "
             f"rejected={self.n_rejected}/{len(self.values)})"
@@ -200,7 +205,7 @@ class MultipleTestingResult:
 def adjust(
     pvalues: Sequence[float] | np.ndarray, method: str, *, alpha: float = 0.05
 ) -> MultipleTestingResult:
-    """Adjusted p-values and rejections for a family of p-values.
+    """Compute adjusted p-values and rejections for a family of p-values.
 
     Parameters
     ----------
@@ -257,8 +262,10 @@ def adjust(
 
 
 def _holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Holm's step-down rule, the same arithmetic as statsmodels' ``multipletests(...,
-    method="holm")`` (equal to it bit for bit; tested).
+    """Apply Holm's step-down rule.
+
+    The arithmetic is that of statsmodels' ``multipletests(..., method="holm")`` (equal
+    to it bit for bit; tested).
 
     Hand-written because statsmodels' holm branch calls ``gc.collect()`` on every call
     (statsmodels 0.14-0.15), which costs about 0.1 s in a process with a large heap: a
@@ -281,7 +288,7 @@ def _holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def e_bh(evalues: Sequence[float] | np.ndarray, alpha: float = 0.05) -> MultipleTestingResult:
-    """The e-BH procedure (Wang & Ramdas, 2022) at false discovery rate ``alpha``.
+    """Apply the e-BH procedure (Wang & Ramdas, 2022) at false discovery rate ``alpha``.
 
     With the e-values sorted in decreasing order ``e_(1) >= ... >= e_(m)``, reject the
     hypotheses of the ``k*`` largest, ``k* = max{k : e_(k) >= m / (alpha k)}`` (none when
@@ -369,7 +376,7 @@ def _gamma_normalizer() -> float:
 
 
 def default_gamma(j: int | Sequence[int] | np.ndarray) -> np.ndarray:
-    """The default spending sequence ``gamma_j`` of LORD++ and LOND, for ``j >= 1``.
+    """Return the default spending sequence ``gamma_j`` of LORD++ and LOND, for ``j >= 1``.
 
     ``gamma_j = C log(max(j, 2)) / (j exp(sqrt(log j)))``, the sequence of Javanmard &
     Montanari (2018) used in Ramdas et al. (2017), with ``C = 1 / 12.645107872871...``
@@ -458,7 +465,7 @@ class _OnlineRule(abc.ABC):
 
     @abc.abstractmethod
     def next_level(self) -> float:
-        """The level the next p-value will be tested at."""
+        """Return the level the next p-value will be tested at."""
 
     def test(self, pvalue: float) -> bool:
         """Test the next hypothesis: reject when ``pvalue <= next_level()``; state updates.
@@ -565,6 +572,7 @@ class LORDpp(_OnlineRule):
         return self.w0 - float(np.sum(self._levels)) + earned
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         return f"LORDpp({self._state()}, w0={self.w0!r}, wealth={self.wealth!r})"
 
 
@@ -607,4 +615,5 @@ class LOND(_OnlineRule):
         return self.alpha * g * (len(self._rejections) + 1)
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         return f"LOND({self._state()})"

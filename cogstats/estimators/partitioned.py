@@ -78,7 +78,7 @@ _HASH_SEEDS = (0x5EED, 0xC0FFEE)
 
 
 def dataset_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The Parquet partitions of a dataset, in run order (sorted paths).
+    """List the Parquet partitions of a dataset, in run order (sorted paths).
 
     Examples
     --------
@@ -152,7 +152,7 @@ def _read(file: Path, columns: Sequence[str]) -> pl.DataFrame:
 
 
 def _check_frame(frame: pl.DataFrame, src: str) -> None:
-    """The ledger's validation, vectorised: ids, scores and lesson ids (row numbers 1-based)."""
+    """Validate as the ledger does, vectorised: ids, scores and lesson ids (rows 1-based)."""
 
     def fail(mask: pl.Series, field_name: str, message: str) -> None:
         bad = mask.fill_null(True).arg_true()

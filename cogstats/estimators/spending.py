@@ -71,6 +71,7 @@ class HSDOptions:
     gamma: float = -4.0
 
     def __post_init__(self) -> None:
+        """Validate ``gamma``."""
         object.__setattr__(
             self, "gamma", check_real("gamma", self.gamma, minimum=-40.0, maximum=40.0)
         )
@@ -195,6 +196,7 @@ class SpendingBoundaries:
     spending_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Freeze ``spending_options`` (a read-only mapping)."""
         object.__setattr__(self, "spending_options", MappingProxyType(dict(self.spending_options)))
 
     @property
@@ -203,8 +205,11 @@ class SpendingBoundaries:
         return tuple(float(self.sides * _norm_sf(c)) for c in self.z_boundaries)
 
     def to_frame(self) -> pl.DataFrame:
-        """One row per look: ``look``, ``information_fraction``, ``z_boundary``,
-        ``nominal_pvalue``, ``alpha_spent`` (this look), ``cumulative_alpha``."""
+        """Return the boundaries as a table, one row per look.
+
+        Columns ``look``, ``information_fraction``, ``z_boundary``, ``nominal_pvalue``,
+        ``alpha_spent`` (this look), ``cumulative_alpha``.
+        """
         cum = np.asarray(self.cumulative_alpha)
         return pl.DataFrame(
             {
@@ -242,11 +247,12 @@ class SpendingBoundaries:
         return float(probs.sum())
 
     def summary(self) -> str:
-        """A text report: the settings and the table."""
+        """Return a text report: the settings and the table."""
         head = f"SpendingBoundaries ({self.spending}, alpha={self.alpha!r}, sides={self.sides})"
         return f"{head}\n{frame_text(self.to_frame())}"
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         z = ", ".join(f"{c:.4f}" for c in self.z_boundaries)
         return f"SpendingBoundaries({self.spending}, sides={self.sides}, z=[{z}])"
 

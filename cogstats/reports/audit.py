@@ -1,5 +1,7 @@
-"""Audit a real ledger: attribution by several methods, every gate's decisions, the lessons
-that cannot be told apart; and cycgraph's recorded demo replayed gate by gate.
+"""Audit a real ledger, and replay cycgraph's recorded demo gate by gate.
+
+The audit shows attribution by several methods, every gate's decisions, and the lessons
+that cannot be told apart.
 
 The loops of the ``ledger_audit`` and ``poison_replay`` reports live here (report
 notebooks do not define functions or loop):
@@ -201,7 +203,7 @@ def _check_gates(gates: Any) -> tuple[str, ...]:
 
 
 def _gate_rows(report: Any, name: str) -> pl.DataFrame:
-    """A gate report's rows in the common columns (gate's own columns after them)."""
+    """Return a gate report's rows in the common columns (gate's own columns after them)."""
     frame = report.to_frame().with_columns(pl.lit(name).alias("gate"))
     own = [c for c in frame.columns if c not in DECISION_COLUMNS]
     return frame.select(*DECISION_COLUMNS, *own)
@@ -251,10 +253,11 @@ class LedgerAudit:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Freeze ``settings`` (a read-only mapping)."""
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
     def to_frame(self) -> pl.DataFrame:
-        """The decisions of every gate (:attr:`decisions`)."""
+        """Return the decisions of every gate (:attr:`decisions`)."""
         return self.decisions
 
     def evicted_harmful(self, gate: str) -> tuple[str, ...]:
@@ -306,8 +309,10 @@ class LedgerAudit:
         return out
 
     def shown_lessons(self, max_lessons: int = 40) -> list[str]:
-        """The lessons the charts draw: every lesson a gate decided on or holds as
-        harmful, then the largest absolute estimates, up to ``max_lessons``, sorted by id.
+        """Return the lessons the charts draw, up to ``max_lessons``, sorted by id.
+
+        They are every lesson a gate decided on or holds as harmful, then the largest
+        absolute estimates.
         """
         n = int(check_int("max_lessons", max_lessons, minimum=1))  # type: ignore[arg-type]
         flagged: list[str] = []
@@ -327,7 +332,7 @@ class LedgerAudit:
         return sorted(ordered[:n], key=natural_key)
 
     def key_numbers(self) -> dict[str, Any]:
-        """The numbers the report's summary block shows (name -> value).
+        """Return the numbers the report's summary block shows (name -> value).
 
         Examples
         --------
@@ -350,7 +355,7 @@ class LedgerAudit:
         return numbers
 
     def summary(self) -> str:
-        """What was audited and, per gate, the lessons it evicts or holds as harmful."""
+        """Say what was audited and, per gate, the lessons it evicts or holds as harmful."""
         lines = [
             f"Ledger audit of {self.source}: {len(self.ledger)} runs, "
             f"{len(self.ledger.fact_ids)} lessons; covariates: "
@@ -403,6 +408,7 @@ class LedgerAudit:
         return written
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         return (
             f"LedgerAudit(source={self.source!r}, runs={len(self.ledger)}, "
             f"lessons={len(self.ledger.fact_ids)}, gates={list(self.gates)})"
@@ -530,7 +536,7 @@ def _recorded(value: Any) -> bool:
 
 
 def recorded_ledger(runs: pl.DataFrame) -> Ledger:
-    """The ledger of a recorded demo's runs: the rows with ``recorded`` yes, in run order.
+    """Return the ledger of a recorded demo's runs: the rows with ``recorded`` yes, in run order.
 
     ``runs`` has the columns of :func:`replay_gates` (``run``, ``score``,
     ``lessons_in_prompt`` space-separated, ``recorded``); run ids are the run numbers as

@@ -1,5 +1,6 @@
-"""What a published report page shows besides charts: tables, the summary block, an
-interactive chart that works offline.
+"""What a published report page shows besides charts.
+
+That is: tables, the summary block, and an interactive chart that works offline.
 
 polars' own HTML table prints a dtype row, quotes every string and cuts long tables; a
 report page wants none of that, so :func:`show_table` renders a frame as a plain HTML
@@ -41,7 +42,7 @@ _CELL = "padding:2px 10px;border-bottom:1px solid #e0e0e0;text-align:{align}"
 
 
 def _cell(value: Any, digits: int) -> tuple[str, bool]:
-    """A value as display text, and whether it is a number (right-aligned)."""
+    """Return a value as display text, and whether it is a number (right-aligned)."""
     if value is None:
         return "", False
     if isinstance(value, bool):
@@ -70,7 +71,7 @@ class Table:
     max_height: int = 420
 
     def to_frame(self) -> pl.DataFrame:
-        """The frame shown."""
+        """Return the frame shown."""
         return self.frame
 
     def summary(self) -> str:
@@ -118,7 +119,7 @@ def show_table(
     digits: int = 4,
     max_height: int = 420,
 ) -> Table:
-    """A frame as a plain HTML table: every row, no dtype row, no quotes.
+    """Show a frame as a plain HTML table: every row, no dtype row, no quotes.
 
     Parameters
     ----------
@@ -161,19 +162,20 @@ class SummaryBlock:
     findings: tuple[str, ...] = ()
 
     def to_frame(self) -> pl.DataFrame:
-        """The key numbers as rows (name, value)."""
+        """Return the key numbers as rows (name, value)."""
         return pl.DataFrame(
             {"name": [k for k, _ in self.numbers], "value": [v for _, v in self.numbers]},
             schema={"name": pl.String, "value": pl.String},
         )
 
     def summary(self) -> str:
-        """The block as plain text."""
+        """Return the block as plain text."""
         lines = [self.what, *(f"  {k}: {v}" for k, v in self.numbers)]
         lines += [f"- {f}" for f in self.findings]
         return "\n".join(lines)
 
     def __str__(self) -> str:
+        """Return the block as plain text."""
         return self.summary()
 
     def _repr_html_(self) -> str:
@@ -203,7 +205,7 @@ def summary_block(
     *,
     digits: int = 3,
 ) -> SummaryBlock:
-    """The summary at the top of a report: what was run, the key numbers, the findings.
+    """Build the summary at the top of a report: what was run, the key numbers, the findings.
 
     Report notebooks tag the cell that displays it ``summary``;
     :func:`~cogstats.reports.run_report` moves that cell to the top of the exported page

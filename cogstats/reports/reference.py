@@ -44,7 +44,7 @@ EFFECT = "lessons.listed[0].effect"
 
 
 def published_oc(confidence_level: float = 0.95) -> pl.DataFrame:
-    """The published table as rows: effect, budget, outcome, rate, replicates, low, high.
+    """Return the published table as rows: effect, budget, outcome, rate, replicates, low, high.
 
     ``outcome`` is ``correct_verdict_rate`` for a non-zero effect and
     ``wrong_verdict_rate`` at effect 0 (see :func:`verdict_rates`).  ``low``/``high``

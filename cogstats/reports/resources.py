@@ -36,7 +36,7 @@ def _candidates() -> list[Path]:
 
 
 def resource_root() -> Path:
-    """The folder holding ``notebooks/``, ``simulations/`` and ``data/``.
+    """Return the folder holding ``notebooks/``, ``simulations/`` and ``data/``.
 
     The repository checkout that this ``cogstats`` was imported from when it has those
     folders (a clone, an editable install), else ``<prefix>/share/cogstats`` of the

@@ -112,7 +112,7 @@ class ReportResult:
     export_seconds: float = 0.0
 
     def summary(self) -> str:
-        """A few lines: files and timings."""
+        """Return a few lines: files and timings."""
         return (
             f"report {self.name!r}: executed in {self.execute_seconds:.1f} s, exported in "
             f"{self.export_seconds:.1f} s\n  html: {self.html}\n  notebook: {self.notebook}\n"
@@ -238,7 +238,7 @@ def export_html(
 
 
 def _check_kernel(kernel_name: str) -> None:
-    """The kernel must run this interpreter (so it sees this cogstats and its extras)."""
+    """Check that the kernel runs this interpreter (so it sees this cogstats and its extras)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
@@ -266,7 +266,7 @@ def _check_kernel(kernel_name: str) -> None:
 
 
 def _shown_path(value: Any, bases: Sequence[Path]) -> Any:
-    """An absolute path as the page shows it: relative to a base, else its file name."""
+    """Return an absolute path as the page shows it: relative to a base, else its file name."""
     if not isinstance(value, str) or not value or not os.path.isabs(value):
         return value
     path = Path(value)
@@ -279,7 +279,7 @@ def _shown_path(value: Any, bases: Sequence[Path]) -> Any:
 
 
 def _literal(text: Any) -> Any:
-    """A parameter's default as papermill reports it (source text) turned into a value."""
+    """Turn a parameter's default as papermill reports it (source text) into a value."""
     import ast
 
     if not isinstance(text, str):
@@ -291,7 +291,7 @@ def _literal(text: Any) -> Any:
 
 
 def _kernel_path(path: Path, cwd: Path) -> str:
-    """A path for the kernel (which runs in ``cwd``): relative when inside it."""
+    """Return a path for the kernel (which runs in ``cwd``): relative when inside it."""
     try:
         return str(path.relative_to(cwd))
     except ValueError:
@@ -299,7 +299,7 @@ def _kernel_path(path: Path, cwd: Path) -> str:
 
 
 def _git_commit(root: Path) -> str:
-    """The checkout's commit (and whether it has uncommitted changes), or why none."""
+    """Return the checkout's commit (and whether it has uncommitted changes), or why none."""
     import subprocess
 
     if not (root / ".git").exists():

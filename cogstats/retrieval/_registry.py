@@ -62,7 +62,7 @@ def register_policy(
 
 
 def get_policy(name: str) -> Entry:
-    """The registry entry of a retrieval policy (a name, or ``"package.module:Class"``).
+    """Return the registry entry of a retrieval policy (a name, or ``"package.module:Class"``).
 
     Examples
     --------
@@ -73,7 +73,7 @@ def get_policy(name: str) -> Entry:
 
 
 def make_policy(name: str, **options: Any) -> Any:
-    """A retrieval policy built from its name and options (validated by its class).
+    """Build a retrieval policy from its name and options (validated by its class).
 
     Examples
     --------

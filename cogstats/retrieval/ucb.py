@@ -75,6 +75,7 @@ class UCB1:
     min_facts: int | None = None
 
     def __post_init__(self) -> None:
+        """Validate the options."""
         object.__setattr__(self, "max_facts", check_int("max_facts", self.max_facts, minimum=1))
         mn = check_int("min_facts", self.min_facts, minimum=1, optional=True)
         if mn is not None and mn > self.max_facts:
@@ -93,7 +94,7 @@ class UCB1:
     def scores(
         self, lessons: pl.DataFrame | Any, ledger: Ledger | None, family: str | None
     ) -> pl.DataFrame:
-        """The UCB1 score of every lesson, with its parts (similarity, win rate, bonus)."""
+        """Compute the UCB1 score of every lesson, with its parts (similarity, win rate, bonus)."""
         table = lesson_table(lessons).sort(["created_at", "id"], maintain_order=True)
         ids = table["id"].to_list()
         applies = (
@@ -148,9 +149,11 @@ class UCB1:
         *,
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """As :meth:`select` with the uniforms given: ``uniforms[0]`` is the exploration
-        coin, ``uniforms[1]`` draws the prompt size, ``uniforms[2:]`` one per lesson in age
-        order (oldest first)."""
+        """Select as :meth:`select` does, with the uniforms given.
+
+        ``uniforms[0]`` is the exploration coin, ``uniforms[1]`` draws the prompt size,
+        ``uniforms[2:]`` one per lesson in age order (oldest first).
+        """
         family = None if context is None else context.get("family")
         table = self.scores(lessons, ledger, family)
         n = table.height

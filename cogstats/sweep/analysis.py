@@ -64,7 +64,7 @@ def _metric_names(table: pl.DataFrame) -> set[str]:
 
 
 def grid_columns(table: pl.DataFrame) -> list[str]:
-    """The grid axes of a cell table: every column that is not an id, seed or metric.
+    """Return the grid axes of a cell table: every column that is not an id, seed or metric.
 
     Examples
     --------
@@ -169,7 +169,7 @@ def pareto_frontier(
     x: str = "time_to_verdict",
     y: str = "false_eviction_rate",
 ) -> pl.DataFrame:
-    """The cells not dominated in (``x``, ``y``), both minimized, sorted by ``x``.
+    """Return the cells not dominated in (``x``, ``y``), both minimized, sorted by ``x``.
 
     A cell is dominated when another is at least as good in both and better in one.
     Cells where ``x`` or ``y`` is NaN or null are left out.  The frontier is computed on
@@ -261,6 +261,7 @@ class Constraint:
         return self.op in ("<=", "<")
 
     def __str__(self) -> str:
+        """Return the constraint as text (``metric op bound``)."""
         return f"{self.metric} {self.op} {self.bound:g}"
 
 
@@ -330,11 +331,11 @@ class Recommendation:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def to_frame(self) -> pl.DataFrame:
-        """The chosen row followed by the tied cells (empty when nothing is feasible)."""
+        """Return the chosen row followed by the tied cells (empty when nothing is feasible)."""
         return self.ties
 
     def summary(self) -> str:
-        """The message and the chosen cell's metrics with their MCSE."""
+        """Return the message and the chosen cell's metrics with their MCSE."""
         lines = [self.message]
         row = self.row if self.row is not None else self.closest
         if row is not None:
@@ -353,9 +354,11 @@ class Recommendation:
         return "\n".join(lines)
 
     def __str__(self) -> str:
+        """Return the summary."""
         return self.summary()
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         cell = self.row.get("cell") if self.row else None
         return (
             f"Recommendation(feasible={self.feasible}, cell={cell!r}, "
@@ -380,7 +383,7 @@ def recommend(
     confidence: float | None = None,
     z_tie: float = 2.0,
 ) -> Recommendation:
-    """The best cell by ``objective`` among those meeting every constraint.
+    """Recommend the best cell by ``objective`` among those meeting every constraint.
 
     Parameters
     ----------

@@ -13,8 +13,10 @@ __all__ = ["run_sweep"]
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    """The CLI subcommand: ``args`` has spec, replicates, seed, out, executor, scheduler,
-    workers and no_progress (see :func:`cogstats.cli.build_parser`).
+    r"""Run the ``sweep`` CLI subcommand.
+
+    ``args`` has spec, replicates, seed, out, executor, scheduler, workers and
+    no_progress (see :func:`cogstats.cli.build_parser`).
 
     The spec is loaded and every cell validated before anything runs; a store folder
     that holds another sweep is refused (exit status 2 through :func:`cogstats.cli.main`).
@@ -24,8 +26,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     >>> import argparse, tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "s.toml").write_text(
-    ...     'runs = 10\\nreplicates = 5\\nseed = 2\\n[[lessons.listed]]\\nid = "a"\\n'
-    ...     'effect = 0.1\\n[grid]\\n"gate.min_trials" = [2, 3]\\n')
+    ...     'runs = 10\nreplicates = 5\nseed = 2\n[[lessons.listed]]\nid = "a"\n'
+    ...     'effect = 0.1\n[grid]\n"gate.min_trials" = [2, 3]\n')
     >>> args = argparse.Namespace(spec=str(d / "s.toml"), replicates=None, seed=None,
     ...     out=str(d / "out"), executor="local", scheduler=None, workers=1, no_progress=True)
     >>> run_sweep(args)  # doctest: +ELLIPSIS

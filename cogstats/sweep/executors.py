@@ -87,7 +87,7 @@ def run_cell(task: CellTask) -> CellOutput:
 
 
 def default_workers() -> int:
-    """The cores this process may use."""
+    """Return the number of cores this process may use."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
@@ -100,14 +100,18 @@ class Executor(Protocol):
     name: str
     workers: int
 
-    def __enter__(self) -> Executor: ...
+    def __enter__(self) -> Executor:
+        """Start the executor."""
+        ...
 
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None: ...
+    ) -> None:
+        """Stop the executor."""
+        ...
 
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutput]:
         """Yield one :class:`CellOutput` per task, in the order they finish."""
@@ -156,6 +160,7 @@ class LocalExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> LocalExecutor:
+        """Return this executor (its process pool starts on the first run)."""
         return self
 
     def __exit__(
@@ -164,6 +169,7 @@ class LocalExecutor:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Shut the process pool down."""
         if self._pool is not None:
             self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
             self._pool = None
@@ -234,6 +240,7 @@ class DaskExecutor:
         self._cluster: Any = None
 
     def __enter__(self) -> DaskExecutor:
+        """Start the Dask client (a local cluster unless a scheduler is given)."""
         try:
             from distributed import Client, LocalCluster
         except ImportError:  # pragma: no cover - dask is in the scale extra
@@ -260,6 +267,7 @@ class DaskExecutor:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the client and any local cluster."""
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -286,7 +294,7 @@ class DaskExecutor:
 def make_executor(
     executor: str = "local", *, workers: int | None = None, scheduler: str | None = None
 ) -> LocalExecutor | DaskExecutor:
-    """The executor named ``executor`` ("local" or "dask")."""
+    """Make the executor named ``executor`` ("local" or "dask")."""
     if executor == "local":
         if scheduler is not None:
             raise ParameterError(

@@ -78,15 +78,15 @@ class SweepResult:
         return self.table.height == int(self.manifest["n_cells"])
 
     def to_frame(self) -> pl.DataFrame:
-        """The cell table."""
+        """Return the cell table."""
         return self.table
 
     def axes(self) -> list[str]:
-        """The grid columns."""
+        """Return the grid columns."""
         return list(self.manifest["axes"])
 
     def summary(self) -> str:
-        """A text report: counts, seed, and the main metrics per cell."""
+        """Return a text report: counts, seed, and the main metrics per cell."""
         m = self.manifest
         head = (
             f"Sweep {m['name']!r}: {self.table.height}/{m['n_cells']} cells x "
@@ -98,6 +98,7 @@ class SweepResult:
         return f"{head}\n{frame_text(self.table.select(shown), max_rows=60)}"
 
     def __repr__(self) -> str:
+        """Return a short text form."""
         return (
             f"SweepResult(name={self.manifest['name']!r}, cells={self.table.height}/"
             f"{self.manifest['n_cells']}, directory={str(self.directory)!r})"

@@ -75,7 +75,7 @@ def canonical_json(value: Any) -> str:
 
 
 def cell_key(values: Mapping[str, Any]) -> str:
-    """A stable 16-hex-digit key of a cell's grid values (SHA-256 of their canonical JSON).
+    """Return a stable 16-hex-digit key of a cell's grid values (SHA-256 of canonical JSON).
 
     Examples
     --------
@@ -116,7 +116,7 @@ class CellTask:
     replicates: int
 
     def seed_sequence(self) -> np.random.SeedSequence:
-        """The cell's SeedSequence."""
+        """Return the cell's SeedSequence."""
         return np.random.SeedSequence(
             entropy=self.seed["entropy"], spawn_key=tuple(self.seed["spawn_key"])
         )
@@ -205,7 +205,7 @@ class SweepSpec:
         ]
 
     def resolved(self) -> dict[str, Any]:
-        """The resolved spec as plain data: full base scenario, grid and zipped axes.
+        """Return the resolved spec as plain data: full base scenario, grid and zipped axes.
 
         Its canonical JSON is what a sweep store pins in its manifest; it rebuilds the
         spec with :func:`sweep_from_dict` (with ``replicates`` and ``seed`` added).
@@ -220,7 +220,7 @@ class SweepSpec:
         }
 
     def column_types(self) -> dict[str, str]:
-        """The stored type of each grid axis: "bool", "int", "float", "str" or "json".
+        """Return the stored type of each grid axis: "bool", "int", "float", "str" or "json".
 
         An axis mixing integers and floats is stored as floats; an axis of arrays or
         tables (or of mixed kinds) is stored as canonical JSON text.
@@ -244,7 +244,7 @@ class SweepSpec:
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep spec (TOML); every cell is validated before anything runs.
+    r"""Read and validate a sweep spec (TOML); every cell is validated before anything runs.
 
     Parameters
     ----------
@@ -266,14 +266,14 @@ def load_sweep(path: str | Path) -> SweepSpec:
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "base.toml").write_text(
-    ...     'runs = 12\\n[[lessons.listed]]\\nid = "a"\\neffect = 0.1\\n'
-    ...     '[gate]\\ntype = "cycgraph"\\nmin_trials = 2\\n')
+    ...     'runs = 12\n[[lessons.listed]]\nid = "a"\neffect = 0.1\n'
+    ...     '[gate]\ntype = "cycgraph"\nmin_trials = 2\n')
     >>> _ = (d / "s.toml").write_text(
-    ...     'scenario = "base.toml"\\nreplicates = 5\\n[grid]\\n"gate.min_trials" = [2, 3]\\n')
+    ...     'scenario = "base.toml"\nreplicates = 5\n[grid]\n"gate.min_trials" = [2, 3]\n')
     >>> spec = load_sweep(d / "s.toml")
     >>> spec.n_cells, spec.replicates, spec.stem
     (2, 5, 's')
-    >>> bad = 'scenario = "base.toml"\\n[grid]\\n"gate.min_trails" = [2]\\n'
+    >>> bad = 'scenario = "base.toml"\n[grid]\n"gate.min_trails" = [2]\n'
     >>> _ = (d / "bad.toml").write_text(bad)
     >>> load_sweep(d / "bad.toml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -413,7 +413,7 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_overrides(spec: SweepSpec, replicates: int | None, seed: int | None) -> tuple[int, int]:
-    """The effective (replicates, seed): the overrides validated, else the spec's."""
+    """Return the effective (replicates, seed): the overrides validated, else the spec's."""
     reps = spec.replicates if replicates is None else replicates
     root = spec.seed if seed is None else seed
     reps = int(check_int("replicates", reps, minimum=1) or 1)

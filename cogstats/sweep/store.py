@@ -86,7 +86,7 @@ def versions() -> dict[str, str | None]:
 
 
 def git_state() -> dict[str, Any]:
-    """The git commit of the cogstats checkout (and whether tracked files differ from it).
+    """Return the git commit of the cogstats checkout (and whether tracked files differ from it).
 
     ``{"commit": None, "dirty": None}`` when cogstats is not run from a git checkout.
     """
@@ -118,7 +118,7 @@ def _now() -> str:
 
 
 def make_manifest(spec: SweepSpec, *, replicates: int, seed: int) -> dict[str, Any]:
-    """The manifest of a sweep run: what it pins (spec, seed, replicates) and provenance.
+    """Make the manifest of a sweep run: what it pins (spec, seed, replicates) and provenance.
 
     Examples
     --------
@@ -194,7 +194,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
-    """The manifest of a sweep store (raises FileNotFoundError when there is none)."""
+    """Read the manifest of a sweep store (raises FileNotFoundError when there is none)."""
     path = Path(directory) / MANIFEST
     if not path.exists():
         raise FileNotFoundError(f"no sweep store at {directory} (no {MANIFEST})")
@@ -273,7 +273,7 @@ class SweepStore:
                 p.unlink(missing_ok=True)
 
     def part_files(self) -> list[Path]:
-        """The finished parts, in cell order."""
+        """Return the finished parts, in cell order."""
         files = (
             [p for p in self.parts.iterdir() if _PART.match(p.name)] if self.parts.exists() else []
         )
@@ -324,7 +324,7 @@ class SweepStore:
             fh.write(line + "\n")
 
     def read(self, *, timings: bool = False) -> pl.DataFrame:
-        """The table of finished cells, sorted by cell (see :func:`read_sweep`)."""
+        """Read the table of finished cells, sorted by cell (see :func:`read_sweep`)."""
         self.done()  # check that every part belongs here
         files = self.part_files()
         if not files:
@@ -396,7 +396,7 @@ def cell_frame(
 
 
 def read_sweep(directory: str | Path, *, timings: bool = False) -> pl.DataFrame:
-    """The cell table of a sweep store: one row per finished cell, sorted by cell.
+    """Read the cell table of a sweep store: one row per finished cell, sorted by cell.
 
     Parameters
     ----------
