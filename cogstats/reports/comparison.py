@@ -186,7 +186,8 @@ class GateComparison:
     s4 : polars.DataFrame
         One row per contender and metric (:data:`S4_METRICS`), columns as ``s2``.
     goals : polars.DataFrame
-        One row per goal and contender: benchmark, goal, rule, label, where, value,
+        One row per goal and contender: benchmark, goal, rule, label, where (the cell
+        or scenario), metric (the figure's name in ``s2``/``s4``; null for S1), value,
         mcse, direction ("at least" / "at most"), target, met, missed_by (0 when met).
     """
 
@@ -198,6 +199,91 @@ class GateComparison:
     s2: pl.DataFrame
     s4: pl.DataFrame
     goals: pl.DataFrame
+
+    def table(self, benchmark: str = "S2") -> pl.DataFrame:
+        """Return one benchmark's figures side by side: a column per contender.
+
+        ``benchmark`` is "S1" (correct-verdict rate per cell; at effect 0 the share
+        decided), "S2", "S2 variant" or "S4"; each cell reads "value ± MC error".
+
+        Examples
+        --------
+        >>> out = compare_gates(["cycgraph_inference"], replicates=4, variant_specs=[])
+        >>> out.table("S4").columns
+        ['scenario', 'figure', 'cycgraph inference rule']
+        """
+        check_choice("benchmark", benchmark, ("S1", "S2", "S2 variant", "S4"))
+        if benchmark == "S1":
+            long = self.s1.select(
+                pl.format("effect {}, {} runs", pl.col("effect"), pl.col("runs")).alias("cell"),
+                "label",
+                pl.coalesce("correct_verdict_rate", "wrong_verdict_rate").alias("value"),
+                pl.coalesce("correct_verdict_rate_mcse", "wrong_verdict_rate_mcse").alias("mcse"),
+            )
+            index = ["cell"]
+        else:
+            frame = self.s4 if benchmark == "S4" else self.s2
+            titles = {**S2_METRICS, **S4_METRICS}
+            long = frame.filter(pl.col("benchmark") == benchmark).select(
+                "scenario",
+                pl.col("metric").replace_strict(titles).alias("figure"),
+                "label",
+                "value",
+                "mcse",
+            )
+            index = ["scenario", "figure"]
+        text = long.with_columns(
+            pl.when(pl.col("value").is_nan() | pl.col("value").is_null())
+            .then(pl.lit("none removed"))
+            .otherwise(
+                pl.col("value").round_sig_figs(3).cast(pl.String)
+                + pl.lit(" ± ")
+                + pl.col("mcse").fill_nan(0.0).round_sig_figs(2).cast(pl.String)
+            )
+            .alias("text")
+        )
+        return text.pivot(on="label", index=index, values="text", maintain_order=True)
+
+    def goal_counts(self) -> pl.DataFrame:
+        """Return, per contender, how many of the goals it meets.
+
+        Examples
+        --------
+        >>> out = compare_gates(["cycgraph_inference"], replicates=4, variant_specs=[])
+        >>> out.goal_counts().columns
+        ['label', 'goals', 'met', 'missed']
+        """
+        return self.goals.group_by("label", maintain_order=True).agg(
+            pl.len().alias("goals"),
+            pl.col("met").sum().alias("met"),
+            (~pl.col("met")).sum().alias("missed"),
+        )
+
+    def summary_numbers(self) -> dict[str, str]:
+        """Return the key figures for a report's summary block: S2's, per contender.
+
+        Examples
+        --------
+        >>> out = compare_gates(["cycgraph_inference"], replicates=4, variant_specs=[])
+        >>> list(out.summary_numbers())[0]
+        'cycgraph inference rule: goals met'
+        """
+        numbers: dict[str, str] = {}
+        counts = {r["label"]: r for r in self.goal_counts().iter_rows(named=True)}
+        s2 = self.table("S2")
+        for rule in self.contenders:
+            label = _label(rule)
+            c = counts.get(label)
+            if c is not None:
+                numbers[f"{label}: goals met"] = f"{c['met']} of {c['goals']}"
+            for row in s2.iter_rows(named=True):
+                if row["figure"] in (
+                    S2_METRICS["poison_recall"],
+                    S2_METRICS["median_removal_delay"],
+                    S2_METRICS["false_eviction_rate"],
+                ):
+                    numbers[f"{label}, S2: {row['figure']}"] = row[label]
+        return numbers
 
     def __repr__(self) -> str:
         return (
@@ -261,7 +347,7 @@ def _run_s1(
         ours = dataclasses.replace(spec, scenario=contender_scenario(rule, spec.scenario))
         cells = verdict_rates(
             simulate_spec(ours, replicates=replicates, engine=engine, progress=False)
-        )
+        ).sort(EFFECT, "runs")
         frames.append(
             cells.select(
                 pl.lit(rule).alias("rule"),
@@ -281,7 +367,7 @@ def _run_s1(
                 "engine",
             )
         )
-    return pl.concat(frames, how="vertical_relaxed").sort("rule", "effect", "runs")
+    return pl.concat(frames, how="vertical_relaxed")  # contenders in the order given
 
 
 def _run_s2(
@@ -403,6 +489,7 @@ _GOAL_SCHEMA = {
     "rule": pl.String,
     "label": pl.String,
     "where": pl.String,
+    "metric": pl.String,
     "value": pl.Float64,
     "mcse": pl.Float64,
     "direction": pl.String,
@@ -421,6 +508,7 @@ def _goal(
     mcse: float,
     direction: str,
     target: float,
+    metric: str | None = None,
 ) -> dict[str, Any]:
     gap = (target - value) if direction == "at least" else (value - target)
     met = bool(math.isfinite(value) and gap <= 1e-12)
@@ -430,6 +518,7 @@ def _goal(
         "rule": rule,
         "label": _label(rule),
         "where": where,
+        "metric": metric,
         "value": value,
         "mcse": mcse,
         "direction": direction,
@@ -553,6 +642,7 @@ def _s2_goals(s2: pl.DataFrame, rules: Sequence[str]) -> list[dict[str, Any]]:
                         row["mcse"],
                         direction,
                         target,
+                        metric,
                     )
                 )
     return rows
@@ -651,6 +741,7 @@ def compare_gates(
                 r["mcse"],
                 "at most",
                 alpha,
+                "false_decision_rate",
             )
         )
     scenarios = pl.DataFrame(
