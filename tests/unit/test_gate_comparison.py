@@ -13,6 +13,7 @@ counts: nothing here is a statistical claim about the gates.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -26,13 +27,14 @@ from cogstats.gates import GATES
 from cogstats.gates.cycgraph import CycgraphGate
 from cogstats.reports.comparison import (
     RULES,
+    GateComparison,
     compare_gates,
     contender_scenario,
     preset_installed,
 )
 from cogstats.retrieval import RETRIEVAL_POLICIES
 from cogstats.retrieval.cycgraph import InProgressFirst
-from cogstats.sim import load_spec, simulate
+from cogstats.sim import SimulationSpec, load_spec, simulate
 from cogstats.sim.cli import simulate_spec
 from cogstats.sim.metrics import pooled_median_delay, removal_delays
 
@@ -173,7 +175,7 @@ def test_false_no_lift_rate_counts_genuine_no_lift_evictions() -> None:
 
 # ---------------------------------------------------------------- compare_gates
 @pytest.fixture(scope="module")
-def comparison():  # type: ignore[no-untyped-def]
+def comparison() -> GateComparison:
     return compare_gates(
         [*RULES, "absent_preset"],
         replicates=6,
@@ -182,7 +184,7 @@ def comparison():  # type: ignore[no-untyped-def]
     )
 
 
-def test_missing_preset_is_a_note(comparison) -> None:  # type: ignore[no-untyped-def]
+def test_missing_preset_is_a_note(comparison: GateComparison) -> None:
     assert comparison.contenders == RULES
     assert comparison.notes == ("absent_preset preset not installed",)
 
@@ -202,14 +204,12 @@ def test_recommended_is_looked_up_by_name() -> None:
         assert "recommended preset not installed" in out.notes
 
 
-def _tiny_s1():  # type: ignore[no-untyped-def]
-    import dataclasses
-
+def _tiny_s1() -> SimulationSpec:
     spec = load_spec(ROOT / "simulations" / "cycgraph_oc.toml")
     return dataclasses.replace(spec, grid={"lessons.listed[0].effect": (0.3,), "runs": (10,)})
 
 
-def test_figures_are_the_simulators_on_the_specs_seed(comparison) -> None:  # type: ignore[no-untyped-def]
+def test_figures_are_the_simulators_on_the_specs_seed(comparison: GateComparison) -> None:
     s2 = load_spec(S2)
     seed = np.random.SeedSequence(s2.seed).spawn(1)[0]
     for rule in RULES:
@@ -235,7 +235,7 @@ def test_figures_are_the_simulators_on_the_specs_seed(comparison) -> None:  # ty
     np.testing.assert_array_equal(joined["promote_rate"], joined["promote_rate_right"])
 
 
-def test_frames_and_goals(comparison) -> None:  # type: ignore[no-untyped-def]
+def test_frames_and_goals(comparison: GateComparison) -> None:
     assert comparison.s1.height == 36 * 2
     assert set(comparison.s2["scenario"]) == {"poison-crater", "s2-single-poison", "s2-two-waves"}
     assert comparison.s2.height == 3 * 2 * 6  # scenarios x rules x figures
