@@ -109,7 +109,10 @@ def preset_installed(name: str = PRESET) -> bool:
     from cogstats.gates import GATES
     from cogstats.retrieval import RETRIEVAL_POLICIES
 
-    return name in GATES and name in RETRIEVAL_POLICIES
+    if not isinstance(name, str) or ":" in name:
+        return False
+    # load every built-in module first: a preset may register itself in one of them
+    return name in GATES.load() and name in RETRIEVAL_POLICIES.load()
 
 
 def contender_scenario(name: str, scenario: Scenario) -> Scenario:
