@@ -14,6 +14,11 @@ Needs the ``notebook`` extra (altair, vl-convert-python).
 
 from cogstats.charts.admission import admission_roc, monitor_statistic, recall_by_defence
 from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
+from cogstats.charts.comparison import (
+    FIGURE_TITLES,
+    benchmark_figures,
+    rule_operating_characteristics,
+)
 from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
 from cogstats.charts.explorer import EXPLORER_METRICS, threshold_explorer
@@ -25,10 +30,12 @@ __all__ = [
     "ACCURACY_METRICS",
     "DEFAULT_OUTCOMES",
     "EXPLORER_METRICS",
+    "FIGURE_TITLES",
     "REFERENCE_COLUMNS",
     "VERDICTS",
     "admission_roc",
     "attribution_forest",
+    "benchmark_figures",
     "decision_timeline",
     "decisions_by_run",
     "estimate_intervals",
@@ -41,6 +48,7 @@ __all__ = [
     "monitor_statistic",
     "operating_characteristics",
     "recall_by_defence",
+    "rule_operating_characteristics",
     "threshold_explorer",
     "tradeoff",
 ]

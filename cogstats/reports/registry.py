@@ -236,6 +236,14 @@ REPORTS: dict[str, Report] = {
             path_parameters=("spec_path", "sweep_path"),
         ),
         Report(
+            name="gate_comparison",
+            notebook="gate_comparison.ipynb",
+            title="Gates side by side: cycgraph's margin and inference rules and the "
+            "recommended preset on S1, S2, S4 and the S2 variants, goals met or missed",
+            ci_parameters={"replicates": 20, "bootstrap_resamples": 199},
+            path_parameters=("s1_spec_path", "s2_spec_path", "s4_spec_path", "variants_path"),
+        ),
+        Report(
             name="write_path_admission",
             notebook="write_path_admission.ipynb",
             title="Write-path admission against read filtering in a shared vector memory: "
@@ -259,8 +267,8 @@ def report_names() -> list[str]:
     Examples
     --------
     >>> report_names()  # doctest: +NORMALIZE_WHITESPACE
-    ['ledger_audit', 'operating_characteristics', 'poison_crater', 'poison_replay',
-     'quickstart', 'threshold_explorer', 'tradeoffs', 'write_path_admission']
+    ['gate_comparison', 'ledger_audit', 'operating_characteristics', 'poison_crater',
+     'poison_replay', 'quickstart', 'threshold_explorer', 'tradeoffs', 'write_path_admission']
     """
     return sorted(REPORTS)
 

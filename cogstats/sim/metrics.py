@@ -9,8 +9,12 @@ Definitions (one replicate):
 - ``false_promotion_rate``: promoted lessons with true effect <= 0 / lessons with effect
   <= 0 that got a trial.
 - ``no_lift_rate``: lessons evicted as no_lift / lessons that got a trial.
+- ``false_no_lift_rate``: non-poison lessons evicted as no_lift / non-poison lessons that
+  got a trial (the false evictions ``false_eviction_rate`` does not count).
 - ``time_to_verdict``: mean over decided lessons of (first decision run - arrival run + 1).
-- ``poison_time_to_eviction``: mean over removed poisons of (removal run - arrival + 1).
+- ``poison_time_to_eviction``: mean over removed poisons of (removal run - arrival + 1);
+  :func:`removal_delays` lists them per lesson and :func:`pooled_median_delay` gives the
+  median pooled over replicates with a bootstrap Monte Carlo error.
 - ``fitness_mean``: mean score over the runs; ``fitness_before`` / ``_during`` /
   ``_after``: before the first poison arrives, from its arrival until the last poison is
   removed (to the end if one never is), and after that; ``fitness_from_poison``: from the
@@ -28,6 +32,7 @@ import polars as pl
 
 from cogstats._codes import (
     KIND_POISON,
+    KINDS,
     REASON_BY_CODE,
     REASON_CODE_HARMFUL,
     REASON_CODE_NO_LIFT,
@@ -37,7 +42,13 @@ from cogstats._codes import (
 from cogstats.sim.draws import LessonTable
 from cogstats.sim.raw import RawChunk
 
-__all__ = ["METRIC_COLUMNS", "lesson_outcomes", "replicate_metrics"]
+__all__ = [
+    "METRIC_COLUMNS",
+    "lesson_outcomes",
+    "pooled_median_delay",
+    "removal_delays",
+    "replicate_metrics",
+]
 
 METRIC_COLUMNS: tuple[str, ...] = (
     "poison_recall",
@@ -45,6 +56,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "false_eviction_rate",
     "false_promotion_rate",
     "no_lift_rate",
+    "false_no_lift_rate",
     "time_to_verdict",
     "poison_time_to_eviction",
     "fitness_mean",
@@ -128,6 +140,7 @@ def replicate_metrics(
                 ((raw.promote_run > 0) & (eff <= 0)).sum(axis=1), nonpos_tried
             ),
             "no_lift_rate": _ratio(no_lift.sum(axis=1), tried.sum(axis=1)),
+            "false_no_lift_rate": _ratio((no_lift & ~poison).sum(axis=1), nonpoison_tried),
             "time_to_verdict": _ratio(time_to.sum(axis=1), decided.sum(axis=1)),
             "poison_time_to_eviction": _ratio(ptime.sum(axis=1), (removed & poison).sum(axis=1)),
             "fitness_mean": raw.score.mean(axis=1),
@@ -189,3 +202,137 @@ def lesson_outcomes(
             "final_status": final.ravel(),
         }
     )
+
+
+def removal_delays(lessons: pl.DataFrame, kind: str = KINDS[KIND_POISON]) -> pl.DataFrame:
+    """Return the runs from arrival to removal of every removed lesson of one kind.
+
+    ``delay = removal run - arrival run + 1`` (both runs counted), where the removal run
+    is the eviction run (any reason), else the retirement run, as in
+    ``poison_time_to_eviction``.  Lessons never removed are left out.
+
+    Parameters
+    ----------
+    lessons : polars.DataFrame
+        Per-lesson outcomes (:func:`lesson_outcomes`, ``SimulationResult.lessons``).
+    kind : str
+        The lesson kind (default the poisons).
+
+    Returns
+    -------
+    polars.DataFrame
+        replicate, fact_id, arrives_at_run, removed_at_run, delay; one row per removed
+        lesson.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> les = pl.DataFrame({"replicate": [0, 0, 1], "fact_id": ["P1", "P2", "P1"],
+    ...     "kind": ["poison"] * 3, "arrives_at_run": [4, 4, 4],
+    ...     "evicted_at_run": [5, None, None], "retired_at_run": [None, None, 9]})
+    >>> removal_delays(les)["delay"].to_list()
+    [2, 6]
+    """
+    removed = pl.coalesce(pl.col("evicted_at_run"), pl.col("retired_at_run"))
+    return (
+        lessons.filter((pl.col("kind") == kind) & removed.is_not_null())
+        .select(
+            "replicate",
+            "fact_id",
+            "arrives_at_run",
+            removed.alias("removed_at_run"),
+            (removed - pl.col("arrives_at_run") + 1).alias("delay"),
+        )
+        .sort("replicate", "fact_id")
+    )
+
+
+def pooled_median_delay(
+    lessons: pl.DataFrame,
+    *,
+    kind: str = KINDS[KIND_POISON],
+    confidence_level: float = 0.95,
+    n_resamples: int = 999,
+    rng: int | np.random.Generator | None = 0,
+) -> dict[str, float | int]:
+    """Return the median removal delay pooled over replicates, with its Monte Carlo error.
+
+    The median is taken over every removed lesson of ``kind`` in every replicate
+    (:func:`removal_delays`).  Lessons of one replicate share its runs, so the Monte
+    Carlo error comes from a cluster bootstrap: the replicates (all of them, those with
+    no removal included) are resampled with replacement and the pooled median is
+    recomputed on each resample; ``mcse`` is the bootstrap standard error and
+    ``low``/``high`` the percentile interval.  With one removed lesson per replicate this
+    is ``scipy.stats.bootstrap(..., method="percentile")`` of the median, draw for draw
+    (checked in tests/unit/test_gate_comparison.py).
+
+    Parameters
+    ----------
+    lessons : polars.DataFrame
+        Per-lesson outcomes of every replicate.
+    kind : str
+        The lesson kind (default the poisons).
+    confidence_level : float
+        Of the percentile interval.
+    n_resamples : int
+        Bootstrap resamples.
+    rng : int, numpy.random.Generator or None
+        Seed of the resampling.
+
+    Returns
+    -------
+    dict
+        ``median``, ``mcse``, ``low``, ``high`` (NaN when nothing was removed), ``n``
+        (removed lessons) and ``replicates``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> les = pl.DataFrame({"replicate": [0, 1, 2, 3], "fact_id": ["P1"] * 4,
+    ...     "kind": ["poison"] * 4, "arrives_at_run": [4] * 4,
+    ...     "evicted_at_run": [5, 5, 6, None], "retired_at_run": [None] * 4})
+    >>> out = pooled_median_delay(les, n_resamples=199, rng=1)
+    >>> out["median"], out["n"], out["replicates"], out["low"] <= 2.0 <= out["high"]
+    (2.0, 3, 4, True)
+    """
+    import warnings
+
+    reps = np.unique(lessons["replicate"].to_numpy())
+    delays = removal_delays(lessons, kind).with_columns(
+        pl.int_range(pl.len()).over("replicate").alias("_slot")
+    )
+    out: dict[str, float | int] = {
+        "median": np.nan,
+        "mcse": np.nan,
+        "low": np.nan,
+        "high": np.nan,
+        "n": delays.height,
+        "replicates": int(reps.size),
+    }
+    if delays.height == 0:
+        return out
+    # one row per replicate, one column per removed lesson (NaN-padded): resampling rows
+    # is resampling replicates
+    width = int(delays["_slot"].to_numpy().max()) + 1
+    table = np.full((reps.size, width), np.nan)
+    row = np.searchsorted(reps, delays["replicate"].to_numpy())
+    table[row, delays["_slot"].to_numpy()] = delays["delay"].to_numpy()
+    out["median"] = float(np.nanmedian(table))
+    if reps.size < 2:
+        return out
+
+    # By hand rather than scipy.stats.bootstrap: scipy has no cluster resampling (it
+    # can resample the row indices, but then) a resample in which no replicate removed a
+    # lesson has no median, and one NaN makes scipy's interval and error NaN.
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    medians = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no removal
+        for done in range(0, n_resamples, 100):
+            index = gen.integers(0, reps.size, (min(100, n_resamples - done), reps.size))
+            medians.append(np.nanmedian(table[index].reshape(index.shape[0], -1), axis=1))
+    boot = np.concatenate(medians)
+    tail = 50 * (1 - confidence_level)
+    out["mcse"] = float(np.nanstd(boot, ddof=1))
+    out["low"], out["high"] = (float(q) for q in np.nanpercentile(boot, [tail, 100 - tail]))
+    return out
