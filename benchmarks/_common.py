@@ -43,6 +43,31 @@ def machine() -> dict[str, Any]:
     }
 
 
+CYCGRAPH_DIST = "packages/memory/dist"
+
+
+def cycgraph_checkout(
+    path: str | None = None, needs: str = "validation/gate-simulator.js"
+) -> Path | None:
+    """A built cycgraph checkout from ``path`` or ``$COGSTATS_CYCGRAPH`` (None when neither).
+
+    cycgraph's code is not part of this repository: the benchmarks that run it beside
+    ours (C1, P2) need a checkout of ``wmcmahan/cycgraph`` whose ``packages/memory`` is
+    built (``npm install && npm run build``), and import ``packages/memory/dist/<needs>``
+    from a driver they write to a temporary directory at run time.
+    """
+    raw = path or os.environ.get("COGSTATS_CYCGRAPH")
+    if not raw:
+        return None
+    root = Path(raw).expanduser().resolve()
+    if not (root / CYCGRAPH_DIST / needs).exists():
+        raise SystemExit(
+            f"{root / CYCGRAPH_DIST / needs} not found: build cycgraph's packages/memory "
+            "first (npm install && npm run build)"
+        )
+    return root
+
+
 def cli(run: Callable[..., dict[str, Any]], description: str | None) -> None:
     """The command line every benchmark module shares: ``--quick`` and ``--json PATH``."""
     parser = argparse.ArgumentParser(description=description)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -38,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _common
 from benchmarks._common import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,16 +73,7 @@ def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, str]:
 
 def cycgraph_checkout(path: str | None = None) -> Path | None:
     """The cycgraph checkout from ``path`` or ``COGSTATS_CYCGRAPH`` (None when absent)."""
-    raw = path or os.environ.get("COGSTATS_CYCGRAPH")
-    if not raw:
-        return None
-    root = Path(raw).expanduser().resolve()
-    if not (root / SIMULATOR).exists():
-        raise SystemExit(
-            f"{root / SIMULATOR} not found: build cycgraph's packages/memory first "
-            "(npm install && npm run build)"
-        )
-    return root
+    return _common.cycgraph_checkout(path, "validation/gate-simulator.js")
 
 
 def run(quick: bool = False, cycgraph: str | None = None, rounds: int | None = None) -> dict:
