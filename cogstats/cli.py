@@ -60,8 +60,9 @@ def _emit(frame: pl.DataFrame, fmt: str, title: str | None = None) -> None:
 
 
 def flat_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame with nested columns made flat for CSV: lists (and arrays) joined with
-    ``;``, structs as JSON text.
+    """Flatten the nested columns of ``frame`` for CSV.
+
+    Lists (and arrays) are joined with ``;``, structs written as JSON text.
 
     Examples
     --------
@@ -330,8 +331,9 @@ SUBCOMMANDS: list[
 
 
 def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
-    """The argument parser, with the option flags of ``gate`` on the gate subcommand
-    (none with ``gate=None``).  Exposed for documentation and tests.
+    """Build the argument parser, with the option flags of ``gate`` on the gate subcommand.
+
+    No gate flags with ``gate=None``.  Exposed for documentation and tests.
 
     Examples
     --------
@@ -351,8 +353,10 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
 
 
 def _gate_name(argv: Sequence[str]) -> str | None:
-    """The ``--gate`` value of a ``gate`` command line (default cycgraph; None for the
-    other subcommands)."""
+    """Return the ``--gate`` value of a ``gate`` command line.
+
+    The default is cycgraph; None for the other subcommands.
+    """
     if not argv or argv[0] != "gate":
         return None
     for k, item in enumerate(argv):

@@ -17,7 +17,7 @@ __all__ = ["faiss_module", "faiss_threads"]
 
 
 def faiss_module() -> Any:
-    """The ``faiss`` module; an ImportError naming the extra when it is not installed."""
+    """Import ``faiss``; an ImportError naming the extra when it is not installed."""
     try:
         import faiss
     except ImportError as exc:  # pragma: no cover - the dev environment has it

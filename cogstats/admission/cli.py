@@ -26,8 +26,10 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser, gate: str | None = None) -> None:
-    """Add the ``admission`` subcommand's arguments to ``p`` (``gate`` is unused: the
-    signature of every entry of :data:`cogstats.cli.SUBCOMMANDS`).
+    """Add the ``admission`` subcommand's arguments to ``p``.
+
+    ``gate`` is unused: it is in the signature of every entry of
+    :data:`cogstats.cli.SUBCOMMANDS`.
 
     Examples
     --------

@@ -110,7 +110,7 @@ class Consolidation:
         )
 
     def summary(self) -> str:
-        """Counts, then the summaries with poisoned members."""
+        """Describe the counts, then the summaries with poisoned members."""
         head = (
             f"Consolidation({format_settings(self.settings)}): {self.members.size} summaries "
             f"of {self.input_ids.size} memories, {int((self.poisoned_members > 0).sum())} with "
@@ -120,6 +120,7 @@ class Consolidation:
         return head + ("\n" + frame_text(touched) if touched.height else "")
 
     def __repr__(self) -> str:
+        """Show the summary."""
         return self.summary()
 
     def _repr_html_(self) -> str:

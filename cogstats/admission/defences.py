@@ -98,6 +98,7 @@ class AdmissionRules:
     batch: int = 256
 
     def __post_init__(self) -> None:
+        """Check the thresholds."""
         check_real("min_provenance", self.min_provenance, minimum=0.0, maximum=1.0)
         check_real("max_centroid_distance", self.max_centroid_distance, minimum=0.0, maximum=2.0)
         check_real("high_provenance", self.high_provenance, minimum=0.0, maximum=1.0)
@@ -128,6 +129,7 @@ class ReadFilterOptions:
     consolidate_filtered: bool = False
 
     def __post_init__(self) -> None:
+        """Check the over-fetch."""
         check_int("overfetch", self.overfetch, minimum=0)
 
 
@@ -146,6 +148,7 @@ class QuarantineOptions:
     duplicate_distance: float = 0.2
 
     def __post_init__(self) -> None:
+        """Check the thresholds."""
         check_real("max_centroid_distance", self.max_centroid_distance, minimum=0.0, maximum=2.0)
         check_real("high_provenance", self.high_provenance, minimum=0.0, maximum=1.0)
         check_real("duplicate_distance", self.duplicate_distance, minimum=0.0, maximum=2.0)
@@ -153,7 +156,7 @@ class QuarantineOptions:
 
 @dataclass(frozen=True)
 class _NoOptions:
-    """This defence has no options."""
+    """Options of a defence that has none."""
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -212,7 +215,7 @@ class AdmissionDecisions:
         return float(self.admitted[self.is_poison].mean()) if self.is_poison.any() else float("nan")
 
     def to_frame(self) -> pl.DataFrame:
-        """Writes by origin (benign | poison) and reason, with counts and shares."""
+        """Count writes by origin (benign | poison) and reason, with shares."""
         origin = np.where(self.is_poison, "poison", "benign")[self.is_write]
         reason = np.array(REASONS, dtype=object)[self.reason[self.is_write]]
         frame = pl.DataFrame({"origin": origin.tolist(), "reason": reason.tolist()})
@@ -232,6 +235,7 @@ class AdmissionDecisions:
         )
 
     def __repr__(self) -> str:
+        """Show the summary."""
         return self.summary()
 
     def _repr_html_(self) -> str:
@@ -430,7 +434,7 @@ class Defence(ABC):
 
     @abstractmethod
     def place(self, world: World) -> Placement:
-        """What to index, remove, filter and consolidate in ``world``."""
+        """Decide what to index, remove, filter and consolidate in ``world``."""
 
     def _placement(self, world: World, **masks: Any) -> Placement:
         none = np.zeros(world.n, dtype=bool)
@@ -473,7 +477,7 @@ def register_defence(cls: type[Defence]) -> type[Defence]:
 
 
 def get_defence(name: str) -> type[Defence]:
-    """The defence class registered as ``name``.
+    """Return the defence class registered as ``name``.
 
     Examples
     --------
@@ -491,7 +495,7 @@ def get_defence(name: str) -> type[Defence]:
 
 
 def make_defence(name: str, options: Any = None) -> Defence:
-    """An instance of the defence registered as ``name`` (default options when None).
+    """Build the defence registered as ``name`` (default options when None).
 
     Examples
     --------
@@ -515,6 +519,7 @@ class Clean(Defence):
     description = "no poisoned write reaches the store (baseline)"
 
     def place(self, world: World) -> Placement:
+        """Index the benign memories only: no poison is written."""
         return self._placement(world, written=world.is_benign)
 
 
@@ -532,6 +537,7 @@ class NoDefence(Defence):
     description = "everything is indexed and served"
 
     def place(self, world: World) -> Placement:
+        """Index everything written, serve everything."""
         return self._placement(world)
 
 
@@ -550,6 +556,7 @@ class ReadFilter(Defence):
     Options = ReadFilterOptions
 
     def place(self, world: World) -> Placement:
+        """Index everything written; drop poisoned results at read time."""
         o: ReadFilterOptions = self.options
         flagged = world.is_poison
         everything = np.ones(world.n, dtype=bool)
@@ -576,6 +583,7 @@ class Admission(Defence):
     Options = AdmissionRules
 
     def place(self, world: World) -> Placement:
+        """Index the corpus and the writes the admission rules admit."""
         decisions = admission_decisions(world, self.options)
         return self._placement(world, build=decisions.admitted, decisions=decisions)
 
@@ -595,6 +603,7 @@ class Quarantine(Defence):
     Options = QuarantineOptions
 
     def place(self, world: World) -> Placement:
+        """Index everything, then move the suspects to an index outside routing."""
         o: QuarantineOptions = self.options
         rules = AdmissionRules(
             min_provenance=0.0,

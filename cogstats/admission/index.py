@@ -81,6 +81,7 @@ class HNSWOptions:
     ef_search: int = 32
 
     def __post_init__(self) -> None:
+        """Check the graph's settings."""
         check_int("m", self.m, minimum=2)
         check_int("ef_construction", self.ef_construction, minimum=1)
         check_int("ef_search", self.ef_search, minimum=1)
@@ -109,6 +110,7 @@ class IVFOptions:
     nprobe: int = 4
 
     def __post_init__(self) -> None:
+        """Check the list settings."""
         check_real("nlist_factor", self.nlist_factor, minimum=0.0, exclusive_minimum=True)
         check_int("nprobe", self.nprobe, minimum=1)
 
@@ -167,6 +169,7 @@ class VectorIndex(ABC):
         self._labels = np.empty(0, dtype=np.int64)
 
     def __len__(self) -> int:
+        """Count the vectors in the index."""
         return int(self._labels.size)
 
     @property
@@ -186,7 +189,7 @@ class VectorIndex(ABC):
         return x
 
     def copy(self) -> VectorIndex:
-        """An independent copy of the built index (``faiss.clone_index``)."""
+        """Return an independent copy of the built index (``faiss.clone_index``)."""
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
         with faiss_threads(self.threads) as faiss:
@@ -236,7 +239,7 @@ def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
 
 
 def get_index(name: str) -> type[VectorIndex]:
-    """The index class registered as ``name``.
+    """Return the index class registered as ``name``.
 
     Examples
     --------
@@ -256,7 +259,7 @@ def get_index(name: str) -> type[VectorIndex]:
 def make_index(
     name: str, dim: int, options: Any = None, *, seed: int = 0, threads: int = 1
 ) -> VectorIndex:
-    """A new, empty index of the registered type ``name``.
+    """Create a new, empty index of the registered type ``name``.
 
     Examples
     --------
@@ -294,6 +297,7 @@ class ExactIndex(VectorIndex):
     Options = ExactOptions
 
     def build(self, vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Build the exact index from ``vectors`` with their ``labels``."""
         x = self._check(vectors, labels)
         with faiss_threads(self.threads) as faiss:
             self._index = faiss.IndexFlatIP(self.dim)
@@ -301,17 +305,20 @@ class ExactIndex(VectorIndex):
         self._labels = np.asarray(labels, dtype=np.int64).copy()
 
     def add(self, vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Add ``vectors`` with their ``labels``."""
         x = self._check(vectors, labels)
         with faiss_threads(self.threads):
             self._index.add(x)
         self._labels = np.concatenate([self._labels, np.asarray(labels, dtype=np.int64)])
 
     def remove(self, labels: np.ndarray) -> None:
+        """Remove the vectors with these ``labels``."""
         keep = ~np.isin(self._labels, labels)
         vectors = self._index.reconstruct_n(0, self._index.ntotal)[keep]
         self.build(vectors, self._labels[keep])
 
     def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """Return the labels of the exact ``k`` nearest vectors of each query."""
         q = self._check(queries)
         with faiss_threads(self.threads):
             _, internal = self._index.search(q, int(k))
@@ -342,6 +349,7 @@ class HNSWIndex(VectorIndex):
     Options = HNSWOptions
 
     def build(self, vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Build the HNSW graph from ``vectors`` with their ``labels``."""
         x = self._check(vectors, labels)
         o: HNSWOptions = self.options
         with faiss_threads(self.threads) as faiss:
@@ -353,6 +361,7 @@ class HNSWIndex(VectorIndex):
         self._labels = np.asarray(labels, dtype=np.int64).copy()
 
     def add(self, vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Insert ``vectors`` with their ``labels`` into the graph."""
         x = self._check(vectors, labels)
         with faiss_threads(self.threads):
             self._index.add(x)
@@ -360,10 +369,12 @@ class HNSWIndex(VectorIndex):
         self._labels = np.concatenate([self._labels, np.asarray(labels, dtype=np.int64)])
 
     def remove(self, labels: np.ndarray) -> None:
+        """Rebuild the graph without these ``labels`` (HNSW cannot delete)."""
         keep = ~np.isin(self._labels, labels)
         self.build(self._vectors[keep], self._labels[keep])
 
     def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """Return the labels of the ``k`` nearest vectors the graph finds per query."""
         q = self._check(queries)
         with faiss_threads(self.threads):
             _, internal = self._index.search(q, int(k))
@@ -394,11 +405,12 @@ class IVFIndex(VectorIndex):
     Options = IVFOptions
 
     def nlist(self, n: int) -> int:
-        """Lists for ``n`` training vectors (see :class:`IVFOptions`)."""
+        """Return the number of lists for ``n`` training vectors (see :class:`IVFOptions`)."""
         o: IVFOptions = self.options
         return int(max(1, min(round(o.nlist_factor * math.sqrt(n)), n // 39)))
 
     def build(self, vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Train the quantizer on ``vectors`` and fill the lists."""
         x = self._check(vectors, labels)
         o: IVFOptions = self.options
         with faiss_threads(self.threads) as faiss:
@@ -414,18 +426,21 @@ class IVFIndex(VectorIndex):
         self._labels = np.asarray(labels, dtype=np.int64).copy()
 
     def add(self, vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Add ``vectors`` with their ``labels`` to their lists."""
         x = self._check(vectors, labels)
         with faiss_threads(self.threads):
             self._index.add_with_ids(x, np.asarray(labels, dtype=np.int64))
         self._labels = np.concatenate([self._labels, np.asarray(labels, dtype=np.int64)])
 
     def remove(self, labels: np.ndarray) -> None:
+        """Delete the vectors with these ``labels`` from their lists."""
         drop = np.intersect1d(self._labels, np.asarray(labels, dtype=np.int64))
         with faiss_threads(self.threads):
             self._index.remove_ids(drop)
         self._labels = self._labels[~np.isin(self._labels, drop)]
 
     def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """Return the labels of the ``k`` nearest vectors in the probed lists."""
         q = self._check(queries)
         with faiss_threads(self.threads):
             _, found = self._index.search(q, int(k))

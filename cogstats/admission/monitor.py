@@ -132,7 +132,7 @@ def siegmund_arl(h: float, k: float, *, shift: float = 0.0) -> float:
 
 
 def cusum_threshold(arl0: float, k: float) -> float:
-    """The threshold ``h`` whose in-control ARL (:func:`cusum_arl`, shift 0) is ``arl0``.
+    """Find the threshold ``h`` whose in-control ARL (:func:`cusum_arl`) is ``arl0``.
 
     Examples
     --------
@@ -154,7 +154,7 @@ def cusum_threshold(arl0: float, k: float) -> float:
 def cusum_run_lengths(
     h: float, k: float, *, runs: int, shift: float = 0.0, rng: Any = None
 ) -> np.ndarray:
-    """Simulated run lengths of the one-sided CUSUM on i.i.d. N(shift, 1) increments.
+    """Simulate run lengths of the one-sided CUSUM on i.i.d. N(shift, 1) increments.
 
     Examples
     --------
@@ -243,10 +243,10 @@ def binomial_llr(misses: Any, slots: int, p0: Any, p1: Any) -> np.ndarray:
 def binomial_cusum_arl(
     h: float, slots: int, p0: float, p1: float, *, p: float | None = None, states: int = 500
 ) -> float:
-    """ARL of the binomial LLR CUSUM (``p0`` against ``p1``) when each of ``slots`` trials
-    fails with rate ``p``.
+    """Compute the ARL of the binomial LLR CUSUM (``p0`` against ``p1``).
 
-    ``p`` defaults to ``p0`` (the run length to a false alarm).
+    Each of ``slots`` trials fails with rate ``p``, which defaults to ``p0`` (the run
+    length to a false alarm).
 
     Examples
     --------
@@ -274,14 +274,14 @@ def binomial_cusum_arl(
 
 
 def _closed_probability(name: str, value: Any) -> float:
-    """A probability in [0, 1]."""
+    """Check a probability in [0, 1]."""
     return float(check_real(name, value, minimum=0.0, maximum=1.0) or 0)
 
 
 def binomial_cusum_threshold(
     arl0: float, slots: int, p0: float, p1: float, *, states: int = 500
 ) -> float:
-    """The smallest threshold (to 1e-4) whose in-control ARL is at least ``arl0``.
+    """Find the smallest threshold (to 1e-4) whose in-control ARL is at least ``arl0``.
 
     The increments are discrete, so the ARL (:func:`binomial_cusum_arl`) is a step
     function of ``h`` and the threshold's ARL can exceed ``arl0`` (conservative).
@@ -376,6 +376,7 @@ class MonitorPath:
         return f"MonitorPath({format_settings(self.settings)}): {alarm}"
 
     def __repr__(self) -> str:
+        """Show the summary."""
         return self.summary()
 
     def _repr_html_(self) -> str:
@@ -416,6 +417,7 @@ class RecallMonitor:
     states: int = 500
 
     def __post_init__(self) -> None:
+        """Check the monitor's settings."""
         check_real("arl0", self.arl0, minimum=1.0, exclusive_minimum=True)
         check_real(
             "shift",

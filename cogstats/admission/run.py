@@ -143,7 +143,7 @@ def _build(
     threads: int,
     built: dict[bytes, VectorIndex],
 ) -> VectorIndex:
-    """The placement's index: built from ``placement.build``, then the removals applied.
+    """Build the placement's index from ``placement.build``, then apply the removals.
 
     Indexes built from the same set are built once (``built`` caches them by set); a
     removal works on a copy, as an operator would purge a live index.
@@ -324,7 +324,7 @@ class AdmissionResult:
     summaries: pl.DataFrame
 
     def to_frame(self) -> pl.DataFrame:
-        """The defences table (one row per defence and index)."""
+        """Return the defences table (one row per defence and index)."""
         return self.defences
 
     def laundered_by_share(self, shares: Sequence[float] = (0.05, 0.1, 0.25, 0.5)) -> pl.DataFrame:
@@ -361,7 +361,7 @@ class AdmissionResult:
         return _aggregate(frame, ("defence", "share"), ("laundered_summaries",))
 
     def summary(self) -> str:
-        """The main columns of the defences table, as text."""
+        """Describe the main columns of the defences table, as text."""
         shown = [
             "defence",
             "index",
@@ -379,6 +379,7 @@ class AdmissionResult:
         )
 
     def __repr__(self) -> str:
+        """Show the summary."""
         return self.summary()
 
     def _repr_html_(self) -> str:
@@ -553,12 +554,15 @@ class MonitorResult:
     paths: pl.DataFrame
 
     def to_frame(self) -> pl.DataFrame:
-        """The per-replicate outcomes."""
+        """Return the per-replicate outcomes."""
         return self.per_replicate
 
     def summary_table(self) -> pl.DataFrame:
-        """Detected share, false-alarm share, mean delay (over detections), poisoned results
-        served before the alarm: means with Monte Carlo standard errors."""
+        """Summarise the monitor: means with Monte Carlo standard errors.
+
+        Detected share, false-alarm share, mean delay (over detections), poisoned results
+        served before the alarm.
+        """
         frame = self.per_replicate.with_columns(
             pl.col("detected").cast(pl.Float64),
             pl.col("false_alarm").cast(pl.Float64),
@@ -583,7 +587,7 @@ class MonitorResult:
         return pl.DataFrame(rows, schema=schema, orient="row")
 
     def summary(self) -> str:
-        """Settings, theory and the summary table as text."""
+        """Describe the settings, theory and the summary table as text."""
         m = self.spec.monitor
         return (
             f"MonitorResult({m.defence} on {m.index}, {self.replicates} replicates, onset "
@@ -592,6 +596,7 @@ class MonitorResult:
         )
 
     def __repr__(self) -> str:
+        """Show the summary."""
         return self.summary()
 
     def _repr_html_(self) -> str:

@@ -206,7 +206,7 @@ class Beta:
 
     @property
     def mean(self) -> float:
-        """a / (a + b)."""
+        """A / (a + b)."""
         return self.a / (self.a + self.b)
 
     def draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -215,6 +215,7 @@ class Beta:
 
     @classmethod
     def parse(cls, t: _Table, default: Beta) -> Beta:
+        """Read a Beta(a, b) table, ``default`` for what it leaves out."""
         out = cls(t.number("a", default.a, positive=True), t.number("b", default.b, positive=True))
         t.done()
         return out
@@ -418,6 +419,7 @@ class AdmissionSpec:
     source: str | None = None
 
     def __post_init__(self) -> None:
+        """Fill in the options of every registered defence and index type."""
         # every registered defence and index type has options (defaults unless given)
         from cogstats.admission.defences import DEFENCES
         from cogstats.admission.index import INDEXES
@@ -481,7 +483,7 @@ class AdmissionSpec:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec as a mapping that round-trips through :meth:`from_dict` (TOML-shaped)."""
+        """Return the spec as a mapping that round-trips through :meth:`from_dict`."""
 
         def plain(obj: Any) -> Any:
             if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -510,7 +512,7 @@ class AdmissionSpec:
         return out
 
     def with_values(self, values: Mapping[str, Any]) -> AdmissionSpec:
-        """A copy with dotted-path values replaced (``{"world.dim": 64}``), validated again."""
+        """Return a copy with dotted-path values replaced (``{"world.dim": 64}``), checked."""
         data = self.to_dict()
         for path, value in values.items():
             node: Any = data
@@ -525,7 +527,7 @@ class AdmissionSpec:
         return AdmissionSpec.from_dict(data, source=self.source)
 
     def rules(self) -> Any:
-        """The admission rules (the ``admission`` defence's options, AdmissionRules)."""
+        """Return the admission rules (the ``admission`` defence's options)."""
         return self.defence_options["admission"]
 
 
@@ -659,16 +661,16 @@ def _parse_options(t: _Table, registry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_admission_spec(path: str | Path) -> AdmissionSpec:
-    """Read an admission spec (TOML) and validate it.
+    r"""Read an admission spec (TOML) and validate it.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.toml"
-    >>> _ = p.write_text("replicates = 2\\n[world]\\ndim = 64\\n")
+    >>> _ = p.write_text("replicates = 2\n[world]\ndim = 64\n")
     >>> load_admission_spec(p).world.dim
     64
-    >>> _ = p.write_text("[world]\\ndimension = 64\\n")
+    >>> _ = p.write_text("[world]\ndimension = 64\n")
     >>> load_admission_spec(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

@@ -170,8 +170,11 @@ class World:
         return self.affected_regions[self.query_region]
 
     def to_frame(self) -> pl.DataFrame:
-        """One row per memory: id, origin, kind, tenant, topic, subject, value, provenance,
-        region, centroid_distance."""
+        """Return one row per memory.
+
+        Columns: id, origin, kind, tenant, topic, subject, value, provenance, region,
+        centroid_distance.
+        """
         kind = np.array(["", *KINDS], dtype=object)[self.kind + 1]
         return pl.DataFrame(
             {
@@ -189,7 +192,7 @@ class World:
         )
 
     def summary(self) -> str:
-        """Counts of memories by origin, the affected regions and queries."""
+        """Count the memories by origin, the affected regions and queries."""
         counts = {o: int((self.origin == i).sum()) for i, o in enumerate(ORIGINS)}
         return (
             f"World: dim {self.spec.dim}, {self.spec.tenants} tenants, "
@@ -200,6 +203,7 @@ class World:
         )
 
     def __repr__(self) -> str:
+        """Show the summary."""
         return self.summary()
 
     def _repr_html_(self) -> str:

@@ -26,9 +26,12 @@ PAIR_CHUNK = 4_000_000
 def _row_blocks(
     csr: sparse.csr_array,
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Yield ``(rows, cols, vals)`` for blocks of rows with the same number ``c`` of
-    nonzeros: ``rows`` (b,), ``cols`` and ``vals`` (b, c), at most ``PAIR_CHUNK`` pairs a
-    block.  Columns within a row are in increasing order."""
+    """Yield ``(rows, cols, vals)`` for blocks of rows with the same number of nonzeros.
+
+    For a block of ``b`` rows with ``c`` nonzeros each: ``rows`` (b,), ``cols`` and
+    ``vals`` (b, c), at most ``PAIR_CHUNK`` pairs a block.  Columns within a row are in
+    increasing order.
+    """
     n = csr.shape[0]
     indptr = csr.indptr.astype(np.int64)
     indices = csr.indices.astype(np.int64)

@@ -192,7 +192,7 @@ def _overlap_counts(bits: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
 
 
 def _overlap_kernel() -> Any:
-    """The compiled overlap counter when numba is installed (about 7x faster), else numpy."""
+    """Return the compiled overlap counter when numba is installed (7x faster), else numpy."""
     if _USE_NUMBA:
         try:
             from cogstats.estimators._overlap_numba import overlap_counts
@@ -264,7 +264,7 @@ def _count_threshold(total: int, alpha: float, two_sided: bool) -> int:
 
 
 def _keep_extreme(kept: np.ndarray, new: np.ndarray, r: int, largest: bool) -> np.ndarray:
-    """The ``r`` smallest (or largest) values per column of ``kept`` and ``new`` together."""
+    """Keep the ``r`` smallest (or largest) values per column of ``kept`` and ``new``."""
     both = np.concatenate([kept, new], axis=0)
     if both.shape[0] <= r:
         return both
@@ -364,7 +364,7 @@ def _inout_test(
     gen: np.random.Generator,
     intervals: bool,
 ) -> dict[str, Any]:
-    """The batched in/out permutation test of every column of ``x`` (array level).
+    """Run the batched in/out permutation test of every column of ``x`` (array level).
 
     Returns arrays over all columns (NaN inference where a column cannot be tested: in
     every run, in none, or constant within every stratum).

@@ -177,7 +177,7 @@ def _table(
     pvalue: Any,
     extra: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
-    """The attribution frame; kept-lesson values are spread over all lessons (NaN else)."""
+    """Build the attribution frame; kept-lesson values spread over all lessons (NaN else)."""
     columns: dict[str, Any] = {
         "fact_id": list(d.fact_ids),
         "estimate": _expand(est, keep),
@@ -209,7 +209,7 @@ def _normal_inference(
 
 
 def _residual_df(exog: np.ndarray) -> int:
-    """Runs minus the rank of the design (statsmodels' ``df_resid``)."""
+    """Return runs minus the rank of the design (statsmodels' ``df_resid``)."""
     if exog.shape[0] == 0:
         return 0
     return int(exog.shape[0] - np.linalg.matrix_rank(exog))
@@ -297,8 +297,11 @@ def sparse_ols(
 
 
 def normal_solution(xtx: np.ndarray, xty: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``((X'X)^-1, coefficients, rank)`` by Cholesky, or the pseudo-inverse when ``X'X`` is
-    singular (collinear covariates: statsmodels' default ``pinv`` solution)."""
+    """Solve the normal equations: ``((X'X)^-1, coefficients, rank)``.
+
+    By Cholesky, or the pseudo-inverse when ``X'X`` is singular (collinear covariates:
+    statsmodels' default ``pinv`` solution).
+    """
     k = xtx.shape[0]
     try:
         chol = linalg.cholesky(xtx, lower=True, check_finite=False)
@@ -333,8 +336,11 @@ def sandwich(
     scale: float,
     df_resid: float,
 ) -> _OLSFit:
-    """Standard errors (and, up to ``FULL_COV_LIMIT`` columns, the covariance) of
-    ``scale * bread @ meat @ bread`` (``scale * bread`` without a meat)."""
+    """Compute the standard errors of ``scale * bread @ meat @ bread``.
+
+    ``scale * bread`` without a meat; the covariance too, up to ``FULL_COV_LIMIT``
+    columns.
+    """
     k = bread.shape[0]
     if meat is None:
         var = scale * np.diag(bread)

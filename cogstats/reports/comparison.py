@@ -289,6 +289,7 @@ class GateComparison:
         return numbers
 
     def __repr__(self) -> str:
+        """Name the contenders, the replicates and the notes."""
         return (
             f"GateComparison(contenders={list(self.contenders)}, replicates={self.replicates}, "
             f"notes={list(self.notes)})"

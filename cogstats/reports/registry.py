@@ -48,7 +48,7 @@ class ReportError(CogstatsError, RuntimeError):
 
 
 def default_notebook_dir() -> Path:
-    """The ``notebooks/`` folder of the checkout, or of the installed resources.
+    """Return the ``notebooks/`` folder of the checkout, or of the installed resources.
 
     See :func:`cogstats.reports.resources.resource_root`.
 
@@ -91,7 +91,7 @@ class Report:
     path_parameters: tuple[str, ...] = ()
 
     def path(self, notebook_dir: str | Path | None = None) -> Path:
-        """The notebook file; a :class:`ReportError` when it is not there."""
+        """Return the notebook file; a :class:`ReportError` when it is not there."""
         folder = Path(notebook_dir) if notebook_dir is not None else default_notebook_dir()
         path = folder / self.notebook
         if not path.is_file():
@@ -103,7 +103,7 @@ class Report:
         return path
 
     def parameters(self, notebook_dir: str | Path | None = None) -> dict[str, dict[str, Any]]:
-        """The notebook's parameters: name -> {"type", "default", "help"}.
+        """Return the notebook's parameters: name -> {"type", "default", "help"}.
 
         Read from the ``parameters`` cell by papermill's parser.
 
@@ -262,7 +262,7 @@ REPORTS: dict[str, Report] = {
 
 
 def report_names() -> list[str]:
-    """The registered report names, sorted.
+    """Return the registered report names, sorted.
 
     Examples
     --------
@@ -274,7 +274,7 @@ def report_names() -> list[str]:
 
 
 def get_report(name: str) -> Report:
-    """The registry entry ``name``; an error naming the registered reports otherwise.
+    """Return the registry entry ``name``; an error naming the registered reports otherwise.
 
     Examples
     --------
