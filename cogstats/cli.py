@@ -41,6 +41,9 @@ _GATE_FLAGS = (
     "--format",
     "--seed",
     "--covariates",
+    "--lessons",
+    "--exclude-evicted",
+    "--pool-lineage",
     "--help",
 )
 
@@ -113,6 +116,43 @@ def _read_ledger(args: argparse.Namespace) -> Any:
         raise
 
 
+def _add_lesson_input(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lessons",
+        metavar="FILE",
+        help="the lesson table beside the ledger (id, created_at, status, consolidated_from, "
+        "supersedes; CSV, JSON Lines, JSON or Parquet)",
+    )
+    p.add_argument(
+        "--exclude-evicted",
+        action="store_true",
+        help="leave out the runs that carried a lesson the table marks evicted (needs --lessons)",
+    )
+    p.add_argument(
+        "--pool-lineage",
+        action="store_true",
+        help="give each lesson the runs of the lessons it was consolidated from or supersedes "
+        "(needs --lessons)",
+    )
+
+
+def _apply_lessons(args: argparse.Namespace, ledger: Any) -> tuple[Any, Any]:
+    """Apply ``--lessons``/``--pool-lineage``/``--exclude-evicted``: (ledger, lesson table)."""
+    if args.lessons is None:
+        if args.exclude_evicted or args.pool_lineage:
+            raise CogstatsError("--exclude-evicted and --pool-lineage need --lessons FILE")
+        return ledger, None
+    from cogstats.estimators.lineage import exclude_lessons, pool_lineage
+    from cogstats.ledger import Ledger
+
+    table = Ledger.read_lessons(args.lessons)
+    if args.pool_lineage:
+        ledger = pool_lineage(ledger, table)
+    if args.exclude_evicted:
+        ledger = exclude_lessons(ledger, table)
+    return ledger, table
+
+
 def _read_candidates(spec: str) -> list[str] | None:
     if spec == "all":
         return None
@@ -149,6 +189,7 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--seed", type=int, help="seed for gates whose methods draw")
+    _add_lesson_input(p)
     if gate is None:  # another subcommand runs: the gate's flags are not needed
         return
     entry = get_gate(gate)
@@ -172,7 +213,16 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         gate = entry.make(**options)
     except (ValueError, TypeError) as exc:  # ParameterError, or a gate of one's own
         raise CogstatsError(str(exc)) from None
-    ledger = _read_ledger(args)
+    ledger, lessons = _apply_lessons(args, _read_ledger(args))
+    extra: dict[str, Any] = {}
+    if lessons is not None and getattr(gate, "uses_lessons", False):
+        extra["lessons"] = lessons
+    elif lessons is not None and not (args.exclude_evicted or args.pool_lineage):
+        _warn(
+            "gate",
+            f"gate {args.gate!r} does not read the lesson table; --exclude-evicted or "
+            "--pool-lineage apply it to the ledger",
+        )
     candidates = _read_candidates(args.candidates)
     if candidates is not None:
         known = set(ledger.fact_ids)
@@ -185,7 +235,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                 f"candidate(s) {shown}{more} not in the ledger {args.ledger} (no runs: judged "
                 "with 0 trials)",
             )
-    report = gate.evaluate(ledger, candidates, rng=args.seed)
+    report = gate.evaluate(ledger, candidates, rng=args.seed, **extra)
     _emit(report.to_frame(), args.format, title=repr(report))
     return 0
 
@@ -198,12 +248,13 @@ def _attribute_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
     p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _add_lesson_input(p)
 
 
 def _cmd_attribute(args: argparse.Namespace) -> int:
     from cogstats.estimators import attribute
 
-    ledger = _read_ledger(args)
+    ledger, _ = _apply_lessons(args, _read_ledger(args))
     options = parse_assignments(args.option, "--option")
     if args.covariates:
         options["covariates"] = args.covariates

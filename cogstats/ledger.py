@@ -321,6 +321,82 @@ class Ledger:
             raise
         return ledger
 
+    @staticmethod
+    def read_lessons(
+        path: str | Path,
+        *,
+        format: LedgerFormat | None = None,
+        columns: Mapping[str, str] | None = None,
+        delimiter: str | None = None,
+    ) -> pl.DataFrame:
+        r"""Read the lesson table that sits beside a ledger (a store's lessons and lineage).
+
+        Parameters
+        ----------
+        path : str or Path
+            CSV/TSV, JSON Lines, JSON (a list of lesson objects, or ``{"lessons": [...]}``)
+            or Parquet, by suffix as :meth:`read` (``.json`` is the JSON list here).
+        format : {"jsonl", "csv", "parquet", "cycgraph-json"}, optional
+            Inferred from the suffix when omitted ("cycgraph-json" is the JSON list).
+        columns : mapping of str to str, optional
+            The file's names for the table's columns, ``{table name: file name}``, e.g.
+            ``{"id": "lesson", "consolidated_from": "parents"}``.
+        delimiter : str, optional
+            CSV only, as :meth:`read`.
+
+        Returns
+        -------
+        polars.DataFrame
+            The validated table (:func:`cogstats.lessons.lesson_table`): ``id``,
+            ``created_at``, ``status`` (null counts as verified) and, when the file has
+            them, ``consolidated_from`` and ``supersedes`` (lists of lesson ids), then
+            any other columns.
+
+        Raises
+        ------
+        LedgerError
+            Naming the file, the row and the field of the first malformed lesson; the
+            encoding checks are those of :meth:`read`.
+
+        Notes
+        -----
+        CSV cells of ``consolidated_from`` and ``supersedes`` follow the ``fact_ids``
+        rule table of :meth:`read` (``"a;b"``, ``"a b"``, ``["a", "b"]``; an empty cell
+        is null: no lineage), and an empty ``status`` is null.  Lesson ids are
+        NFC-normalised, as the ledger's are.  On the command line:
+        ``cogstats gate LEDGER --lessons FILE``.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lessons.csv"
+        >>> _ = path.write_text(
+        ...     "id,created_at,status,consolidated_from\n"
+        ...     "P1,1,evicted,\nP2,2,candidate,P1\nL1,3,,\n"
+        ... )
+        >>> table = Ledger.read_lessons(path)
+        >>> table.select("id", "status", "consolidated_from").rows()
+        [('P1', 'evicted', None), ('P2', 'candidate', ['P1']), ('L1', None, None)]
+        """
+        from cogstats.lessons import lesson_table
+
+        path = Path(path)
+        fmt, implied = _ledger_io.resolve_format(path, format)
+        mapping = _ledger_io.check_columns(columns)
+        delim = _ledger_io.check_delimiter(delimiter, fmt)
+        if not path.exists():
+            raise FileNotFoundError(f"lesson table file not found: {path}")
+        if path.is_dir():
+            raise ParameterError(f"path must be a lesson table file; {path} is a directory")
+        frame, rows = _ledger_io.read_lesson_frame(
+            path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
+        )
+        try:
+            return lesson_table(frame)
+        except LedgerError as exc:
+            row = rows[exc.row - 1] if exc.row is not None and exc.row <= len(rows) else exc.row
+            raise LedgerError(exc.message, row=row, field=exc.field, source=str(path)) from None
+
     def write(self, path: str | Path, *, format: LedgerFormat | None = None) -> Path:
         """Write the ledger; the format is inferred from the suffix unless given.
 

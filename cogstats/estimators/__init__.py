@@ -29,6 +29,13 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.estimators.confseq import SequencePaths, confidence_sequence, confseq_paths
     from cogstats.estimators.identifiability import check_identifiability
     from cogstats.estimators.lift import WelchResult, required_trials, student_t_cdf, welch_lift
+    from cogstats.estimators.lineage import (
+        LineageGate,
+        evicted_lessons,
+        exclude_lessons,
+        lineage_ancestors,
+        pool_lineage,
+    )
     from cogstats.estimators.multiplicity import (
         LOND,
         LORDpp,
@@ -53,6 +60,11 @@ _LAZY: dict[str, str] = {
     "required_trials": "cogstats.estimators.lift",
     "student_t_cdf": "cogstats.estimators.lift",
     "welch_lift": "cogstats.estimators.lift",
+    "LineageGate": "cogstats.estimators.lineage",
+    "evicted_lessons": "cogstats.estimators.lineage",
+    "exclude_lessons": "cogstats.estimators.lineage",
+    "lineage_ancestors": "cogstats.estimators.lineage",
+    "pool_lineage": "cogstats.estimators.lineage",
     "LOND": "cogstats.estimators.multiplicity",
     "LORDpp": "cogstats.estimators.multiplicity",
     "MultipleTestingResult": "cogstats.estimators.multiplicity",
