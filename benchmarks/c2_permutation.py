@@ -11,7 +11,9 @@ that load on the shared machine hits both alike; the ratio is the figure to read
 Two cogstats timings: ``interval="none"`` (p-values and max-T adjusted p-values: what the
 scipy loop computes, plus the family-wise adjustment) and the default
 ``interval="inversion"`` (adds the exact test-inversion intervals, whose overlap counts
-cost ``O(B n k / 64)`` word operations).  Agreement: for the sampled lessons, cogstats'
+cost ``O(B n k / 64)`` word operations).  The goal (300x) is for the method at its
+defaults, intervals included (``meets_target``); ``meets_target_pvalues`` says the same
+of ``interval="none"``.  Agreement: for the sampled lessons, cogstats'
 ``pvalue_equal_tail`` (scipy's two-sided definition, ``2 * min(one-sided)``) and scipy's
 p-value are two independent Monte Carlo estimates of the same exact p-value; they must
 differ by at most ``4 sqrt(2) * SE + 2 / (B + 1)`` with ``SE = 2 sqrt((p/2)(1 - p/2) / B)``
@@ -41,6 +43,7 @@ import scipy
 from scipy import stats
 
 import cogstats
+from benchmarks._common import cli
 from cogstats import Ledger, attribute
 
 SEED = 20261130
@@ -239,7 +242,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         "ratio_pvalues": scipy_all / cog_pvalues,
         "ratio_with_intervals": scipy_all / cog_full,
         "target_ratio": TARGET_RATIO,
-        "meets_target": scipy_all / cog_pvalues >= TARGET_RATIO,
+        "meets_target": scipy_all / cog_full >= TARGET_RATIO,
+        "meets_target_pvalues": scipy_all / cog_pvalues >= TARGET_RATIO,
         "agreement": checks,
         "all_agree": all(c["agree"] for c in checks),
         "intervals_leave_pvalues_unchanged": same_pvalues,
@@ -269,11 +273,11 @@ def _print(out: dict[str, Any]) -> None:
         ("scipy, scaled to all lessons", f"{out['scipy_seconds_all_lessons_scaled']:.1f} s"),
         ("cogstats, p-values + max-T", f"{out['cogstats_seconds_pvalues']:.3f} s"),
         ("cogstats, + exact intervals", f"{out['cogstats_seconds_with_intervals']:.3f} s"),
+        ("ratio (p-values)", f"{out['ratio_pvalues']:.0f}x"),
         (
-            "ratio (p-values)",
-            f"{out['ratio_pvalues']:.0f}x (target >= {out['target_ratio']:.0f}x)",
+            "ratio (defaults: with intervals)",
+            f"{out['ratio_with_intervals']:.0f}x (target >= {out['target_ratio']:.0f}x)",
         ),
-        ("ratio (with intervals)", f"{out['ratio_with_intervals']:.0f}x"),
         (
             "CPU s: scipy/lesson, cogstats p, +int",
             f"{out['scipy_cpu_seconds_per_lesson']:.3f}, "
@@ -296,4 +300,4 @@ def _print(out: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv[1:])
+    cli(run, __doc__)
