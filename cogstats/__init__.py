@@ -14,7 +14,7 @@ from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.estimators import Attribution, attribute
-    from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate, GateReport
+    from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate, GateReport, StreamingGate
     from cogstats.ledger import Ledger
     from cogstats.sim import Scenario, load_spec, simulate
     from cogstats.sweep import read_sweep, sweep_spec
@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "EvidenceGate": "cogstats.gates",
     "AuditGate": "cogstats.gates",
     "GateReport": "cogstats.gates",
+    "StreamingGate": "cogstats.gates",
     "Scenario": "cogstats.sim",
     "simulate": "cogstats.sim",
     "load_spec": "cogstats.sim",

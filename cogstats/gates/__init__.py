@@ -8,7 +8,9 @@ of one's own registers with :func:`register_gate` or is named by import path
 
 Production code may import this package with numpy, scipy, polars and statsmodels only.
 Names load on first use (PEP 562): ``from cogstats.gates import CycgraphGate`` does not
-import the estimators that only :class:`EvidenceGate` needs.
+import the estimators that only :class:`EvidenceGate` needs.  :class:`StreamingGate` wraps
+a gate for a running service: it decides after every run from running statistics
+(:mod:`cogstats.gates.streaming`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,17 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.audit import AUDIT_DECISION_COLUMNS, AuditGate, audit_entries_from_ledger
     from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
     from cogstats.gates.evidence import EVIDENCE_DECISION_COLUMNS, EvidenceGate
+    from cogstats.gates.streaming import (
+        STREAMING_ADAPTERS,
+        IngestResult,
+        Judgement,
+        RegressionStats,
+        SkippedLine,
+        StreamingAdapter,
+        StreamingGate,
+        StreamingStats,
+        register_streaming,
+    )
 
 
 _LAZY: dict[str, str] = {
@@ -41,6 +54,15 @@ _LAZY: dict[str, str] = {
     "CycgraphGate": "cogstats.gates.cycgraph",
     "EVIDENCE_DECISION_COLUMNS": "cogstats.gates.evidence",
     "EvidenceGate": "cogstats.gates.evidence",
+    "STREAMING_ADAPTERS": "cogstats.gates.streaming",
+    "IngestResult": "cogstats.gates.streaming",
+    "Judgement": "cogstats.gates.streaming",
+    "RegressionStats": "cogstats.gates.streaming",
+    "SkippedLine": "cogstats.gates.streaming",
+    "StreamingAdapter": "cogstats.gates.streaming",
+    "StreamingGate": "cogstats.gates.streaming",
+    "StreamingStats": "cogstats.gates.streaming",
+    "register_streaming": "cogstats.gates.streaming",
 }
 
 __all__ = sorted(_LAZY)

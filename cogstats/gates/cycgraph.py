@@ -372,7 +372,22 @@ class CycgraphGate:
         """
         if g.exact.all() and self.decision_rule == "margin":
             return np.zeros(0, dtype=np.int64)
-        lift_tol, var_a_tol, var_b_tol = _ledger_stats.uncertainty(ledger._fact_arrays(), g)
+        tols = _ledger_stats.uncertainty(ledger._fact_arrays(), g)
+        return self._near_thresholds(g, d, *tols)
+
+    def _near_thresholds(
+        self,
+        g: _ledger_stats.GroupArrays,
+        d: dict[str, np.ndarray],
+        lift_tol: np.ndarray,
+        var_a_tol: np.ndarray,
+        var_b_tol: np.ndarray,
+    ) -> np.ndarray:
+        """Candidates within the given error bounds of a threshold (see :meth:`_fragile`).
+
+        The bounds are on ``mean_a - mean_b`` and the two sample variances; the streaming
+        gate (:mod:`cogstats.gates.streaming`) passes its own.
+        """
         if self.decision_rule == "margin":
             lift = d["lift"]
             with np.errstate(invalid="ignore"):

@@ -297,8 +297,18 @@ class EvidenceGate:
         result = attribute(
             ledger, self.method, rng=rng, confidence_level=level, **dict(self.options)
         )
+        self._apply(result, self._identifiable(ledger, result), judged, m, rows)
+
+    def _apply(
+        self,
+        result: Any,
+        identifiable: Mapping[str, bool],
+        judged: list[str],
+        m: int,
+        rows: dict[str, dict[str, Any]],
+    ) -> None:
+        """Decide the judged lessons from an attribution (the streaming gate calls it too)."""
         table = {r["fact_id"]: r for r in result.to_frame().iter_rows(named=True)}
-        identifiable = self._identifiable(ledger, result)
         wald = result.settings.get("interval") == "wald" or self.method in _WALD_METHODS
         p_up: list[float] = []
         p_down: list[float] = []
