@@ -54,7 +54,7 @@ import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import polars as pl
@@ -248,9 +248,9 @@ class _Regression:
             if isinstance(v, (bool, str)):
                 idx.append(self._column(("level", name, v)))
                 val.append(1.0)
-            else:  # a number (validate() refused nulls)
+            elif v is not None:  # a number (an adapter that allows nulls: no entry)
                 idx.append(self._column(("num", name)))
-                val.append(float(cast(float, v)))
+                val.append(float(v))
         for j in cols.tolist():
             idx.append(self.lesson_column(j))
             val.append(1.0)
@@ -2451,7 +2451,12 @@ class StreamingGate:
                 row=line,
                 source=src,
             )
-        return self._validate(rec, row=line, source=src)
+        try:
+            return self._validate(rec, row=line, source=src)
+        except LedgerError as exc:
+            raise LedgerError(
+                exc.message + where, row=line, field=exc.field, source=src
+            ) from None
 
 
 # ---------------------------------------------------------------------- helpers
