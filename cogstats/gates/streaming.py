@@ -54,6 +54,7 @@ import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -987,15 +988,66 @@ class _CycgraphAdapter(StreamingAdapter):
         def frame(rows: np.ndarray | None) -> pl.DataFrame:
             if rows is None:
                 return mod._frame(ids, g, d)
-            sub = _ledger_stats.GroupArrays(*(getattr(g, f.name)[rows] for f in _GA_FIELDS))
-            return mod._frame(
-                [ids[r] for r in rows.tolist()], sub, {k: v[rows] for k, v in d.items()}
-            )
+            return _cycgraph_rows(mod, ids, g, d, rows)
 
-        return Judgement("cycgraph", tuple(ids), decision, reason, frame, self._settings)
+        return _FastJudgement("cycgraph", tuple(ids), decision, reason, frame, self._settings)
 
 
-_GA_FIELDS = dataclasses.fields(_ledger_stats.GroupArrays)
+def _cycgraph_rows(
+    mod: Any,
+    ids: Sequence[str],
+    g: _ledger_stats.GroupArrays,
+    d: dict[str, np.ndarray],
+    rows: np.ndarray,
+) -> pl.DataFrame:
+    """``cycgraph._frame`` for a few rows (the changed ones), built column by column."""
+    schema = mod._SCHEMA
+    tested = d["tested"][rows]
+    k = rows.size
+    nan = np.full(k, np.nan)
+
+    def floats(name: str, values: np.ndarray) -> pl.Series:
+        return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
+
+    cols = [
+        pl.Series("fact_id", [ids[r] for r in rows.tolist()], dtype=pl.String),
+        pl.Series("decision", mod._DECISION_NAMES[d["decision"][rows]].tolist(), dtype=pl.String),
+        pl.Series("reason", mod._REASON_NAMES[d["reason"][rows]].tolist(), dtype=pl.String),
+        pl.Series("why", d["why"][rows].tolist(), dtype=pl.String),
+        pl.Series("trials", g.n_a[rows], dtype=pl.Int64),
+        floats("estimate", d["estimate"][rows] if "estimate" in d else nan),
+        floats("std_error", d["std_error"][rows] if "std_error" in d else nan),
+        pl.Series("baseline_runs", g.n_b[rows], dtype=pl.Int64),
+    ]
+    for name in ("lift", "se", "df", "p_promote", "p_evict"):
+        cols.append(floats(name, np.where(tested, d[name][rows], np.nan) if name in d else nan))
+    if "alpha_bracket" in d:
+        pairs = zip(d["alpha_bracket"][rows].tolist(), tested.tolist(), strict=True)
+        bracket = [b if t else None for b, t in pairs]
+    else:
+        bracket = [None] * k
+    cols.append(pl.Series("alpha_bracket", bracket, dtype=pl.Int64))
+    frame = pl.DataFrame(cols)
+    assert frame.columns == list(schema)
+    return frame
+
+
+class _FastJudgement(Judgement):
+    """A judgement whose row frames have the report's exact schema.
+
+    The adapter builds them, so the report of the changed rows skips the schema checks
+    (about 0.1 ms a look).
+    """
+
+    def report(self, rows: np.ndarray | None = None) -> GateReport:
+        """Return the :class:`~cogstats.gates.GateReport` of those rows (``None``: all)."""
+        if rows is None:
+            return GateReport(self.gate, self.frame(None), self.settings)
+        report = object.__new__(GateReport)
+        object.__setattr__(report, "gate", self.gate)
+        object.__setattr__(report, "decisions", self.frame(rows))
+        object.__setattr__(report, "settings", MappingProxyType(dict(self.settings)))
+        return report
 
 
 @register_streaming("cycgraph")
@@ -1744,8 +1796,9 @@ class StreamingGate:
     -----
     **Exactness.**  :meth:`report` equals ``gate.evaluate(ledger, candidates)`` on a
     :class:`~cogstats.ledger.Ledger` of the runs recorded so far: the same lessons,
-    decisions, reasons, ``why``, trials and baseline runs; every number to 1e-9 (the
-    sums of squares come from running sums, not two passes).  Where a decision compares
+    decisions, reasons, ``why``, trials and baseline runs; every number to 1e-9 relative
+    (1e-10 absolute for a difference of nearly equal numbers, such as an interval end
+    near 0; the sums of squares come from running sums, not two passes).  Where a decision compares
     a number with a threshold and the number lies within its rounding bound of it (an
     exact tie such as ``0.55 - 0.50 >= 0.05``), the number is recomputed from the runs
     exactly as the batch gate computes it (cycgraph: in run order, as
@@ -2454,9 +2507,7 @@ class StreamingGate:
         try:
             return self._validate(rec, row=line, source=src)
         except LedgerError as exc:
-            raise LedgerError(
-                exc.message + where, row=line, field=exc.field, source=src
-            ) from None
+            raise LedgerError(exc.message + where, row=line, field=exc.field, source=src) from None
 
 
 # ---------------------------------------------------------------------- helpers
