@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from cogstats import Ledger
 
@@ -43,13 +44,15 @@ def scale_frame(
     difficulty = rng.normal(0.0, 1.0, n_runs)
     lift = np.bincount(row, weights=effects[cols], minlength=n_runs)
     score = np.clip(0.6 + lift + 0.05 * difficulty + rng.normal(0.0, 0.1, n_runs), 0.0, 1.0)
-    names = np.asarray([f"L{j}" for j in range(n_lessons)])
-    fact_ids = pl.Series(
-        "fact_ids", [names[cols[starts[i] : starts[i + 1]]].tolist() for i in range(n_runs)]
-    )
+    names = pa.array([f"L{j}" for j in range(n_lessons)], type=pa.large_string())
+    # run i's lessons are cols[starts[i]:starts[i + 1]]: one Arrow list array from the
+    # offsets (no Python list per run)
+    lists = pa.LargeListArray.from_arrays(pa.array(starts, type=pa.int64()), names.take(cols))
+    fact_ids = pl.Series("fact_ids", lists).cast(pl.List(pl.String))
+    run_id = pl.int_range(first_run, first_run + n_runs, eager=True).cast(pl.String)
     frame = pl.DataFrame(
         {
-            "run_id": [f"r{first_run + i}" for i in range(n_runs)],
+            "run_id": ("r" + run_id).alias("run_id"),
             "score": score,
             "fact_ids": fact_ids,
             "difficulty": difficulty,
