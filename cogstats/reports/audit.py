@@ -42,16 +42,23 @@ __all__ = [
     "DECISION_COLUMNS",
     "DEFAULT_GATES",
     "DEMO_POLICY",
+    "PREFERRED_COMPARISON_GATE",
     "REPORT_GATE_SETTINGS",
     "LedgerAudit",
     "audit_ledger",
+    "comparison_gate",
+    "default_gates",
     "read_ledger",
     "recorded_ledger",
     "replay_gates",
 ]
 
-#: The gates a ledger audit runs by default: cycgraph's and the comparison gate.
+#: The gates a ledger audit runs when the ``recommended`` gate is not registered:
+#: cycgraph's and the evidence gate (see :func:`default_gates`).
 DEFAULT_GATES: tuple[str, ...] = ("cycgraph", "evidence")
+#: The gate set beside cycgraph's by default once it is registered (issue 11: "cycgraph
+#: and recommended"); until then the evidence gate stands in.
+PREFERRED_COMPARISON_GATE = "recommended"
 #: Settings reports give a registered gate (every other option keeps the gate's default).
 REPORT_GATE_SETTINGS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {"evidence": {"method": "ols", "alpha": 0.05, "multiplicity": "bh", "min_trials": 3}}
@@ -162,6 +169,34 @@ def read_ledger(
 
 
 # ---------------------------------------------------------------------- gates
+def comparison_gate() -> str:
+    """Return the gate reports set beside cycgraph's by default.
+
+    :data:`PREFERRED_COMPARISON_GATE` (``"recommended"``) when the gate registry has it,
+    else ``"evidence"``.  Looked up at run time, so a gate registered later (in the
+    registry or by importing its module) becomes the default without other edits.
+
+    Examples
+    --------
+    >>> comparison_gate() in ("recommended", "evidence")
+    True
+    """
+    from cogstats.gates import GATES
+
+    return PREFERRED_COMPARISON_GATE if PREFERRED_COMPARISON_GATE in GATES else "evidence"
+
+
+def default_gates() -> tuple[str, ...]:
+    """Return the gates a ledger audit runs by default: cycgraph's and :func:`comparison_gate`.
+
+    Examples
+    --------
+    >>> default_gates()[0]
+    'cycgraph'
+    """
+    return ("cycgraph", comparison_gate())
+
+
 def _make_gate(name: str, *, covariates: Sequence[str] = (), **options: Any) -> Any:
     """Build the gate registered as ``name`` (:data:`cogstats.gates.GATES`) with ``options``.
 
@@ -169,15 +204,25 @@ def _make_gate(name: str, *, covariates: Sequence[str] = (), **options: Any) -> 
     ``"evidence"`` gate settings for auditing a ledger (:data:`REPORT_GATE_SETTINGS`:
     ``ols`` on the run difficulty when the ledger has it, one-sided tests at alpha 0.05 per
     side, Benjamini-Hochberg across the lessons of a pass); every other gate runs with its
-    registered defaults, updated by ``options``.
+    registered defaults, updated by ``options``.  ``covariates`` reach any gate whose
+    options have a ``covariates`` field, or an ``options`` mapping for its method (as the
+    evidence gate's); other gates do not take them.
     """
-    from cogstats.gates import make_gate
+    from cogstats.gates import get_gate
 
+    entry = get_gate(name)
     settings: dict[str, Any] = dict(REPORT_GATE_SETTINGS.get(name, {}))
-    if name == "evidence" and covariates:
-        settings["options"] = {"covariates": list(covariates)}
+    if covariates:
+        fields = {f.name for f in entry.fields()}
+        if "covariates" in fields:
+            settings["covariates"] = list(covariates)
+        elif "options" in fields:
+            settings["options"] = {
+                **dict(settings.get("options") or {}),
+                "covariates": list(covariates),
+            }
     settings.update(options)
-    return make_gate(name, **settings)
+    return entry.make(**settings)
 
 
 def _gate_names() -> tuple[str, ...]:
@@ -194,7 +239,11 @@ def _check_gates(gates: Any) -> tuple[str, ...]:
             f"got {gates!r}"
         )
     for g in gates:
-        if g not in names:
+        if isinstance(g, str) and ":" in g:  # a gate of one's own, by import path
+            from cogstats.gates import get_gate
+
+            get_gate(g)
+        elif g not in names:
             hint = suggest(g, names) if isinstance(g, str) else ""
             raise ParameterError(f"gates: each must be one of {list(names)}; got {g!r}{hint}")
     if len(set(gates)) != len(gates):
@@ -436,7 +485,7 @@ def _covariates(ledger: Ledger, covariates: Sequence[str] | None) -> tuple[str, 
 def audit_ledger(
     ledger: Ledger,
     *,
-    gates: Sequence[str] = DEFAULT_GATES,
+    gates: Sequence[str] | None = None,
     covariates: Sequence[str] | None = None,
     source: str = "ledger",
     rng: Any = None,
@@ -452,10 +501,11 @@ def audit_ledger(
     ----------
     ledger : Ledger
         The runs.
-    gates : sequence of str
-        Registered gate names (:data:`cogstats.gates.GATES`; default
-        :data:`DEFAULT_GATES`); the last one colours the attribution rows (its
-        ``decision``/``reason``/``why``).
+    gates : sequence of str, optional
+        Registered gate names (:data:`cogstats.gates.GATES`) or import paths
+        (``"package.module:Class"``); default :func:`default_gates` (cycgraph's and the
+        ``recommended`` gate once registered, the evidence gate until then).  The last
+        one colours the attribution rows (its ``decision``/``reason``/``why``).
     covariates : sequence of str, optional
         Ledger covariates to adjust for; default: the run difficulty when the ledger
         has a ``difficulty_proxy`` or ``difficulty`` column, else none.
@@ -479,7 +529,7 @@ def audit_ledger(
     ...     {"run_id": str(i), "score": float(score[i]),
     ...      "fact_ids": [f for f, on in zip(["a", "b", "bad"], inject[i]) if on]}
     ...     for i in range(60))
-    >>> audit = audit_ledger(ledger, rng=1)
+    >>> audit = audit_ledger(ledger, gates=["cycgraph", "evidence"], rng=1)
     >>> audit.evicted_harmful("cycgraph"), audit.evicted_harmful("evidence")
     (('bad',), ('bad',))
     >>> sorted(audit.decisions.columns[:9]) == sorted(DECISION_COLUMNS)
@@ -487,7 +537,7 @@ def audit_ledger(
     """
     if not isinstance(ledger, Ledger):
         raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
-    names = _check_gates(gates)
+    names = _check_gates(default_gates() if gates is None else gates)
     covs = _covariates(ledger, covariates)
     if len(ledger) < 2 or not ledger.fact_ids:
         raise ParameterError(
@@ -506,7 +556,8 @@ def audit_ledger(
     policies = {}
     for name, stream in zip(names, streams[1:], strict=True):
         gate = _make_gate(name, covariates=covs)
-        policies[name] = gate.to_policy()
+        to_policy = getattr(gate, "to_policy", None)
+        policies[name] = to_policy() if callable(to_policy) else repr(gate)
         if name == "cycgraph":
             report = gate.evaluate(ledger)
         else:

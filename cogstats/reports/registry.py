@@ -199,7 +199,7 @@ REPORTS: dict[str, Report] = {
             name="poison_replay",
             notebook="poison_replay.ipynb",
             title="cycgraph's recorded poisoning demo replayed gate by gate through "
-            "cycgraph's gate and the comparison gate",
+            "cycgraph's gate and the recommended gate (the evidence gate until it is registered)",
             ci_parameters={},
             path_parameters=("runs_path", "lessons_path"),
         ),

@@ -27,6 +27,8 @@ from cogstats.reports.audit import (
     DEMO_POLICY,
     _make_gate,
     audit_ledger,
+    comparison_gate,
+    default_gates,
     read_ledger,
     recorded_ledger,
     replay_gates,
@@ -103,9 +105,52 @@ def test_gate_lookup() -> None:
     assert DEFAULT_GATES == ("cycgraph", "evidence")
 
 
+def test_default_gates_pick_up_a_gate_registered_later() -> None:
+    """The audit's default comparison gate is "recommended" as soon as a gate of that name
+    is registered (here a stand-in, unless the real one is there), "evidence" until then;
+    covariates reach a gate whose options take them."""
+    from dataclasses import dataclass
+
+    from cogstats.gates import GATES, GateReport, register_gate
+
+    if "recommended" in GATES:
+        assert default_gates() == ("cycgraph", "recommended")
+        return
+    assert default_gates() == DEFAULT_GATES == ("cycgraph", "evidence")
+    assert comparison_gate() == "evidence"
+
+    @register_gate("recommended", description="stand-in: evicts lessons whose lift is < -0.1")
+    @dataclass(frozen=True)
+    class StandIn:
+        covariates: tuple[str, ...] = ()
+
+        def evaluate(self, ledger, candidates=None, *, rng=None):  # type: ignore[no-untyped-def]
+            lift = dict(ledger.fact_stats().select("fact_id", "mean_score").rows())
+            base = float(np.mean(ledger.scores))
+            ids = list(ledger.fact_ids if candidates is None else candidates)
+            decisions = ["evict" if lift[f] - base < -0.1 else "hold" for f in ids]
+            frame = pl.DataFrame(
+                {"fact_id": ids, "decision": decisions, "why": [str(self.covariates)] * len(ids)}
+            )
+            return GateReport("recommended", frame)
+
+    try:
+        assert default_gates() == ("cycgraph", "recommended")
+        ledger, harmful = planted_ledger(4)
+        audit = audit_ledger(ledger, covariates=["hardness"], rng=1)
+        assert audit.gates == ("cycgraph", "recommended")
+        rows = audit.decisions.filter(pl.col("gate") == "recommended")
+        assert rows.height == len(ledger.fact_ids)
+        assert set(rows.filter(pl.col("decision") == "evict")["fact_id"]) <= harmful
+        assert set(rows["why"].to_list()) == {"['hardness']"}
+    finally:
+        GATES.unregister("recommended")
+    assert default_gates() == ("cycgraph", "evidence")
+
+
 def test_audit_finds_planted_harm() -> None:
     ledger, harmful = planted_ledger(4)
-    audit = audit_ledger(ledger, covariates=["hardness"], rng=1)
+    audit = audit_ledger(ledger, gates=["cycgraph", "evidence"], covariates=["hardness"], rng=1)
     assert audit.covariates == ("hardness",)
     flagged = set(audit.evicted_harmful("evidence"))
     assert flagged == harmful  # all three, and no harmless lesson
@@ -173,7 +218,7 @@ def test_audit_covariates_and_errors() -> None:
 def test_audit_on_awkward_ledgers(tmp_path: Path) -> None:
     """Few runs, more lessons than runs, unidentifiable lessons, the demo's CSV naming."""
     demo = read_ledger(resource_path("data/cycgraph_poison_demo_runs.csv"), columns=DEMO_COLUMNS)
-    audit = audit_ledger(demo, rng=1)
+    audit = audit_ledger(demo, gates=["cycgraph", "evidence"], rng=1)
     ident = audit.identifiability.filter(~pl.col("identifiable"))["fact_id"].to_list()
     assert {"L4", "L5", "P1", "P2", "P3"} <= set(ident)  # same runs as the poisons
     held = audit.decisions.filter((pl.col("gate") == "evidence") & pl.col("fact_id").is_in(ident))
