@@ -645,7 +645,47 @@ def csv_records(text: str, src: str, delimiter: str | None, mapping: Mapping[str
                 rec[name] = parsers[name](cell)
         records.append(rec)
         rows.append(k)
+    for name in ("fact_ids", "eligible_ids"):
+        if name in position:
+            _warn_mixed_splits(name, [(k, cells[position[name]]) for k, cells in raw_rows], src)
     return records, rows, True
+
+
+def _warn_mixed_splits(name: str, cells: list[tuple[int, str]], src: str) -> None:
+    """Warn when a column splits some cells on ``;`` and others on whitespace.
+
+    A file that joins ids with ``;`` may hold ids with spaces; a cell of such a file with a
+    single id (no ``;``) is split on whitespace by the rule table, which is rarely meant.
+    """
+    semi: int | None = None
+    spaced: list[tuple[int, str]] = []
+    for k, cell in cells:
+        text = cell.strip()
+        if not text or text.startswith("["):
+            continue
+        if ";" in text:
+            semi = k if semi is None else semi
+        elif "," not in text and len(text.split()) > 1:
+            spaced.append((k, text))
+    if semi is None or not spaced:
+        return
+    import warnings
+
+    from cogstats._validation import LedgerWarning
+
+    k, text = spaced[0]
+    more = f"; {len(spaced) - 1} more row(s) alike" if len(spaced) > 1 else ""
+    warnings.warn(
+        LedgerWarning(
+            f"{name} cells of this file are split on ';' (first at row {semi}), but this one "
+            f"holds no ';' and was split on whitespace into {text.split()!r}; if {text!r} is "
+            f"one lesson, end the cell with ';' ({text + ';'!r}) or write JSON lists{more}",
+            row=k,
+            field=name,
+            source=src,
+        ),
+        stacklevel=4,
+    )
 
 
 def _parse_score(cell: str, row: int, src: str) -> float:

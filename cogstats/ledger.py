@@ -236,7 +236,9 @@ class Ledger:
         -----
         LedgerWarning
             When a run lists a lesson twice (it counts once; the stored ``fact_ids`` keep
-            the duplicate, as cycgraph's stored outcome does).
+            the duplicate, as cycgraph's stored outcome does); when a CSV file splits some
+            ``fact_ids`` cells on ``;`` and another on whitespace (a single id with a
+            space, ``"tip 3"``, reads as two lessons: end such a cell with ``;``).
 
         Notes
         -----

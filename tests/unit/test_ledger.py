@@ -279,7 +279,15 @@ def test_round_trip_propensities_csv(tmp_path: Path) -> None:
 def test_csv_separators(tmp_path: Path) -> None:
     path = tmp_path / "l.csv"
     path.write_text("run_id,score,fact_ids\nr1,0.5,a b\nr2,0.5,a; c\nr3,1,\n")
-    assert Ledger.read(path).frame["fact_ids"].to_list() == [["a", "b"], ["a", "c"], []]
+    # each cell by the rule table; a file that mixes the two forms gets a warning naming
+    # the whitespace-split row ('a b' may have been one lesson with a space)
+    with pytest.warns(LedgerWarning, match=r"row 1, field 'fact_ids'.*end the cell with ';'"):
+        ledger = Ledger.read(path)
+    assert ledger.frame["fact_ids"].to_list() == [["a", "b"], ["a", "c"], []]
+    path.write_text("run_id,score,fact_ids\nr1,0.5,tip 1;\nr2,0.5,tip 1;tip 2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LedgerWarning)
+        assert Ledger.read(path).frame["fact_ids"].to_list() == [["tip 1"], ["tip 1", "tip 2"]]
 
 
 def test_cycgraph_json_forms(tmp_path: Path) -> None:

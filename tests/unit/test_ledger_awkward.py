@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cogstats import Ledger
 from cogstats._validation import CogstatsError, LedgerError, LedgerWarning, ParameterError
+from cogstats.cli import main
 from cogstats.gates import CycgraphGate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +92,40 @@ def _check_error(entry: dict[str, Any], path: Path, exc: Exception) -> None:
         assert words in text, (words, text)
 
 
+def _flags(read: dict[str, Any]) -> list[str]:
+    flags = []
+    for name, source in read.get("columns", {}).items():
+        flags += ["--column", f"{name}={source}"]
+    if "delimiter" in read:
+        flags += ["--delimiter", read["delimiter"]]
+    return flags
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=[e["file"] for e in MANIFEST])
+def test_awkward_file_on_the_command_line(
+    entry: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cogstats gate FILE`` on every corpus file: a table, or exit 2 with one message
+    naming the file (and the row and field), never a traceback."""
+    path = CORPUS / entry["file"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)
+        code = main(["gate", str(path), *_flags(entry["read"]), "--format", "csv"])
+    out, err = capsys.readouterr()
+    if entry["outcome"] == "runs":
+        assert code == 0, err
+        assert out.splitlines()[0].startswith("fact_id,decision,reason,why")
+        return
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cogstats gate: error: "), err
+    assert str(path) in err
+    if entry["row"] is not None:
+        assert f"row {entry['row']}" in err
+    if entry["field"] is not None:
+        assert f"field {entry['field']!r}" in err
+
+
 # ---------------------------------------------------------------------- cycgraph's demo
 def test_cycgraph_demo_reads_through_the_column_mapping() -> None:
     path = ROOT / "data" / "cycgraph_poison_demo_runs.csv"
@@ -108,6 +143,26 @@ def test_cycgraph_demo_reads_through_the_column_mapping() -> None:
     # the demo's poisons, P1-P3, were in the prompt of every run whose poison count is 3
     poisoned = [{"P1", "P2", "P3"} <= set(facts) for facts in ledger.frame["fact_ids"].to_list()]
     assert poisoned == [int(n) == 3 for n in raw["poison_in_prompt"]]
+
+
+def test_cycgraph_demo_gates_through_column_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """cycgraph's recorded demo CSV (``run``, ``lessons_in_prompt``) through ``--column``:
+    the missing-column error suggests the flags, and with them the gate runs."""
+    path = ROOT / "data" / "cycgraph_poison_demo_runs.csv"
+    assert main(["gate", str(path)]) == 2
+    assert "--column run_id=run --column fact_ids=lessons_in_prompt" in capsys.readouterr().err
+    flags = ["--column", "run_id=run", "--column", "fact_ids=lessons_in_prompt"]
+    policy = ["--rule", "margin", "--min-trials", "2", "--max-trials", "6"]
+    assert main(["gate", str(path), *flags, *policy, "--format", "json"]) == 0
+    rows = {r["fact_id"]: r for r in json.loads(capsys.readouterr().out)}
+    ledger = Ledger.read(path, columns={"run_id": "run", "fact_ids": "lessons_in_prompt"})
+    assert set(rows) == set(ledger.fact_ids)
+    # the whole recording at once (every run, not the gate after each run): the poisons
+    # are evicted as harmful
+    for poison in ("P1", "P2", "P3"):
+        assert (rows[poison]["decision"], rows[poison]["reason"]) == ("evict", "eval-gate:harmful")
+    assert main(["attribute", str(path), *flags, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("fact_id,method,estimate")
 
 
 def test_cycgraph_demo_gates_with_its_policy() -> None:

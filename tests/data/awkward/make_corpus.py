@@ -395,6 +395,25 @@ def entries() -> list[tuple[str, bytes, dict[str, Any], str, dict[str, Any]]]:
             ),
         ),
         (
+            "semicolon_ids_with_spaces.csv",
+            (HEADER + "r1,0.9,tip 1;tip 2\nr2,0.4,tip 3\nr3,0.5,tip 4;\n").encode(),
+            {},
+            "ids with spaces joined by ';': a cell with one id and no ';' splits on whitespace "
+            "(the rule table), warned; a trailing ';' keeps it whole",
+            ok(
+                [
+                    ["r1", 0.9, ["tip 1", "tip 2"]],
+                    ["r2", 0.4, ["tip", "3"]],
+                    ["r3", 0.5, ["tip 4"]],
+                ],
+                warns={
+                    "row": 2,
+                    "field": "fact_ids",
+                    "words": ["split on ';' (first at row 1)", "end the cell with ';'"],
+                },
+            ),
+        ),
+        (
             "duplicate_key.jsonl",
             b'{"run_id": "r1", "score": 0.9, "score": 0.4}\n',
             {},
