@@ -16,7 +16,9 @@ ask and what is asserted (docs/admission.md has the full-size figures):
   0.5% of queries); laundered summaries: the must-show asks for none, and this world
   does not give exactly none (a poisoned write that admission lets through is an
   outlier that k-means can put in a small cluster, where it is a tenth of the members):
-  asserted is at most a tenth of the read filter's.  On both index types.
+  asserted is at most a tenth of the read filter's; at the centroid threshold the ROC
+  gives for this geometry (0.30), none, with every other admission must-show holding.
+  On both index types.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cogstats.admission import AdmissionResult, MonitorResult, run_admission, run_monitor
+from cogstats.admission import (
+    AdmissionResult,
+    MonitorResult,
+    load_admission_spec,
+    run_admission,
+    run_monitor,
+)
 from cogstats.admission.run import DEFENCE_COLUMNS, ROC_COLUMNS
 from cogstats.cli import main
 from tests.unit._admission import SHIPPED, small_spec
@@ -80,6 +88,28 @@ def test_must_shows(result: AdmissionResult) -> None:
 def test_must_shows_on_another_seed_and_dimension() -> None:
     spec = small_spec(world__dim=128, world__tenants=2, world__queries=1000, defences=MUST_SHOW)
     check_must_shows(run_admission(spec, replicates=3, rng=2))
+
+
+def test_admission_at_the_threshold_read_off_the_roc_launders_nothing() -> None:
+    """The must-show's "no laundered summaries" with every other admission must-show, at
+    the centroid threshold docs/admission.md reads off the ROC for this geometry (0.30
+    instead of the field report's 0.35, which lets a few off-centroid writes through):
+    the shipped world at full size, 3 worlds, both index types."""
+    spec = load_admission_spec(SHIPPED).with_values(
+        {
+            "defences": ["clean", "admission"],
+            "defence.admission.max_centroid_distance": 0.30,
+            "world.queries": 1000,
+        }
+    )
+    result = run_admission(spec, replicates=3, rng=20261201)
+    for index in ("hnsw", "ivf"):
+        adm = row(result, "admission", index)
+        assert adm["laundered_summaries"] == 0.0
+        assert adm["recall_loss_affected"] <= max(0.01, 2 * adm["recall_loss_affected_mcse"])
+        assert adm["benign_rejection_rate"] <= 0.01
+        assert adm["poison_admission_rate"] <= 0.05
+        assert adm["poisoned_hit_rate"] == 0.0
 
 
 def test_tables(result: AdmissionResult) -> None:
