@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -115,13 +114,9 @@ def _int_seed(seed: np.random.SeedSequence) -> int:
 
 
 def _progress(progress: bool | None, total: int, desc: str) -> Any:
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
+    from cogstats._progress import progress_bar
 
-    return tqdm(total=total, unit="replicate", desc=desc, leave=False)
+    return progress_bar(progress, total=total, unit="replicate", desc=desc)
 
 
 def _aggregate(frame: pl.DataFrame, by: Sequence[str], measures: Sequence[str]) -> pl.DataFrame:
