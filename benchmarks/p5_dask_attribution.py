@@ -3,26 +3,37 @@ partition: streamed through one process, and reduced on a Dask LocalCluster of 1
 worker processes, each worker limited to 1 GiB.
 
 The data (generated here into a temporary directory outside the repository, deleted
-afterwards; ``--data-dir`` to choose where): 40 Parquet files of 500,000 runs, 2,000
+afterwards; ``--data-dir`` to choose where): 80 Parquet files of 250,000 runs, 2,000
 lessons (about 8 a run, independent inclusion), one numeric covariate ``difficulty``; see
-``benchmarks/_ledgers.py``.  Loaded at once it would take about 2.4 GB as polars frames
-(measured and recorded, ``dataset_in_memory_gb``), and several times that as a
-``Ledger``; no process here holds more than one partition.
+``benchmarks/_ledgers.py``.  How large that is in memory is measured, not assumed: one
+partition is read in a fresh process and the growth of its resident set is recorded as a
+polars frame and again as a ``Ledger`` (with its statistics and inclusion design), then
+scaled to all partitions (``dataset_frames_gb``, ``dataset_ledger_gb``; polars' own
+``estimated_size`` of the frames, which undercounts the list column, is kept as
+``dataset_estimated_size_gb``).  No process here holds more than one partition; each
+Dask worker's peak resident set is recorded (``worker_peak_rss_mb``).
 
 Figures: seconds and runs per second for ``lift`` (one pass; ``welch`` costs the same
 pass) on each executor, and ``ols`` (HC3, the covariate; three passes) on two workers;
 the Dask results must equal the streamed ones (same reduction, another order of adding:
 1e-9 relative), and the cluster must finish without restarting a worker.
 
+Partitions of 250,000 runs keep a worker's peak resident set near 700 MB (measured: 460 MB
+with ``lift``, 700 MB with ``ols``), inside its 1 GiB and below distributed's pause
+threshold (80%, 860 MB); at 500,000 runs a partition ``lift`` alone peaked at 870 MB.
+
 Run: ``.venv/bin/python -m benchmarks.p5_dask_attribution [--quick]`` (``--quick``: 2
-million runs in 8 partitions).
+million runs in 8 partitions of the same size).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,6 +60,35 @@ def generate(root: Path, n_runs: int, parts: int) -> float:
     return size / 1e9
 
 
+_MEASURE = """
+import gc, json, sys
+import polars as pl
+from cogstats import Ledger
+def rss():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096 / 2**20
+gc.collect()
+r0 = rss()
+frame = pl.read_parquet(sys.argv[1])
+r1 = rss()
+ledger = Ledger.from_frame(frame)
+del frame
+gc.collect()
+ledger.fact_stats()
+ledger.design()
+r2 = rss()
+print(json.dumps({"frame_mb": r1 - r0, "ledger_mb": r2 - r0}))
+"""
+
+
+def measure_partition(path: Path) -> dict[str, float]:
+    """Resident-set growth (MB) of reading one partition, as a frame and as a Ledger."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(path)], check=True, capture_output=True, text=True
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def _max_rel(a: Any, b: Any) -> float:
     fa, fb = a.to_frame(), b.to_frame()
     assert fa["fact_id"].to_list() == fb["fact_id"].to_list()
@@ -60,7 +100,9 @@ def _max_rel(a: Any, b: Any) -> float:
     return worst
 
 
-def _dask(root: Path, method: str, workers: int, **options: Any) -> tuple[float, Any, bool]:
+def _dask(
+    root: Path, method: str, workers: int, **options: Any
+) -> tuple[float, Any, bool, list[float]]:
     from distributed import Client, LocalCluster
 
     with (
@@ -79,17 +121,22 @@ def _dask(root: Path, method: str, workers: int, **options: Any) -> tuple[float,
         )
         seconds = time.perf_counter() - t
         stable = set(client.scheduler_info()["workers"]) == before
-    return seconds, result, stable
+        usage = client.run(resource.getrusage, resource.RUSAGE_SELF)
+        peaks = sorted(u.ru_maxrss / 1024 for u in usage.values())
+    return seconds, result, stable, peaks
 
 
 def run(quick: bool = False, data_dir: str | None = None, with_ols: bool = True) -> dict:
     """Generate the dataset, time every executor; return the figures."""
-    n_runs, parts = (2_000_000, 8) if quick else (20_000_000, 40)
+    n_runs, parts = (2_000_000, 8) if quick else (20_000_000, 80)
     root = Path(tempfile.mkdtemp(prefix="cogstats-p5-", dir=data_dir))
     try:
         t = time.perf_counter()
         gb = generate(root, n_runs, parts)
         gen_s = time.perf_counter() - t
+        one = measure_partition(root / "part-0000.parquet")
+        parquet_gb = sum(f.stat().st_size for f in root.glob("*.parquet")) / 1e9
+        peaks: dict[str, list[float]] = {}
         t = time.perf_counter()
         local = attribute(root, "lift")
         local_s = time.perf_counter() - t
@@ -97,12 +144,14 @@ def run(quick: bool = False, data_dir: str | None = None, with_ols: bool = True)
         agree: dict[str, float] = {}
         stable = True
         for workers in (1, 2):
-            seconds, result, ok = _dask(root, "lift", workers)
+            seconds, result, ok, peaks[f"lift_dask_{workers}"] = _dask(root, "lift", workers)
             timings[f"lift_dask_{workers}_workers_s"] = seconds
             agree[f"lift_dask_{workers}"] = _max_rel(result, local)
             stable &= ok
         if with_ols:
-            seconds, ols, ok = _dask(root, "ols", 2, covariates=("difficulty",))
+            seconds, ols, ok, peaks["ols_dask_2"] = _dask(
+                root, "ols", 2, covariates=("difficulty",)
+            )
             timings["ols_dask_2_workers_s"] = seconds
             timings["ols_identifiable"] = int(ols.to_frame()["identifiable"].sum())
             stable &= ok
@@ -120,8 +169,14 @@ def run(quick: bool = False, data_dir: str | None = None, with_ols: bool = True)
         "n_runs": n_runs,
         "partitions": parts,
         "n_lessons": 2000,
-        "dataset_in_memory_gb": gb,
+        "dataset_estimated_size_gb": gb,
+        "partition_frame_mb": one["frame_mb"],
+        "partition_ledger_mb": one["ledger_mb"],
+        "dataset_frames_gb": one["frame_mb"] * parts / 1024,
+        "dataset_ledger_gb": one["ledger_mb"] * parts / 1024,
+        "dataset_parquet_gb": parquet_gb,
         "worker_memory_limit": WORKER_MEMORY,
+        "worker_peak_rss_mb": peaks,
         "generate_s": gen_s,
         **timings,
         **throughput,
@@ -130,7 +185,11 @@ def run(quick: bool = False, data_dir: str | None = None, with_ols: bool = True)
         "workers_never_restarted": stable,
         "machine": machine(),
     }
-    print(f"P5  {n_runs:,} runs in {parts} Parquet partitions ({gb:.1f} GB as frames)")
+    print(
+        f"P5  {n_runs:,} runs in {parts} Parquet partitions ({parquet_gb:.2f} GB on disk; in "
+        f"memory {out['dataset_frames_gb']:.1f} GB as frames, "
+        f"{out['dataset_ledger_gb']:.1f} GB as a Ledger)"
+    )
     print(f"  lift, streamed in this process   {local_s:7.1f} s")
     for workers in (1, 2):
         key = f"lift_dask_{workers}_workers_s"
@@ -140,6 +199,8 @@ def run(quick: bool = False, data_dir: str | None = None, with_ols: bool = True)
         )
     if with_ols:
         print(f"  ols (HC3), Dask 2 workers        {timings['ols_dask_2_workers_s']:7.1f} s")
+    worst = max(max(v) for v in peaks.values())
+    print(f"  largest worker peak RSS {worst:.0f} MB (limit {WORKER_MEMORY})")
     print(f"  same numbers as streamed (1e-9): {out['identical_1e-9']}; no restarts: {stable}")
     return out
 
