@@ -21,6 +21,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 BENCHMARKS = {
     "p1": "benchmarks.p1_first_decision",
     "p2": "benchmarks.p2_cycgraph_scale",
+    "p3": "benchmarks.p3_streaming",
     "p4": "benchmarks.p4_ols_scale",
     "p5": "benchmarks.p5_dask_attribution",
     "c1_command": "benchmarks.c1_whole_command",

@@ -108,6 +108,9 @@ _OLS_TOL = 1e-8
 _OLS_EXACT_FIT = 1e-4
 #: a relative Cholesky pivot below this is close to the batch's singularity test (1e-12)
 _OLS_PIVOT = 1e-9
+#: the shift of the running sums of squares: sum (y - c)^2 with c mid-scale keeps the
+#: terms at most 1/4 (scores are in [0, 1]), which tightens their rounding bounds
+_SHIFT = 0.5
 _MASK64 = (1 << 64) - 1
 
 
@@ -316,10 +319,12 @@ class StreamingStats:
         self._lpos: dict[str, int] = {}
         self._trials = np.zeros(16, dtype=np.int64)
         self._sums = np.zeros(16)
+        self._sumc = np.zeros(16)
         self._sumsq = np.zeros(16)
         self._positions: list[list[int]] = []
         # totals
         self.total_sum = 0.0
+        self.total_sumc = 0.0
         self.total_sumsq = 0.0
         self.y_min = math.inf
         self.y_max = -math.inf
@@ -424,6 +429,7 @@ class StreamingStats:
             size = j + 1
             self._trials = _grow(self._trials, size)
             self._sums = _grow(self._sums, size)
+            self._sumc = _grow(self._sumc, size)
             self._sumsq = _grow(self._sumsq, size)
         return j
 
@@ -463,11 +469,14 @@ class StreamingStats:
         fresh = cols[self._trials[cols] == 0] if cols.size else cols
         self._trials[cols] += 1
         self._sums[cols] += score  # run order: one add per lesson, as np.bincount does
-        self._sumsq[cols] += score * score
+        yc = score - _SHIFT
+        self._sumc[cols] += yc
+        self._sumsq[cols] += yc * yc
         for j in cols.tolist():
             self._positions[j].append(i)
         self.total_sum += score
-        self.total_sumsq += score * score
+        self.total_sumc += yc
+        self.total_sumsq += yc * yc
         self.y_min = min(self.y_min, score)
         self.y_max = max(self.y_max, score)
         if fresh.size and self._order is not None:
@@ -514,9 +523,13 @@ class StreamingStats:
         for j in set(old_cols.tolist()) | set(cols.tolist()):
             ya = y[self._positions[j]]
             self._sums[j] = float(np.cumsum(ya)[-1]) if ya.size else 0.0  # run order
-            self._sumsq[j] = float(np.cumsum(ya * ya)[-1]) if ya.size else 0.0
+            yc = ya - _SHIFT
+            self._sumc[j] = float(np.cumsum(yc)[-1]) if ya.size else 0.0
+            self._sumsq[j] = float(np.cumsum(yc * yc)[-1]) if ya.size else 0.0
+        yc = y - _SHIFT
         self.total_sum = float(np.cumsum(y)[-1])
-        self.total_sumsq = float(np.cumsum(y * y)[-1])
+        self.total_sumc = float(np.cumsum(yc)[-1])
+        self.total_sumsq = float(np.cumsum(yc * yc)[-1])
         self.y_min, self.y_max = float(y.min()), float(y.max())
         self._order = None
         self._order_ids = None
@@ -541,41 +554,67 @@ class StreamingStats:
         Returns ``(groups, lift_tol, var_a_tol, var_b_tol)``.  ``groups`` is what
         ``Ledger._group_arrays`` returns, from running sums: trials, means and baseline
         means as the ledger's additive statistics (the with-lesson mean and the additive
-        baseline mean are bit for bit the ledger's), variances from sums of squares.  The
-        tolerances bound how far each statistic may be from its run-order value
-        (``cogstats._ledger_stats.exact_stats``): the ledger's bounds
-        (:func:`cogstats._ledger_stats.uncertainty`) plus the rounding of the
-        sums-of-squares formula, ``(4 n + 8) u sum y^2`` on a sum of squared deviations
-        (doubled).  No statistic is marked exact.
+        baseline mean are bit for bit the ledger's), sums of squared deviations from the
+        running ``sum (y - c)`` and ``sum (y - c)^2`` (``c = 0.5``) and Chan's
+        decomposition for the baselines.  No statistic is marked exact.
+
+        The tolerances bound how far each statistic may be from its run-order value
+        (``cogstats._ledger_stats.exact_stats``, which decides near ties).  With ``u``
+        the unit roundoff, ``Q`` a running ``sum (y - c)^2`` over ``n`` runs and ``SS``
+        a sum of squared deviations (recursive summation, Higham eq. 4.4; Cauchy-Schwarz
+        for ``sum (y - c)``):
+
+        * the baseline mean: the ledger's bound (``lift_tol``, of
+          :func:`cogstats._ledger_stats.uncertainty`);
+        * a sum of squared deviations ``Q - S (S / n)``: ``(3 n + 9) u Q``, taken as
+          ``(4 n + 8) u Q``; the run-order two-pass value is within ``(n + 2) u SS + n^3
+          u^2`` of the true one;
+        * the baseline's ``SS - SS_a - between``: the two sums' bounds, ``2 u SS`` for the
+          subtractions and ``2 (n_a n_b / N) |m_a - m_b| (lift_tol + 2 N u)`` for the
+          between-groups term;
+
+        each doubled.
         """
         n = self.n_runs
         n_a = self._trials[idx]
         s_a = self._sums[idx]
+        sc_a = self._sumc[idx]
         q_a = self._sumsq[idx]
+        nf = float(n)
+        na = n_a.astype(float)
+        n_b = n - n_a
+        nb = n_b.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean_a = np.where(n_a > 0, s_a / np.maximum(n_a, 1), 0.0)
-            ss_a = np.maximum(q_a - s_a * mean_a, 0.0)
+            ss_a = np.maximum(q_a - sc_a * (sc_a / np.maximum(na, 1.0)), 0.0)
             var_a = np.where(n_a >= 2, ss_a / np.maximum(n_a - 1, 1), np.nan)
-            n_b = n - n_a
             mean_b = np.where(n_b > 0, (self.total_sum - s_a) / np.maximum(n_b, 1), 0.0)
-            total_mean = self.total_sum / n if n else 0.0
-            ss_total = max(self.total_sumsq - self.total_sum * total_mean, 0.0)
+            ss_total = max(
+                self.total_sumsq - self.total_sumc * (self.total_sumc / max(nf, 1.0)), 0.0
+            )
             between = n_a * n_b / max(n, 1) * (mean_a - mean_b) ** 2
             ss_b = np.maximum(ss_total - ss_a - between, 0.0)
             var_b = np.where(n_b >= 2, ss_b / np.maximum(n_b - 1, 1), np.nan)
-        nf = float(n)
-        na = n_a.astype(float)
-        nb = np.maximum(n_b.astype(float), 1.0)
-        lift_tol = 4.0 * _U * (nf * nf + na * na + nb * nb + nf + 2.0) / nb
-        with np.errstate(invalid="ignore"):
-            var_a_tol = 2.0 * (4.0 * na + 8.0) * _U * q_a / np.maximum(na - 1.0, 1.0)
-            var_a_tol = var_a_tol + np.nan_to_num(2.0 * _U * (na + 1.0) * var_a, nan=0.0)
+        nb1 = np.maximum(nb, 1.0)
+        lift_tol = 4.0 * _U * (nf * nf + na * na + nb1 * nb1 + nf + 2.0) / nb1
+        u2 = _U * _U
+        var_a_tol = (
+            2.0
+            * ((4.0 * na + 8.0) * _U * q_a + (na + 2.0) * _U * ss_a + na**3 * u2)
+            / np.maximum(na - 1.0, 1.0)
+        )
         var_b_tol = (
             2.0
             * (
                 (4.0 * nf + 8.0) * _U * self.total_sumsq
                 + (4.0 * na + 8.0) * _U * q_a
-                + 4.0 * _U * (nf + 2.0) * (ss_total + nf)
+                + 2.0 * _U * ss_total
+                + 2.0
+                * (na * nb / max(nf, 1.0))
+                * np.abs(mean_a - mean_b)
+                * (lift_tol + 2 * nf * _U)
+                + (nb + 2.0) * _U * ss_b
+                + nb**3 * u2
             )
             / np.maximum(nb - 1.0, 1.0)
         )
@@ -593,10 +632,41 @@ class StreamingStats:
     def exact_stats(self, j: int) -> tuple[int, float, float, int, float, float]:
         """Lesson ``j``'s statistics in run order (``cogstats._ledger_stats.exact_stats``).
 
-        Cost O(runs): the baseline is summed over the runs without the lesson.
+        Returns ``(n_a, mean_a, var_a, n_b, mean_b, var_b)``, bit for bit what
+        ``exact_stats`` returns on the ledger of the runs so far.  Cost O(runs): the
+        baseline is summed over the runs without the lesson.
         """
-        fa = self._fact_arrays([j])
+        rows = self.positions(j)
+        z = np.zeros(1)
+        fa = _ledger_stats.FactArrays(
+            self.scores(),
+            rows,
+            np.zeros(rows.size, dtype=np.int64),
+            np.array([rows.size]),
+            np.array([self._sums[j]]),
+            z,
+            z,
+            self.total_sum,
+            0.0,
+            0.0,
+        )
         return _ledger_stats.exact_stats(fa, 0)
+
+    def exact_means(self, j: int) -> tuple[int, float, int, float]:
+        """Lesson ``j``'s trials and means as :meth:`exact_stats` has them (no variances).
+
+        Cost O(runs), without the two sums of squares.
+        """
+        rows = self.positions(j)
+        y = self._y[: self.n_runs]
+        member = np.zeros(y.size, dtype=bool)
+        member[rows] = True
+        n_a = int(rows.size)
+        mean_a = float(self._sums[j] / n_a) if n_a else 0.0
+        yb = y[~member]
+        n_b = int(yb.size)
+        mean_b = float(np.cumsum(yb)[-1] / n_b) if n_b else 0.0
+        return n_a, mean_a, n_b, mean_b
 
     def _fact_arrays(self, js: Sequence[int]) -> _ledger_stats.FactArrays:
         """``Ledger._fact_arrays()`` restricted to lessons ``js`` (bit for bit; O(runs))."""
@@ -973,11 +1043,17 @@ class _CycgraphAdapter(StreamingAdapter):
             }
             trials = g.n_a
             exact_mask = g.exact.copy()
+            margin = gate.decision_rule == "margin"
             for k in fragile.tolist():
                 if trials[k] == 0:
                     continue  # not in the ledger: nothing to test (the batch skips it too)
-                for name, value in zip(fields_, stats.exact_stats(int(idx[k])), strict=True):
-                    fields_[name][k] = value
+                if margin:  # the margin rule compares means only
+                    _, mean_a, _, mean_b = stats.exact_means(int(idx[k]))
+                    fields_["mean_a"][k], fields_["mean_b"][k] = mean_a, mean_b
+                else:
+                    exact = stats.exact_stats(int(idx[k]))
+                    for name, value in zip(fields_, exact, strict=True):
+                        fields_[name][k] = value
                 exact_mask[k] = True
             g = _ledger_stats.GroupArrays(**fields_, exact=exact_mask)
             d = gate._decide_core(g)
@@ -2135,6 +2211,7 @@ class StreamingGate:
             "skipped": [dataclasses.asdict(s) for s in self._skipped],
             "totals": {
                 "total_sum": stats.total_sum,
+                "total_sumc": stats.total_sumc,
                 "total_sumsq": stats.total_sumsq,
                 "y_min": stats.y_min if stats.n_runs else None,
                 "y_max": stats.y_max if stats.n_runs else None,
@@ -2152,6 +2229,7 @@ class StreamingGate:
             "scores": stats._y[: stats.n_runs].copy(),
             "lesson_trials": stats._trials[:L].copy(),
             "lesson_sums": stats._sums[:L].copy(),
+            "lesson_sumc": stats._sumc[:L].copy(),
             "lesson_sumsq": stats._sumsq[:L].copy(),
             "run_lessons_indptr": np.concatenate(
                 [[0], np.cumsum([c.size for c in stats._cols])]
@@ -2268,6 +2346,7 @@ class StreamingGate:
         for name, attr in (
             ("lesson_trials", "_trials"),
             ("lesson_sums", "_sums"),
+            ("lesson_sumc", "_sumc"),
             ("lesson_sumsq", "_sumsq"),
         ):
             buf = _grow(np.zeros(0, dtype=arrays[name].dtype), max(L, 1))
@@ -2283,6 +2362,7 @@ class StreamingGate:
         stats._positions = positions
         totals = manifest["totals"]
         stats.total_sum = float(totals["total_sum"])
+        stats.total_sumc = float(totals["total_sumc"])
         stats.total_sumsq = float(totals["total_sumsq"])
         stats.y_min = math.inf if totals["y_min"] is None else float(totals["y_min"])
         stats.y_max = -math.inf if totals["y_max"] is None else float(totals["y_max"])

@@ -180,18 +180,66 @@ def _tie_runs() -> tuple[list, float]:
 def test_exact_ties_are_recomputed_from_the_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     runs, margin = _tie_runs()
     calls = []
-    original = streaming_module.StreamingStats.exact_stats
+    original = streaming_module.StreamingStats.exact_means  # the margin rule's recompute
 
     def counting(self: Any, j: int) -> Any:
         calls.append(j)
         return original(self, j)
 
-    monkeypatch.setattr(streaming_module.StreamingStats, "exact_stats", counting)
+    monkeypatch.setattr(streaming_module.StreamingStats, "exact_means", counting)
     gate = CycgraphGate(decision_rule="margin", min_trials=1, promote_margin=margin)
     sg = check_stream(gate, runs)
     assert calls, "the tie was not recomputed"
     # the running sums alone would decide differently; the run-order lift promotes
     assert sg.report().decision("a")["decision"] == "promote"
+
+
+def _bounds_hold(sg: StreamingGate) -> None:
+    """Every running statistic lies within its stated bound of the run-order value."""
+    from cogstats import _ledger_stats
+
+    stats = sg.stats
+    idx = stats.order()
+    g, lift_tol, var_a_tol, var_b_tol = stats.group_arrays(idx)
+    fa = sg.to_ledger()._fact_arrays()
+    for k in range(idx.size):
+        n_a, m_a, v_a, n_b, m_b, v_b = _ledger_stats.exact_stats(fa, k)
+        assert (g.n_a[k], g.n_b[k]) == (n_a, n_b)
+        assert g.mean_a[k] == m_a
+        assert abs(g.mean_b[k] - m_b) <= lift_tol[k] / 2 or n_b == 0
+        for mine, exact, tol in ((g.var_a[k], v_a, var_a_tol[k]), (g.var_b[k], v_b, var_b_tol[k])):
+            assert math.isnan(mine) == math.isnan(exact)
+            if not math.isnan(exact):
+                assert abs(mine - exact) <= tol / 2, (k, mine, exact, tol)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=run_sequences())
+def test_running_statistics_within_their_bounds(runs: list) -> None:
+    sg = StreamingGate(CycgraphGate())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)
+        for r in runs:
+            sg.record(r[0], r[1], r[2])
+    _bounds_hold(sg)
+
+
+@pytest.mark.parametrize("kind", ["grid", "near_constant", "continuous"])
+def test_running_statistics_within_their_bounds_on_long_ledgers(kind: str) -> None:
+    """Half the stated bound still holds (the bounds are doubled) over 3000 runs, where
+    the sums of squares cancel most: scores nearly constant."""
+    rng = np.random.default_rng(9)
+    sg = StreamingGate(CycgraphGate())
+    for i in range(3000):
+        if kind == "grid":
+            score = float(rng.integers(0, 21) * 0.05)
+        elif kind == "near_constant":
+            score = 0.65 if rng.random() < 0.98 else 0.7
+        else:
+            score = float(rng.random())
+        ids = [f"L{j}" for j in rng.choice(40, 4, replace=False)] + (["all"] if i % 3 else [])
+        sg.record(f"r{i}", score, ids)
+    _bounds_hold(sg)
 
 
 # ---------------------------------------------------------------------- evidence
