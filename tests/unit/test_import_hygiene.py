@@ -123,3 +123,29 @@ def test_simulation_path_skips_statsmodels() -> None:
     assert "numba" in mods
     # (pyarrow may pull in pandas to build list columns; statsmodels must stay out)
     assert not any(m.split(".")[0] in ("statsmodels", "altair", "papermill") for m in mods)
+
+
+STREAMING = (
+    "import pathlib, tempfile\n"
+    "import numpy as np\n"
+    "from cogstats.gates import CycgraphGate, EvidenceGate, StreamingGate\n"
+    "rng = np.random.default_rng(0)\n"
+    "gates = [StreamingGate(CycgraphGate()), StreamingGate(CycgraphGate(decision_rule='margin')),"
+    " StreamingGate(EvidenceGate(method='welch')), StreamingGate(EvidenceGate(method='lift'))]\n"
+    "for i in range(200):\n"
+    "    ids = [f'L{j}' for j in rng.choice(20, 4, replace=False)]\n"
+    "    for g in gates:\n"
+    "        g.record(f'r{i}', float(rng.random()), ids)\n"
+    "for g in gates:\n"
+    "    g.report()\n"
+    "path = gates[2].save(pathlib.Path(tempfile.mkdtemp()) / 'state.npz')\n"
+    "StreamingGate.load(path).report()\n"
+)
+
+
+def test_streaming_gate_loads_no_heavy_module() -> None:
+    """A service's streaming gate (cycgraph's rules, welch and lift evidence gates, a save
+    and a load) imports none of the heavy modules either (fresh process)."""
+    mods = _modules(STREAMING)
+    assert _loaded(mods, HEAVY_ON_FIRST_DECISION) == []
+    assert "cogstats.gates.streaming" in mods
