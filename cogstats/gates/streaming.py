@@ -283,16 +283,27 @@ class StreamingStats:
 
     It holds the runs as a :class:`~cogstats.ledger.Ledger` would (ids, scores, the listed
     lesson ids, covariate columns), the lesson table (every lesson id seen, in the order
-    first seen, with its trials, its sum of scores in run order, its sum of squared
-    scores and the positions of its runs), the totals, and, where an adapter asks for
-    them, the regression cross-products (:meth:`regression`).  Adapters read it; only
-    :class:`StreamingGate` changes it.
+    first seen, with its trials, its sum of scores in run order, ``sum (y - 1/2)`` and
+    ``sum (y - 1/2)^2``, and the positions of its runs), the totals, and, where an adapter
+    asks for them, the regression cross-products (:meth:`regression`).  Adapters read it;
+    only :class:`StreamingGate` changes it.
 
     Parameters
     ----------
     regression_covariates : tuple of str or None
         Covariates whose columns ``X'X`` carries (``()``: intercept and lessons only;
         None: no cross-products kept).
+
+    Attributes
+    ----------
+    version : int
+        Increases with every change (an adapter may cache on it).
+    recomputed : int
+        Lessons recomputed from their runs for a near tie so far (a diagnostic).
+    fallbacks : int
+        Looks that ran a batch estimator on :meth:`to_ledger` (a diagnostic).
+    total_sum : float
+        The sum of every score, in run order.
 
     Examples
     --------
@@ -330,8 +341,9 @@ class StreamingStats:
         self.y_max = -math.inf
         self._order: np.ndarray | None = np.zeros(0, dtype=np.int64)
         self._order_ids: tuple[str, ...] | None = ()
-        #: increases with every change (adapters may cache on it)
         self.version = 0
+        self.recomputed = 0  # diagnostics, not saved
+        self.fallbacks = 0
         self._reg = None if regression_covariates is None else _Regression(regression_covariates)
 
     # ------------------------------------------------------------------ views
@@ -574,6 +586,16 @@ class StreamingStats:
           between-groups term;
 
         each doubled.
+
+        Examples
+        --------
+        >>> from cogstats.gates import CycgraphGate, StreamingGate
+        >>> sg = StreamingGate(CycgraphGate())
+        >>> for i, s in enumerate([0.9, 0.7, 0.5, 0.6]):
+        ...     _ = sg.record(f"r{i}", s, ["a"] if i < 2 else [])
+        >>> g, lift_tol, var_a_tol, var_b_tol = sg.stats.group_arrays(sg.stats.order())
+        >>> round(float(g.mean_a[0] - g.mean_b[0]), 12), bool(lift_tol[0] < 1e-14)
+        (0.25, True)
         """
         n = self.n_runs
         n_a = self._trials[idx]
@@ -636,6 +658,7 @@ class StreamingStats:
         ``exact_stats`` returns on the ledger of the runs so far.  Cost O(runs): the
         baseline is summed over the runs without the lesson.
         """
+        self.recomputed += 1
         rows = self.positions(j)
         z = np.zeros(1)
         fa = _ledger_stats.FactArrays(
@@ -657,6 +680,7 @@ class StreamingStats:
 
         Cost O(runs), without the two sums of squares.
         """
+        self.recomputed += 1
         rows = self.positions(j)
         y = self._y[: self.n_runs]
         member = np.zeros(y.size, dtype=bool)
@@ -681,6 +705,7 @@ class StreamingStats:
 
     def batch_group_arrays(self, js: Sequence[int]) -> _ledger_stats.GroupArrays:
         """``Ledger._group_arrays`` of lessons ``js`` (present ones), bit for bit; O(runs)."""
+        self.recomputed += len(js)
         fa = self._fact_arrays(js)
         return _ledger_stats.group_arrays(fa, np.arange(len(js), dtype=np.int64))
 
@@ -751,6 +776,16 @@ class StreamingStats:
         design), or every lesson's variance inflation factor is below half the threshold
         (so rounding cannot move it across).  Otherwise the adapter should fall back to
         the batch check on :meth:`to_ledger`.
+
+        Examples
+        --------
+        >>> from cogstats.gates import EvidenceGate, StreamingGate
+        >>> sg = StreamingGate(EvidenceGate(method="welch"))  # keeps X'X for the check
+        >>> for i, ids in enumerate([["a", "b"], ["a", "b"], ["c"], [], ["a", "b", "c"]]):
+        ...     _ = sg.record(f"r{i}", 0.1 * i, ids)
+        >>> frame, trusted = sg.stats.identifiability(sg.stats.regression(), 1e3)
+        >>> frame["reason"].to_list(), trusted
+        (['duplicate inclusion pattern', 'duplicate inclusion pattern', None], True)
         """
         from cogstats.estimators.identifiability import (
             DEFAULT_TOL,
@@ -1343,6 +1378,7 @@ class _EvidenceAdapter(StreamingAdapter):
         reg = stats.regression()
         frame, trusted = stats.identifiability(reg, DEFAULT_VIF_THRESHOLD)
         if not trusted:
+            stats.fallbacks += 1
             frame = check_identifiability(stats.to_ledger())
         return dict(zip(frame["fact_id"], frame["identifiable"], strict=True))
 
@@ -1442,6 +1478,7 @@ class _EvidenceAdapter(StreamingAdapter):
         threshold = float(opts["vif_threshold"])
 
         def batch() -> Attribution:
+            stats.fallbacks += 1
             return attribute(stats.to_ledger(), "ols", confidence_level=level, **dict(gate.options))
 
         reg = stats.regression()
@@ -1805,6 +1842,16 @@ class SkippedLine:
         Byte offset of the line's start.
     error : str
         The error, naming the field.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from cogstats.gates import CycgraphGate, StreamingGate
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl"
+    >>> _ = path.write_text('{"run_id": "r1", "score": 2}' + chr(10))
+    >>> skipped = StreamingGate(CycgraphGate()).ingest(path, on_error="skip").skipped
+    >>> skipped[0].line, "score" in skipped[0].error
+    (1, True)
     """
 
     path: str
@@ -1829,6 +1876,17 @@ class IngestResult:
         Decisions that changed between the previous look and the look after the last line.
     offset, line : int
         The marker after the call: the byte offset and line count read so far.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from cogstats.gates import CycgraphGate, StreamingGate
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl"
+    >>> nl = chr(10)
+    >>> _ = path.write_text('{"run_id": "r1", "score": 0.5}' + nl + nl + '{"run_id": "r2"')
+    >>> result = StreamingGate(CycgraphGate()).ingest(path)  # the last line is incomplete
+    >>> result.recorded, result.lines, result.offset
+    (1, 2, 32)
     """
 
     recorded: int
@@ -1939,6 +1997,7 @@ class StreamingGate:
         self._markers: dict[str, _Marker] = {}
         self._skipped: list[SkippedLine] = []
         self._cache: tuple[Any, Judgement] | None = None
+        self._full: tuple[Judgement, GateReport] | None = None  # report() of that judgement
         self._empty: GateReport | None = None
 
     # ------------------------------------------------------------------ properties
@@ -2165,7 +2224,10 @@ class StreamingGate:
         if candidates is not None:
             _check_candidates(candidates)
         cands = self._candidates if candidates is None else tuple(candidates)
-        return self._judgement(cands).report()
+        j = self._judgement(cands)
+        if self._full is None or self._full[0] is not j:
+            self._full = (j, j.report())
+        return self._full[1]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -2401,7 +2463,19 @@ class StreamingGate:
         return tuple(self._skipped)
 
     def marker(self, path: str | os.PathLike[str]) -> tuple[int, int]:
-        """``(byte offset, lines read)`` of :meth:`ingest`'s marker for ``path``."""
+        """Return ``(byte offset, lines read)`` of :meth:`ingest`'s marker for ``path``.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from cogstats.gates import CycgraphGate
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl"
+        >>> _ = path.write_text('{"run_id": "r1", "score": 0.5}' + chr(10))
+        >>> sg = StreamingGate(CycgraphGate())
+        >>> _ = sg.ingest(path)
+        >>> sg.marker(path)
+        (31, 1)
+        """
         m = self._markers.get(str(Path(path).resolve()))
         return (0, 0) if m is None else (m.offset, m.line)
 
