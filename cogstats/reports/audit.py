@@ -340,7 +340,7 @@ class LedgerAudit:
         >>> ledger = Ledger.from_records(
         ...     {"run_id": f"r{i}", "score": 0.5 + 0.1 * (i % 2), "fact_ids": ["a"] * (i % 2)}
         ...     for i in range(8))
-        >>> audit_ledger(ledger, rng=1).side_by_side().columns
+        >>> audit_ledger(ledger, gates=["cycgraph", "evidence"], rng=1).side_by_side().columns
         ['fact_id', 'trials', 'cycgraph', 'cycgraph_why', 'evidence', 'evidence_why']
         """
         out = self.decisions.group_by("fact_id", maintain_order=True).agg(pl.col("trials").first())
