@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cogstats tests benchmarks
-	$(BIN)/ruff format --check cogstats tests benchmarks
+	$(BIN)/ruff check cogstats tests benchmarks docs/scripts
+	$(BIN)/ruff format --check cogstats tests benchmarks docs/scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

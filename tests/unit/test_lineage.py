@@ -294,3 +294,20 @@ def test_cli_attribute_pools_lineage(
     assert main([*argv, "--pool-lineage"]) == 0
     rows = {r["fact_id"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(rows) == {"L", "P2"} and rows["P2"]["trials"] == 5
+
+
+def test_the_measurement_script_runs() -> None:
+    """docs/scripts/lineage_s2.py (the figures of docs/lineage.md), at 2 replicates."""
+    import importlib.util
+
+    path = ROOT / "docs" / "scripts" / "lineage_s2.py"
+    spec = importlib.util.spec_from_file_location("lineage_s2", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = module.measure(2, 5)
+    assert table.height == 6 and table["replicates"].to_list() == [2] * 6
+    assert set(table["variant"]) == {"plain", "exclude runs", "exclude baselines"}
+    plain = table.filter(pl.col("variant") == "plain").sort("rule")
+    off = table.filter(pl.col("variant") == "exclude runs").sort("rule")
+    assert off["rule"].to_list() == plain["rule"].to_list() == ["inference", "margin"]
