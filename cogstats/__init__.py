@@ -14,8 +14,16 @@ from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.estimators import Attribution, attribute
-    from cogstats.gates import AuditGate, CycgraphGate, EvidenceGate, GateReport, StreamingGate
+    from cogstats.gates import (
+        AuditGate,
+        CycgraphGate,
+        EvidenceGate,
+        GateReport,
+        RecommendedGate,
+        StreamingGate,
+    )
     from cogstats.ledger import Ledger
+    from cogstats.presets import PRESETS, recommended
     from cogstats.sim import Scenario, load_spec, simulate
     from cogstats.sweep import read_sweep, sweep_spec
 
@@ -31,6 +39,9 @@ _LAZY: dict[str, str] = {
     "AuditGate": "cogstats.gates",
     "GateReport": "cogstats.gates",
     "StreamingGate": "cogstats.gates",
+    "RecommendedGate": "cogstats.gates",
+    "recommended": "cogstats.presets",
+    "PRESETS": "cogstats.presets",
     "Scenario": "cogstats.sim",
     "simulate": "cogstats.sim",
     "load_spec": "cogstats.sim",

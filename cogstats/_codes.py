@@ -157,6 +157,7 @@ POLICY_FEWEST_TRIALS_FIRST = 2
 POLICY_RANDOMIZED = 3
 POLICY_DESIGNED = 4
 POLICY_UCB1 = 5
+POLICY_SUSPECT_FIRST = 6
 POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
     {
         "in_progress_first": POLICY_IN_PROGRESS_FIRST,
@@ -165,6 +166,7 @@ POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
         "randomized": POLICY_RANDOMIZED,
         "designed": POLICY_DESIGNED,
         "ucb1": POLICY_UCB1,
+        "suspect_first": POLICY_SUSPECT_FIRST,
     }
 )
 
@@ -179,3 +181,4 @@ GATE_MARGIN = 1
 GATE_INFERENCE = 2
 GATE_AUDIT = 3
 GATE_EVIDENCE = 4
+GATE_RECOMMENDED = 5

@@ -193,13 +193,17 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     if gate is None:  # another subcommand runs: the gate's flags are not needed
         return
     entry = get_gate(gate)
-    if any(f.name == "options" for f in entry.fields()):
+    names = {f.name for f in entry.fields()}
+    reserved: tuple[str, ...] = _GATE_FLAGS
+    if "covariates" in names:  # the gate's own option (the recommended gate's)
+        reserved = tuple(f for f in _GATE_FLAGS if f != "--covariates")
+    elif "options" in names:
         p.add_argument(
             "--covariates",
             nargs="*",
             help="ledger covariate columns for the gate's method (sets options.covariates)",
         )
-    add_option_flags(p, entry, reserved=_GATE_FLAGS)
+    add_option_flags(p, entry, reserved=reserved)
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
@@ -207,7 +211,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
     entry = get_gate(args.gate)
     options = collect_options(args, entry)
-    if getattr(args, "covariates", None):
+    if getattr(args, "covariates", None) and "covariates" not in options:
         options["options"] = {**dict(options.get("options") or {}), "covariates": args.covariates}
     try:
         gate = entry.make(**options)
@@ -276,7 +280,17 @@ def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         help="auto (default): compiled when it covers the gate and policy, else reference",
     )
     p.add_argument("--workers", type=int, help="threads for the cells (default: all cores)")
+    _policy_argument(p)
     p.add_argument("--no-progress", action="store_true")
+
+
+def _policy_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--policy",
+        metavar="PRESET",
+        help="replace the spec's retrieval policy and gate with a preset (e.g. recommended); "
+        "the prompt caps and the gate's cadence are kept",
+    )
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -297,6 +311,7 @@ def _sweep_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         type=int,
         help="worker processes (default: all cores; a small sweep runs in this process)",
     )
+    _policy_argument(p)
     p.add_argument("--no-progress", action="store_true")
 
 

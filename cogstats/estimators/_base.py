@@ -254,6 +254,7 @@ ESTIMATOR_MODULES: tuple[str, ...] = (
     "cogstats.estimators.regression",
     "cogstats.estimators.confseq",
     "cogstats.estimators.anytime_ols",
+    "cogstats.estimators.debiased_ridge",
 )
 #: method name -> the module that registers it, so that looking up one method imports
 #: only its module (a gate on ``welch`` must not pay for statsmodels' regression stack).
@@ -271,6 +272,7 @@ METHOD_MODULES: dict[str, str] = {
     "mixed": "cogstats.estimators.regression",
     "confseq": "cogstats.estimators.confseq",
     "anytime_ols": "cogstats.estimators.anytime_ols",
+    "debiased_ridge": "cogstats.estimators.debiased_ridge",
 }
 
 

@@ -63,6 +63,7 @@ GATES: Registry = Registry(
         "cycgraph": "cogstats.gates.cycgraph",
         "evidence": "cogstats.gates.evidence",
         "audit": "cogstats.gates.audit",
+        "recommended": "cogstats.gates.recommended",
     },
     check=_check_gate,
 )

@@ -10,12 +10,10 @@ Contenders are names:
 
 - ``cycgraph_margin``: the spec's own cycgraph gate with ``decision_rule = "margin"``;
 - ``cycgraph_inference``: the same gate with ``decision_rule = "inference"``;
-- any other name is a preset (a retrieval policy and a gate registered under that name,
-  e.g. ``recommended``), looked up when the comparison runs: it replaces the spec's
-  retrieval policy and gate (through the spec's ``[policy] preset`` table where the
-  spec reader has one) and keeps the prompt caps ``max_facts``/``candidate_slots``.
-  A preset that is not installed is left out with a note
-  ("recommended preset not installed"), so the report runs before the preset lands.
+- any other name is a preset (:data:`cogstats.presets.PRESETS`, e.g. ``recommended``):
+  it replaces the spec's retrieval policy and gate and keeps the prompt caps
+  ``max_facts``/``candidate_slots`` and the gate's cadence.  A name that is not a
+  registered preset is left out with a note ("... preset not installed").
 
 Figures (S2 and the variants): poison recall (removed by the last run), the median runs
 from a poison's arrival to its removal pooled over removed poisons
@@ -41,7 +39,7 @@ import numpy as np
 import polars as pl
 
 from cogstats._codes import HARMFUL, KIND_POISON, KINDS
-from cogstats._validation import ParameterError, SpecError, check_choice, check_int, check_real
+from cogstats._validation import ParameterError, check_choice, check_int, check_real
 from cogstats.reports.reference import EFFECT, verdict_rates
 from cogstats.reports.resources import resource_path
 
@@ -99,20 +97,16 @@ _POISON = KINDS[KIND_POISON]
 
 
 def preset_installed(name: str = PRESET) -> bool:
-    """Return whether a retrieval policy and a gate are both registered as ``name``.
+    """Return whether ``name`` is a registered preset (:data:`cogstats.presets.PRESETS`).
 
     Examples
     --------
-    >>> preset_installed("cycgraph")  # a gate, but no retrieval policy of that name
-    False
+    >>> preset_installed("recommended"), preset_installed("cycgraph")
+    (True, False)
     """
-    from cogstats.gates import GATES
-    from cogstats.retrieval import RETRIEVAL_POLICIES
+    from cogstats.presets import PRESETS
 
-    if not isinstance(name, str) or ":" in name:
-        return False
-    # load every built-in module first: a preset may register itself in one of them
-    return name in GATES.load() and name in RETRIEVAL_POLICIES.load()
+    return isinstance(name, str) and name in PRESETS
 
 
 def contender_scenario(name: str, scenario: Scenario) -> Scenario:
@@ -120,8 +114,9 @@ def contender_scenario(name: str, scenario: Scenario) -> Scenario:
 
     ``cycgraph_margin`` / ``cycgraph_inference`` keep the scenario's cycgraph gate (its
     options and cadence) and set its decision rule (a scenario with another gate gets
-    cycgraph's gate with its defaults); any other name is a preset (see the module
-    docstring), an error when it is not installed.
+    cycgraph's gate with its defaults); any other name is a preset
+    (:meth:`cogstats.sim.Scenario.with_preset`: its retrieval and gate, the prompt caps
+    and the gate's cadence kept), an error when it is not registered.
 
     Examples
     --------
@@ -131,6 +126,8 @@ def contender_scenario(name: str, scenario: Scenario) -> Scenario:
     >>> m = contender_scenario("cycgraph_margin", s)
     >>> m.gate.policy["decision_rule"], m.gate.policy["min_trials"]
     ('margin', 3)
+    >>> contender_scenario("recommended", s).gate.type
+    'recommended'
     >>> contender_scenario("no_such_preset", s)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -144,23 +141,10 @@ def contender_scenario(name: str, scenario: Scenario) -> Scenario:
         return scenario.with_values(values)
     if not isinstance(name, str) or not preset_installed(name):
         raise ParameterError(
-            f"contender {name!r}: no preset of that name is installed (a retrieval policy and "
-            f"a gate registered as {name!r}); the contenders are {list(RULES)} and installed "
-            "presets"
+            f"contender {name!r}: no preset of that name is installed (see "
+            f"cogstats.presets.PRESETS); the contenders are {list(RULES)} and the presets"
         )
-    data = scenario.to_dict()
-    try:
-        return type(scenario).from_dict({**data, "policy": {"preset": name}})
-    except SpecError as exc:
-        if exc.key != "policy":
-            raise
-    # a spec reader without the [policy] table: the preset's parts by name, the prompt
-    # caps and the gate's cadence kept
-    caps = {k: data["retrieval"][k] for k in ("max_facts", "candidate_slots")}
-    cadence = {k: data["gate"][k] for k in ("every", "from_run", "recheck_verified")}
-    data["retrieval"] = {"policy": name, **caps}
-    data["gate"] = {"type": name, **cadence}
-    return type(scenario).from_dict(data)
+    return scenario.with_preset(name)
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,6 +15,7 @@ from cogstats.retrieval._registry import (
 )
 from cogstats.retrieval.cycgraph import FewestTrialsFirst, InProgressFirst, NewestFirst
 from cogstats.retrieval.randomized import Designed, Randomized
+from cogstats.retrieval.recommended import SuspectFirst
 from cogstats.retrieval.ucb import UCB1
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Randomized",
     "RetrievalPolicy",
     "Selection",
+    "SuspectFirst",
     "get_policy",
     "lesson_table",
     "make_policy",

@@ -33,6 +33,7 @@ from cogstats._codes import (
     GATE_EVIDENCE,
     GATE_MARGIN,
     GATE_NONE,
+    GATE_RECOMMENDED,
     KIND_GENUINE,
     KIND_POISON,
     POLICY_DESIGNED,
@@ -40,6 +41,7 @@ from cogstats._codes import (
     POLICY_IN_PROGRESS_FIRST,
     POLICY_NEWEST_FIRST,
     POLICY_RANDOMIZED,
+    POLICY_SUSPECT_FIRST,
     POLICY_UCB1,
     REASON_CODE_HARMFUL,
     REASON_CODE_NO_LIFT,
@@ -56,12 +58,21 @@ IP_RUNS, IP_L, IP_POLICY, IP_MAXF, IP_SLOTS, IP_REST, IP_POOL, IP_GATE = 0, 1, 2
 IP_MINT, IP_MAXT, IP_MAXB, IP_BH, IP_DOUBLING, IP_EVERY, IP_FROM = 8, 9, 10, 11, 12, 13, 14
 IP_RECEMPTY, IP_RECHECK, IP_LINK, IP_AUDIT_HITS, IP_P = 15, 16, 17, 18, 19
 IP_BERNOULLI, IP_MINF, IP_EV_GROUP, IP_EV_BONF = 20, 21, 22, 23
-N_IP = 24
+IP_NCOV, IP_PASSES, IP_FRESH = 24, 25, 26
+N_IP = 27
 # fp (float parameters) layout
 FP_BASE, FP_NOISE, FP_PM, FP_EM, FP_PC, FP_EC, FP_FLOOR, FP_SAT = 0, 1, 2, 3, 4, 5, 6, 7
 FP_DAMP, FP_EPS, FP_XSIM, FP_WIN, FP_EXPL, FP_AUDIT_RATE, FP_PINC = 8, 9, 10, 11, 12, 13, 14
 FP_ALPHA = 15
-N_FP = 16
+FP_PENALTY, FP_GATE_SUSZ, FP_MIN_SHARE, FP_PRIOR_SS, FP_PRIOR_RUNS, FP_POL_SUSZ = (
+    16,
+    17,
+    18,
+    19,
+    20,
+    21,
+)
+N_FP = 22
 
 
 # ---------------------------------------------------------------------- the score model
@@ -212,8 +223,14 @@ def _select(
     fbuf: np.ndarray,
     bbuf: np.ndarray,
     prop_table: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    tot: np.ndarray,
 ) -> tuple[int, int]:
     """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
+
+    ``s_with``/``ss_with`` are the per-lesson score sums and sums of squares and ``tot``
+    the totals (runs, sum, sum of squares) for the suspect-first policy.
 
     ``ibuf`` (3 x L int), ``kbuf`` (L int), ``fbuf`` (L float) and ``bbuf`` (2 x L bool)
     are scratch space, allocated once per chunk.
@@ -283,7 +300,11 @@ def _select(
     # candidate block
     cand = ibuf[0]
     n = 0
-    if policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
+    if policy == POLICY_SUSPECT_FIRST:
+        count = _suspect_first(
+            ip, fp, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
+        )
+    elif policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
         # cycgraph-style orderings with the rest bench
         rest = ip[IP_REST]
         keys = kbuf
@@ -378,6 +399,364 @@ def _select(
                 pval[n_logged] = 1.0
                 n_logged += 1
     return count, n_logged
+
+
+@njit(cache=True, inline="always")
+def _welch_z(n: int, s: float, ss: float, tot_n: int, tot_s: float, tot_ss: float) -> float:
+    """:func:`cogstats.retrieval.recommended.welch_z`, the same operations in order."""
+    nb = tot_n - n
+    if n < 2 or nb < 2:
+        return 0.0
+    mean_a = s / n
+    sb = tot_s - s
+    mean_b = sb / nb
+    va = max(max((ss - s * mean_a) / (n - 1), 0.0), 0.0)
+    vb = max(max(((tot_ss - ss) - sb * mean_b) / (nb - 1), 0.0), 0.0)
+    se = math.sqrt(va / n + vb / nb)
+    if not se > 0.0:
+        return 0.0
+    return (mean_a - mean_b) / se
+
+
+@njit(cache=True)
+def _suspect_first(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    status: np.ndarray,
+    trials: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    tot: np.ndarray,
+    by_age: np.ndarray,
+    u: np.ndarray,
+    inj: np.ndarray,
+    ibuf: np.ndarray,
+    fbuf: np.ndarray,
+) -> int:
+    """:class:`cogstats.retrieval.SuspectFirst`'s candidate block: suspects, then fresh
+    candidates (oldest first), then the rest in the order of their keys, each drawn with
+    probability ``inclusion_prob`` until the slots are taken."""
+    n_les = status.shape[0]
+    slots = ip[IP_SLOTS]
+    fresh_trials = ip[IP_FRESH]
+    susz = fp[FP_POL_SUSZ]
+    p_inc = fp[FP_PINC]
+    tot_n = int(tot[0])
+    cand = ibuf[0]
+    order = ibuf[1]
+    n = 0
+    for jj in range(n_les):
+        j = by_age[jj]
+        if status[j] == STATUS_CANDIDATE:
+            cand[n] = j
+            n += 1
+    n_ord = 0
+    cls = ibuf[2]
+    for i in range(n):
+        j = cand[i]
+        z = _welch_z(trials[j], s_with[j], ss_with[j], tot_n, tot[1], tot[2])
+        if z < -susz:
+            cls[i] = 0
+            order[n_ord] = i
+            n_ord += 1
+        elif trials[j] < fresh_trials:
+            cls[i] = 1
+        else:
+            cls[i] = 2
+    for i in range(n):
+        if cls[i] == 1:
+            order[n_ord] = i
+            n_ord += 1
+    n_rest = 0
+    keys = fbuf
+    for i in range(n):
+        if cls[i] == 2:
+            keys[n_rest] = u[2 + n_les + i]
+            n_rest += 1
+    if n_rest > 0:
+        rest_pos = np.empty(n_rest, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            if cls[i] == 2:
+                rest_pos[k] = i
+                k += 1
+        ro = np.argsort(keys[:n_rest], kind="mergesort")
+        for k in range(n_rest):
+            order[n_ord] = rest_pos[ro[k]]
+            n_ord += 1
+    count = 0
+    chosen = cls  # reuse: mark chosen positions
+    for i in range(n):
+        chosen[i] = 0
+    for k in range(n_ord):
+        if count >= slots:
+            break
+        i = order[k]
+        if u[2 + i] < p_inc:
+            chosen[i] = 1
+            count += 1
+    count = 0
+    for i in range(n):
+        if chosen[i] == 1:
+            inj[count] = cand[i]
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def _gj_inverse(a: np.ndarray, p: int, aug: np.ndarray, out: np.ndarray) -> bool:
+    """:func:`cogstats.estimators.debiased_ridge.gauss_jordan_inverse`, the same
+    operations in the same order (``aug`` is p x 2p scratch); False when singular."""
+    scale = 0.0
+    for i in range(p):
+        scale = max(scale, abs(a[i, i]))
+    for i in range(p):
+        for c in range(2 * p):
+            aug[i, c] = 0.0
+        for c in range(p):
+            aug[i, c] = a[i, c]
+        aug[i, p + i] = 1.0
+    for k in range(p):
+        piv = aug[k, k]
+        if not piv > 1e-12 * scale:
+            return False
+        for c in range(2 * p):
+            aug[k, c] = aug[k, c] / piv
+        for i in range(p):
+            if i == k:
+                continue
+            fi = aug[i, k]
+            for c in range(2 * p):
+                aug[i, c] = aug[i, c] - fi * aug[k, c]
+    for i in range(p):
+        for c in range(p):
+            out[i, c] = aug[i, p + c]
+    return True
+
+
+@njit(cache=True)
+def _ridge_pass(
+    gram: np.ndarray,
+    zty: np.ndarray,
+    yty: float,
+    runs: int,
+    f: int,
+    p: int,
+    pen: np.ndarray,
+    prior_ss: float,
+    prior_runs: float,
+    a: np.ndarray,
+    aug: np.ndarray,
+    m: np.ndarray,
+    b: np.ndarray,
+    gb: np.ndarray,
+    t_out: np.ndarray,
+    info: np.ndarray,
+    df_out: np.ndarray,
+) -> bool:
+    """One pass of :func:`cogstats.estimators.debiased_ridge._one_pass` on the compact
+    statistics (``p`` columns, ``f`` fixed), the same operations in the same order; writes
+    each lesson's t, info and df (NaN where undefined); False when singular."""
+    for i in range(p):
+        for c in range(p):
+            a[i, c] = gram[i, c]
+    for i in range(f, p):
+        a[i, i] = a[i, i] + pen[i - f]
+    for i in range(p - f):
+        t_out[i] = math.nan
+        info[i] = math.nan
+        df_out[i] = math.nan
+    if not _gj_inverse(a, p, aug, m):
+        return False
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += m[i, c] * zty[c]
+        b[i] = acc
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += gram[i, c] * b[c]
+        gb[i] = acc
+    bg = 0.0
+    for i in range(p):
+        bg += b[i] * zty[i]
+    bgb = 0.0
+    for i in range(p):
+        bgb += b[i] * gb[i]
+    rss = yty - 2.0 * bg + bgb
+    trace = 0.0
+    for i in range(p):
+        ri = 0.0
+        for c in range(p):
+            ri += m[i, c] * gram[c, i]
+        trace += ri
+    for i in range(f, p):
+        k = pen[i - f]
+        mjj = m[i, i]
+        if mjj > 0.0:
+            info[i - f] = 1.0 / mjj - k
+        own = 1.0 - k * mjj
+        if not (own > 0.0 and mjj > 0.0):
+            continue
+        mkb = 0.0
+        mkm = 0.0
+        for c in range(f, p):
+            mkb += m[i, c] * (pen[c - f] * b[c])
+            mkm += (m[i, c] * m[i, c]) * pen[c - f]
+        cj = k * b[i] / own
+        gap = mjj - mkm
+        rss_j = rss - 2.0 * cj * mkb + cj * cj * gap
+        df = runs - (trace + k * gap / own) + prior_runs
+        if not df >= 1.0:
+            continue
+        s2 = (max(rss_j, 0.0) + prior_ss) / df
+        est = b[i] / own
+        se = math.sqrt(s2 * mjj / own)
+        if se > 0.0:
+            t_out[i - f] = est / se
+            df_out[i - f] = df
+    return True
+
+
+@njit(cache=True)
+def _recommended_gate(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    levels: np.ndarray,
+    status: np.ndarray,
+    n_with: np.ndarray,
+    first_trial: np.ndarray,
+    first_rec: np.ndarray,
+    rec_count: int,
+    gram_full: np.ndarray,
+    zty_full: np.ndarray,
+    yty: float,
+    runs: int,
+    by_age: np.ndarray,
+    run: int,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+    ibuf: np.ndarray,
+) -> None:
+    """:class:`~cogstats.gates.RecommendedGate` on the running Gram matrix: the debiased
+    ridge over the lessons tried so far (in order of first trial, as a ledger lists them),
+    then a t test against the level spent at each lesson's age (recorded runs since its
+    first trial)."""
+    n_les = status.shape[0]
+    f = 1 + ip[IP_NCOV]
+    # the lessons tried so far, in order of first appearance (first trial run, index)
+    act = ibuf[0]
+    m_act = 0
+    for j in range(n_les):
+        if n_with[j] > 0:
+            act[m_act] = j
+            m_act += 1
+    if m_act == 0:
+        return
+    keys = np.empty(m_act, dtype=np.int64)
+    for i in range(m_act):
+        keys[i] = first_trial[act[i]] * (n_les + 1) + act[i]
+    order = np.argsort(keys, kind="mergesort")
+    cols = np.empty(m_act, dtype=np.int64)
+    for i in range(m_act):
+        cols[i] = act[order[i]]
+    p = f + m_act
+    gram = np.empty((p, p))
+    zty = np.empty(p)
+    for r in range(p):
+        rr = r if r < f else f + cols[r - f]
+        zty[r] = zty_full[rr]
+        for c in range(p):
+            cc = c if c < f else f + cols[c - f]
+            gram[r, c] = gram_full[rr, cc]
+    # not identifiable: in every run, or sharing an inclusion pattern
+    ident = np.ones(m_act, dtype=np.bool_)
+    for i in range(m_act):
+        di = gram[f + i, f + i]
+        if di >= runs or di <= 0:
+            ident[i] = False
+            continue
+        for k in range(i + 1, m_act):
+            if gram[f + k, f + k] == di and gram[f + i, f + k] == di:
+                ident[i] = False
+                ident[k] = False
+    k_pen = fp[FP_PENALTY]
+    pen = np.full(m_act, k_pen)
+    new = np.empty(m_act)
+    a = np.empty((p, p))
+    aug = np.empty((p, 2 * p))
+    mm = np.empty((p, p))
+    b = np.empty(p)
+    gb = np.empty(p)
+    t = np.empty(m_act)
+    info = np.empty(m_act)
+    dfs = np.empty(m_act)
+    passes = ip[IP_PASSES]
+    susz = fp[FP_GATE_SUSZ]
+    share = fp[FP_MIN_SHARE]
+    ok = False
+    for step in range(passes):
+        ok = _ridge_pass(
+            gram,
+            zty,
+            yty,
+            runs,
+            f,
+            p,
+            pen,
+            fp[FP_PRIOR_SS],
+            fp[FP_PRIOR_RUNS],
+            a,
+            aug,
+            mm,
+            b,
+            gb,
+            t,
+            info,
+            dfs,
+        )
+        if not ok or step == passes - 1:
+            break
+        same = True
+        for i in range(m_act):
+            strong = ident[i] and t[i] < -susz and info[i] >= share * gram[f + i, f + i]
+            new[i] = 0.0 if strong else k_pen
+            if new[i] != pen[i]:
+                same = False
+        if same:
+            break
+        for i in range(m_act):
+            pen[i] = new[i]
+    pos = np.full(n_les, -1, dtype=np.int64)
+    for i in range(m_act):
+        pos[cols[i]] = i
+    min_trials = ip[IP_MINT]
+    max_trials = ip[IP_MAXT]
+    recheck = ip[IP_RECHECK] == 1
+    for jj in range(n_les):
+        j = by_age[jj]
+        if not (status[j] == STATUS_CANDIDATE or (recheck and status[j] == STATUS_VERIFIED)):
+            continue
+        i = pos[j]
+        n = n_with[j]
+        if i < 0 or n < min_trials or not ident[i]:
+            continue
+        ti = t[i]
+        if not ok or math.isnan(ti) or math.isinf(ti):
+            continue
+        level = levels[min(rec_count - first_rec[j] + 1, levels.shape[0] - 1)]
+        up = t_cdf(-ti, dfs[i])
+        down = t_cdf(ti, dfs[i])
+        d = DECISION_HOLD
+        if up <= level:
+            d = DECISION_PROMOTE
+        elif down <= level:
+            d = DECISION_EVICT_HARMFUL
+        elif n >= max_trials:
+            d = DECISION_EVICT_NO_LIFT
+        _apply(d, j, run, status, promote_run, evict_run, evict_reason)
 
 
 @njit(cache=True, inline="always")
@@ -648,6 +1027,7 @@ def run_chunk(
     fp: np.ndarray,
     prop_table: np.ndarray,
     bounds: np.ndarray,
+    levels: np.ndarray,
     arrival: np.ndarray,
     kind: np.ndarray,
     age_rank: np.ndarray,
@@ -658,6 +1038,7 @@ def run_chunk(
     fam: np.ndarray,
     eff: np.ndarray,
     ru: np.ndarray,
+    cov: np.ndarray,
     out_score: np.ndarray,
     out_recorded: np.ndarray,
     out_inj: np.ndarray,
@@ -673,7 +1054,10 @@ def run_chunk(
     out_evict_reason: np.ndarray,
     out_retire_run: np.ndarray,
 ) -> None:
-    """Simulate ``noise.shape[0]`` replicates; write every output array in place."""
+    """Simulate ``noise.shape[0]`` replicates; write every output array in place.
+
+    ``cov`` holds each run's covariates for the recommended gate (replicate x run x
+    ``ip[IP_NCOV]``) and ``levels`` its one-sided levels by trial count."""
     n_rep = noise.shape[0]
     runs = ip[IP_RUNS]
     n_les = ip[IP_L]
@@ -709,6 +1093,15 @@ def run_chunk(
     bbuf = np.empty((2, n_les), dtype=np.bool_)
     gibuf = np.empty((3, n_les), dtype=np.int64)
     gfbuf = np.empty((2, n_les))
+    ncov = ip[IP_NCOV]
+    nfix = 1 + ncov
+    ridge = gate == GATE_RECOMMENDED
+    pg = nfix + n_les if ridge else 1
+    gram = np.zeros((pg, pg))
+    zty = np.zeros(pg)
+    frow = np.empty(nfix)
+    tot3 = np.zeros(3)
+    first_rec = np.zeros(n_les, dtype=np.int64)
     for rep in range(n_rep):
         status[:] = STATUS_FUTURE
         n_with[:] = 0
@@ -720,6 +1113,10 @@ def run_chunk(
         tot_s = 0.0
         tot_ss = 0.0
         rec_count = 0
+        yty = 0.0
+        gram[:, :] = 0.0
+        zty[:] = 0.0
+        tot3[:] = 0.0
         first_trial = out_first_trial[rep]
         first_trial[:] = 0
         promote_run = out_promote_run[rep]
@@ -758,6 +1155,9 @@ def run_chunk(
                 fbuf,
                 bbuf,
                 prop_table,
+                s_with,
+                ss_with,
+                tot3,
             )
             # score: effects summed in lesson order, as the reference engine does
             if count > 1:
@@ -796,10 +1196,54 @@ def run_chunk(
                         wins[j] += 1
                     if first_trial[j] == 0:
                         first_trial[j] = run
+                        first_rec[j] = rec_count
+                tot3[0] = tot_n
+                tot3[1] = tot_s
+                tot3[2] = tot_ss
+                if ridge:  # the Gram matrix of [1, covariates, lessons], in run order
+                    frow[0] = 1.0
+                    for a in range(ncov):
+                        frow[1 + a] = cov[rep, r, a]
+                    for a in range(nfix):
+                        fa = frow[a]
+                        for c in range(nfix):
+                            gram[a, c] += fa * frow[c]
+                        zty[a] += fa * y
+                        for i in range(count):
+                            j = nfix + inj[i]
+                            gram[a, j] += fa
+                            gram[j, a] += fa
+                    for i in range(count):
+                        j = nfix + inj[i]
+                        zty[j] += y
+                        for i2 in range(count):
+                            gram[j, nfix + inj[i2]] += 1.0
+                    yty += y * y
             else:
                 out_recorded[rep, r] = False
             # gate
-            if gate == GATE_EVIDENCE and run >= gate_from and (run - gate_from) % every == 0:
+            if ridge and run >= gate_from and (run - gate_from) % every == 0:
+                _recommended_gate(
+                    ip,
+                    fp,
+                    levels,
+                    status,
+                    n_with,
+                    first_trial,
+                    first_rec,
+                    rec_count,
+                    gram,
+                    zty,
+                    yty,
+                    tot_n,
+                    by_age,
+                    run,
+                    promote_run,
+                    evict_run,
+                    evict_reason,
+                    gibuf,
+                )
+            elif gate == GATE_EVIDENCE and run >= gate_from and (run - gate_from) % every == 0:
                 _evidence_gate(
                     ip,
                     fp,

@@ -109,12 +109,51 @@ def _evidence_support(gate: Any, s: Scenario) -> str | None:
     return None
 
 
+def _recommended_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_GATE] = C.GATE_RECOMMENDED
+    ip[K.IP_MINT] = gate.min_trials
+    ip[K.IP_MAXT] = gate.max_trials
+    ip[K.IP_PASSES] = gate.passes
+    fp[K.FP_PENALTY] = gate.penalty
+    fp[K.FP_GATE_SUSZ] = gate.suspect_z
+    fp[K.FP_MIN_SHARE] = gate.min_share
+    runs = float(gate.noise_prior_runs)
+    fp[K.FP_PRIOR_RUNS] = runs
+    fp[K.FP_PRIOR_SS] = 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2
+
+
+#: the covariate the compiled recommended gate knows (the scenario's difficulty proxy)
+_PROXY = "difficulty_proxy"
+
+
+def _recommended_support(gate: Any, s: Scenario) -> str | None:
+    """The kernel's recommended gate adjusts for the difficulty proxy only."""
+    # the reference engine's ledger also holds the true difficulty, the run index and the
+    # family: a gate asking for them runs there
+    others = [c for c in gate.covariates if c != _PROXY]
+    if others:
+        return (
+            f"the compiled engine's recommended gate adjusts for {_PROXY!r} only; covariates "
+            f"{others} run in the reference engine"
+        )
+    return None
+
+
+def _kernel_covariates(s: Scenario) -> int:
+    """Covariate columns the compiled recommended gate uses (the proxy, when present)."""
+    gate = s.gate.build()
+    if getattr(gate, "covariates", None) is None or s.difficulty.proxy_corr is None:
+        return 0
+    return int(_PROXY in gate.covariates)
+
+
 #: Gate registry name -> (kernel parameters, coverage check or None): the gates the
 #: compiled kernel implements.
 KERNEL_GATES: dict[str, tuple[_Params, Callable[[Any, Scenario], str | None] | None]] = {
     "cycgraph": (_cycgraph_params, None),
     "audit": (_audit_params, _audit_support),
     "evidence": (_evidence_params, _evidence_support),
+    "recommended": (_recommended_params, _recommended_support),
 }
 
 
@@ -128,6 +167,13 @@ def _pooled_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
     if getattr(policy, "inclusion", "fixed") == "bernoulli":
         ip[K.IP_BERNOULLI] = 1
         fp[K.FP_PINC] = policy.inclusion_prob
+
+
+def _suspect_first_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
+    ip[K.IP_SLOTS] = min(policy.candidate_slots, policy.max_facts)
+    ip[K.IP_FRESH] = policy.fresh_trials
+    fp[K.FP_PINC] = policy.inclusion_prob
+    fp[K.FP_POL_SUSZ] = policy.suspect_z
 
 
 def _ucb_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
@@ -147,6 +193,7 @@ KERNEL_POLICIES: dict[str, _Params] = {
     "randomized": _pooled_params,
     "designed": _pooled_params,
     "ucb1": _ucb_params,
+    "suspect_first": _suspect_first_params,
 }
 
 
@@ -224,6 +271,8 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
         ip[K.IP_GATE] = C.GATE_NONE
     else:
         KERNEL_GATES[entry.name][0](g.build(), ip, fp)
+        if entry.name == "recommended":
+            ip[K.IP_NCOV] = _kernel_covariates(s)
     return ip, fp
 
 
@@ -237,6 +286,7 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
         fp,
         _propensity_table(s),
         _boundary_table(s),
+        _level_table(s),
         lessons.arrival,
         lessons.kind,
         lessons.age_rank,
@@ -247,6 +297,7 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
         np.ascontiguousarray(prep.family),
         np.ascontiguousarray(prep.effects),
         prep.retrieval,
+        _covariate_array(s, prep, int(ip[K.IP_NCOV])),
         raw.score,
         raw.recorded,
         raw.inj,
@@ -287,6 +338,23 @@ def _boundary_table(s: Scenario) -> np.ndarray:
     for n, b in gate.boundaries().items():
         table[n] = b
     return table
+
+
+def _level_table(s: Scenario) -> np.ndarray:
+    """One-sided levels by trial count for a compiled recommended gate."""
+    gate = s.gate.build()
+    levels = getattr(gate, "nominal_levels", None)
+    if s.gate.type != "recommended" or not callable(levels):
+        return np.zeros(1)
+    return np.ascontiguousarray(levels(), dtype=np.float64)
+
+
+def _covariate_array(s: Scenario, prep: Prepared, ncov: int) -> np.ndarray:
+    """Each run's covariates for the compiled recommended gate (replicate x run x ncov)."""
+    n, runs = prep.noise.shape
+    if ncov == 0 or prep.proxy is None:
+        return np.zeros((n, runs, 0))
+    return np.ascontiguousarray(prep.proxy[:, :, None], dtype=np.float64)
 
 
 def _bytes_per_replicate(s: Scenario) -> int:

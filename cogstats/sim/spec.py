@@ -23,12 +23,22 @@ TOML layout (every table optional except ``runs``)::
     [retrieval]               # policy (a registry name or "pkg.mod:Class") and its options
     [gate]                    # type (a registry name, "pkg.mod:Class" or "none"), every,
                               # from_run, recheck_verified, then the gate's options
+    [policy]                  # preset = "recommended": replaces [retrieval] and [gate] but
+                              # keeps max_facts, candidate_slots and the gate's cadence;
+    [policy.retrieval]        #   the preset's own options, tuned
+    [policy.gate]
     [grid]                    # SimulationSpec only: "dotted.path" = [values]
 
 The ``[retrieval]`` and ``[gate]`` tables are validated by the registered classes
 (:data:`cogstats.retrieval.RETRIEVAL_POLICIES`, :data:`cogstats.gates.GATES`): their
 options are the classes' dataclass fields, with the classes' defaults and checks; an error
 still names the key and the file.
+
+With a preset (:data:`cogstats.presets.PRESETS`), the scenario's retrieval and gate are
+the preset's; the other keys of ``[retrieval]`` and ``[gate]`` describe the replaced parts
+and are ignored.  Grid axes ``gate.<option>`` and ``retrieval.<option>`` on the preset's
+own options tune it (they are the paths ``policy.gate.<option>`` and
+``policy.retrieval.<option>``); an axis on a replaced setting is an error naming it.
 """
 
 from __future__ import annotations
@@ -62,6 +72,8 @@ __all__ = [
     "ScoreSpec",
     "SimulationSpec",
     "load_spec",
+    "preset_path",
+    "with_preset_table",
 ]
 
 #: keys of the [gate] table that are the simulator's, not the gate's
@@ -433,6 +445,7 @@ class Scenario:
     retrieval: RetrievalSpec = RetrievalSpec()
     gate: GateSpec = GateSpec()
     record_empty_runs: bool = True
+    preset: str | None = None
 
     @property
     def n_lessons(self) -> int:
@@ -479,8 +492,14 @@ class Scenario:
                     f"names no family in difficulty.families {sorted(fam_names)}; got {bad[0]!r}",
                 )
         score = _parse_score(r.table("score"))
-        retrieval = _parse_retrieval(r.table("retrieval"))
-        gate = _parse_gate(r.table("gate"), runs)
+        preset = _preset_name(r.table("policy"))
+        if preset is None:
+            retrieval = _parse_retrieval(r.table("retrieval"))
+            gate = _parse_gate(r.table("gate"), runs)
+        else:
+            retrieval, gate = _parse_preset(
+                r.table("policy"), r.table("retrieval"), r.table("gate"), runs
+            )
         r.done(
             (
                 "runs",
@@ -492,6 +511,7 @@ class Scenario:
                 "score",
                 "retrieval",
                 "gate",
+                "policy",
             )
         )
         scenario = cls(
@@ -506,6 +526,7 @@ class Scenario:
             retrieval=retrieval,
             gate=gate,
             record_empty_runs=record_empty,
+            preset=preset,
         )
         if scenario.n_lessons == 0:
             raise SpecError("the scenario has no lessons", key="lessons", source=source)
@@ -541,7 +562,6 @@ class Scenario:
         diff["regimes"] = [asdict(g) for g in self.difficulty.regimes]
         d["difficulty"] = diff
         d["score"] = keep(asdict(self.score))
-        d["retrieval"] = keep({"policy": self.retrieval.policy, **self.retrieval.options})
         gate: dict[str, Any] = {
             "type": self.gate.type,
             "every": self.gate.every,
@@ -552,9 +572,39 @@ class Scenario:
         entry = self.gate.entry()
         if full and entry is not None:
             policy = part_options(self.gate.build(), entry)
+        if self.preset is not None:
+            # the preset's parts, tuned, under [policy]; the caps and the cadence stay
+            options = dict(self.retrieval.options)
+            d["retrieval"] = {"policy": self.retrieval.policy}
+            d["retrieval"].update({k: options.pop(k) for k in PRESET_CAPS if k in options})
+            d["policy"] = {
+                "preset": self.preset,
+                "retrieval": keep(options),
+                "gate": keep(policy),
+            }
+            d["gate"] = gate
+            return d
+        d["retrieval"] = keep({"policy": self.retrieval.policy, **self.retrieval.options})
         gate.update(keep(policy))
         d["gate"] = gate
         return d
+
+    def with_preset(self, name: str, *, source: str | None = None) -> Scenario:
+        """A copy with the preset ``name``'s retrieval policy and gate (the prompt caps
+        and the gate's cadence kept).
+
+        Examples
+        --------
+        >>> s = Scenario.from_dict({"runs": 10, "lessons": {"listed": [{"id": "a", "effect": 0}]},
+        ...     "retrieval": {"max_facts": 5, "candidate_slots": 3, "rest_after_trials": 2}})
+        >>> r = s.with_preset("recommended")
+        >>> r.retrieval.policy, r.retrieval.candidate_slots, r.gate.type
+        ('suspect_first', 3, 'recommended')
+        """
+        data = self.to_dict()
+        data.pop("policy", None)
+        data["policy"] = {"preset": name}
+        return Scenario.from_dict(data, source=source)
 
     def with_values(self, values: Mapping[str, Any], *, source: str | None = None) -> Scenario:
         """A copy with dotted-path values replaced, e.g. ``{"gate.min_trials": 5}``.
@@ -565,6 +615,8 @@ class Scenario:
         >>> s.with_values({"lessons.listed[0].effect": 0.2, "runs": 25}).listed[0].effect
         0.2
         """
+        if self.preset is not None:
+            values = {preset_path(self, p, source): v for p, v in values.items()}
         data = self.to_dict(full=True)
         new_gate = values.get("gate.type", self.gate.type)
         if new_gate != self.gate.type and isinstance(new_gate, str):
@@ -623,10 +675,12 @@ class SimulationSpec:
         return out
 
 
-def load_spec(path: str | Path) -> SimulationSpec:
+def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
     """Read a simulation spec (TOML): a scenario plus ``replicates``, ``seed``, ``[grid]``.
 
-    Every cell of the grid is validated here, before anything runs.
+    Every cell of the grid is validated here, before anything runs.  ``preset`` (e.g.
+    ``"recommended"``, the command line's ``--policy``) replaces the spec's retrieval
+    policy and gate with the preset's (see :func:`with_preset_table`).
 
     Examples
     --------
@@ -645,12 +699,32 @@ def load_spec(path: str | Path) -> SimulationSpec:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"malformed TOML: {exc}", source=src) from None
-    return spec_from_dict(data, source=src)
+    return spec_from_dict(data, source=src, preset=preset)
 
 
-def spec_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> SimulationSpec:
-    """Build a :class:`SimulationSpec` from a mapping (see :func:`load_spec`)."""
+def with_preset_table(data: Mapping[str, Any], preset: str | None) -> dict[str, Any]:
+    """A spec mapping with ``[policy] preset = preset`` (unchanged for None; a [policy]
+    table naming the same preset keeps its tuned options).
+
+    Examples
+    --------
+    >>> with_preset_table({"runs": 5}, "recommended")
+    {'runs': 5, 'policy': {'preset': 'recommended'}}
+    """
     data = dict(data)
+    if preset is None:
+        return data
+    current = data.get("policy")
+    if not (isinstance(current, Mapping) and current.get("preset") == preset):
+        data["policy"] = {"preset": preset}
+    return data
+
+
+def spec_from_dict(
+    data: Mapping[str, Any], *, source: str | None = None, preset: str | None = None
+) -> SimulationSpec:
+    """Build a :class:`SimulationSpec` from a mapping (see :func:`load_spec`)."""
+    data = with_preset_table(data, preset)
     r = _Reader({k: data.pop(k) for k in ("replicates", "seed", "grid") if k in data}, "", source)
     replicates = _req(r.integer("replicates", 100, minimum=1))
     seed = _req(r.integer("seed", 0, minimum=0))
@@ -664,7 +738,8 @@ def spec_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> Sim
             raise SpecError(
                 "a grid axis must be a non-empty list of values", key=f"grid.{path}", source=source
             )
-        current = _get_path(base, path, source, key=f"grid.{path}")
+        target = preset_path(scenario, path, source) if scenario.preset else path
+        current = _get_path(base, target, source, key=f"grid.{path}")
         for v in values:
             _check_same_type(current, v, f"grid.{path}", source)
         grid[path] = tuple(values)
@@ -902,6 +977,100 @@ def _parse_gate(r: _Reader, runs: int) -> GateSpec:
     # normalise: the complete policy, defaults filled in
     full = {k: v for k, v in part_options(built, entry).items() if v is not None}
     return GateSpec(gtype, full, every, from_run, recheck)
+
+
+#: the keys of [retrieval] and [gate] that a preset keeps
+PRESET_CAPS: tuple[str, ...] = ("max_facts", "candidate_slots")
+PRESET_CADENCE: tuple[str, ...] = ("every", "from_run", "recheck_verified")
+
+
+def _preset_name(r: _Reader) -> str | None:
+    """The [policy] table's preset (None without one); the table's keys checked."""
+    if not r.data:
+        return None
+    name = r.string("preset", optional=False)
+    from cogstats.presets import get_preset
+
+    _lookup(lambda: get_preset(str(name)), r.key("preset"), r.source)
+    for key in r.data:
+        if key not in ("preset", "retrieval", "gate"):
+            raise r.error(
+                key,
+                "unknown key; [policy] takes preset and the tables retrieval and gate (the "
+                "preset's options)",
+            )
+    return name
+
+
+def _parse_preset(
+    policy: _Reader, retrieval: _Reader, gate: _Reader, runs: int
+) -> tuple[RetrievalSpec, GateSpec]:
+    """The preset's retrieval and gate: caps from [retrieval], cadence from [gate], the
+    preset's own options from [policy.retrieval] and [policy.gate]."""
+    from cogstats.presets import get_preset
+
+    preset = get_preset(str(policy.get("preset")))
+    p_entry = _lookup(preset.policy_entry, policy.key("preset"), policy.source)
+    g_entry = _lookup(preset.gate_entry, policy.key("preset"), policy.source)
+    caps = {k: retrieval.data[k] for k in PRESET_CAPS if retrieval.data.get(k) is not None}
+    p_table = policy.table("retrieval")
+    p_opts = {**preset.policy_options, **_part_options(p_table, p_entry, preset.policy, ())}
+    for k in PRESET_CAPS:
+        if k in p_opts:
+            raise p_table.error(k, f"is a prompt cap: set it in [retrieval] ({k} is kept)")
+    p_built = _build_part(p_table, p_entry, {**p_opts, **caps})
+    cadence = {k: gate.data[k] for k in PRESET_CADENCE if gate.data.get(k) is not None}
+    every = _req(_Reader(cadence, gate.path, gate.source).integer("every", 1, minimum=1))
+    from_run = _req(_Reader(cadence, gate.path, gate.source).integer("from_run", 1, minimum=1))
+    if from_run > runs:
+        raise gate.error("from_run", f"must be <= runs ({runs}); got {from_run}")
+    recheck = _Reader(cadence, gate.path, gate.source).boolean("recheck_verified", False)
+    g_table = policy.table("gate")
+    g_opts = {**preset.gate_options, **_part_options(g_table, g_entry, preset.gate, ())}
+    g_built = _build_part(g_table, g_entry, g_opts)
+    full = {k: v for k, v in part_options(g_built, g_entry).items() if v is not None}
+    return (
+        RetrievalSpec(preset.policy, part_options(p_built, p_entry)),
+        GateSpec(preset.gate, full, every, from_run, recheck),
+    )
+
+
+def preset_path(scenario: Scenario, path: str, source: str | None = None) -> str:
+    """The path a grid axis sets in a preset scenario: ``gate.<option>`` and
+    ``retrieval.<option>`` of the preset's own options become ``policy.gate.<option>``
+    and ``policy.retrieval.<option>``; the caps and the cadence stay; an axis on a
+    setting the preset replaced raises :class:`SpecError` naming it.
+
+    Examples
+    --------
+    >>> s = Scenario.from_dict({"runs": 10, "lessons": {"listed": [{"id": "a", "effect": 0}]},
+    ...     "policy": {"preset": "recommended"}})
+    >>> preset_path(s, "gate.alpha"), preset_path(s, "retrieval.max_facts")
+    ('policy.gate.alpha', 'retrieval.max_facts')
+    >>> preset_path(s, "gate.decision_rule")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.SpecError: key 'grid.gate.decision_rule': sets a setting that preset ...
+    """
+    head, _, rest = path.partition(".")
+    if head not in ("gate", "retrieval") or not rest:
+        return path
+    option = rest.split(".")[0].split("[")[0]
+    kept = PRESET_CADENCE if head == "gate" else PRESET_CAPS
+    if option in kept:
+        return path
+    part = scenario.gate if head == "gate" else scenario.retrieval
+    entry = part.entry()
+    own = [] if entry is None else [f.name for f in entry.fields()]
+    if option in own and option not in PRESET_CAPS:
+        return f"policy.{path}"
+    raise SpecError(
+        f"sets a setting that preset {scenario.preset!r} replaces; the preset's {head} "
+        f"options are {sorted(o for o in own if o not in PRESET_CAPS)} (and "
+        f"{list(kept)} are kept)",
+        key=f"grid.{path}",
+        source=source,
+    )
 
 
 def _param_name(message: str) -> str | None:

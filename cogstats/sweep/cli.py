@@ -34,7 +34,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     scenario: 2/2 cells x 5 replicates, seed 2 (2 run now, 0 already done) ...
     0
     """
-    spec = load_sweep(args.spec)
+    spec = load_sweep(args.spec, preset=getattr(args, "policy", None))
     result = sweep_spec(
         spec,
         out=Path(args.out) if args.out else None,

@@ -243,13 +243,16 @@ class SweepSpec:
         return out
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
+def load_sweep(path: str | Path, *, preset: str | None = None) -> SweepSpec:
     r"""Read and validate a sweep spec (TOML); every cell is validated before anything runs.
 
     Parameters
     ----------
     path : str or Path
         The sweep file.  A top-level ``scenario = "base.toml"`` is read relative to it.
+    preset : str, optional
+        A preset (``--policy recommended``) replacing the scenario's retrieval and gate;
+        grid axes on its own options tune it, axes on replaced settings are an error.
 
     Returns
     -------
@@ -282,7 +285,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
     """
     path = Path(path)
     data = _read_toml(path)
-    return sweep_from_dict(data, source=str(path), base_dir=path.parent, stem=path.stem)
+    return sweep_from_dict(
+        data, source=str(path), base_dir=path.parent, stem=path.stem, preset=preset
+    )
 
 
 def sweep_from_dict(
@@ -291,6 +296,7 @@ def sweep_from_dict(
     source: str | None = None,
     base_dir: str | Path | None = None,
     stem: str | None = None,
+    preset: str | None = None,
 ) -> SweepSpec:
     """Build a :class:`SweepSpec` from a mapping (as read from TOML; see :func:`load_sweep`).
 
@@ -306,6 +312,8 @@ def sweep_from_dict(
         directory).
     stem : str, optional
         Name of the default output folder (default: the scenario's name).
+    preset : str, optional
+        See :func:`load_sweep`.
 
     Examples
     --------
@@ -320,7 +328,7 @@ def sweep_from_dict(
         raise SpecError(f"a sweep spec must be a table; got {data!r}", source=source)
     merged, base = _resolve(dict(data), source, Path(base_dir) if base_dir else None, ())
     label = source if base is None else f"{source or '<sweep>'} (base scenario {base})"
-    simulation = spec_from_dict(merged, source=label)
+    simulation = spec_from_dict(merged, source=label, preset=preset)
     cells = tuple(simulation.cells())
     name = simulation.scenario.name
     return SweepSpec(
@@ -328,7 +336,7 @@ def sweep_from_dict(
         name=name,
         source=source,
         base=base,
-        stem=stem or name,
+        stem=(stem or name) if preset is None else f"{stem or name}-{preset}",
         _cells=cells,
     )
 

@@ -131,6 +131,7 @@ def test_every_registered_gate_runs(
         "cycgraph": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         "evidence": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         "audit": [("hold", "win_rate_ok"), ("retire", "low_win_rate")],
+        "recommended": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
     }
     assert got == want[name]
 

@@ -23,8 +23,6 @@ import pytest
 from scipy import stats
 
 from cogstats._validation import ParameterError
-from cogstats.gates import GATES
-from cogstats.gates.cycgraph import CycgraphGate
 from cogstats.reports.comparison import (
     RULES,
     GateComparison,
@@ -32,8 +30,6 @@ from cogstats.reports.comparison import (
     contender_scenario,
     preset_installed,
 )
-from cogstats.retrieval import RETRIEVAL_POLICIES
-from cogstats.retrieval.cycgraph import InProgressFirst
 from cogstats.sim import SimulationSpec, load_spec, simulate
 from cogstats.sim.cli import simulate_spec
 from cogstats.sim.metrics import pooled_median_delay, removal_delays
@@ -280,20 +276,26 @@ def test_contenders_are_checked() -> None:
 
 
 def test_a_registered_preset_replaces_retrieval_and_gate_keeping_the_caps() -> None:
+    from cogstats.presets import PRESETS, Preset, register_preset
+
     name = "test_comparison_preset"
     assert not preset_installed(name)
-    GATES.register(name, CycgraphGate, description="a preset's gate, for this test")
-    RETRIEVAL_POLICIES.register(name, InProgressFirst, description="a preset's policy, test")
+    register_preset(Preset(name, "in_progress_first", "cycgraph", "a preset, for this test"))
     try:
         assert preset_installed(name)
         s2 = load_spec(VARIANTS / "small_prompt.toml").scenario
         ours = contender_scenario(name, s2)
-        assert ours.gate.type == name and ours.retrieval.policy == name
+        assert ours.preset == name
+        assert ours.gate.type == "cycgraph" and ours.retrieval.policy == "in_progress_first"
+        # the preset's parts start from their defaults; the caps and the cadence are kept
+        assert ours.gate.policy["decision_rule"] == "inference"
         assert (ours.retrieval.max_facts, ours.retrieval.candidate_slots) == (8, 4)
+        assert ours.retrieval.rest_after_trials is None
         assert ours.gate.every == s2.gate.every and ours.gate.from_run == s2.gate.from_run
         assert (ours.poison, ours.streams, ours.score) == (s2.poison, s2.streams, s2.score)
+        mine = contender_scenario("recommended", s2)
+        assert (mine.gate.type, mine.retrieval.policy) == ("recommended", "suspect_first")
     finally:
-        GATES.unregister(name)
-        RETRIEVAL_POLICIES.unregister(name)
+        del PRESETS[name]
     with pytest.raises(ParameterError, match="no preset of that name"):
         contender_scenario(name, s2)

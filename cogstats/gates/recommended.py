@@ -1,0 +1,344 @@
+"""The recommended gate: debiased ridge on every co-injected lesson, spent over trials.
+
+:class:`RecommendedGate` is the gate half of the ``recommended`` preset
+(:func:`cogstats.recommended`; docs/gates.md, "The recommended preset"): after every run
+it regresses the score on every lesson the ledger holds and on a difficulty covariate when
+the ledger has one, with each lesson's own coefficient free and the others shrunk
+(:mod:`cogstats.estimators.debiased_ridge`), and decides on the t statistic with a
+group-sequential boundary spent over the lesson's trials.
+
+What it assumes, and what it does without:
+
+- nothing about the score noise: the residual variance is estimated from the ledger and
+  the t reference carries its degrees of freedom (a noise level known from earlier
+  ledgers can be given, ``noise_prior_sd`` with ``noise_prior_runs``; it decides sooner in
+  a young ledger);
+- a difficulty proxy (``covariates``, default ``("difficulty_proxy",)``) is used when the
+  ledger has the column and skipped when it does not;
+- inclusion that varies from run to run (the preset's retrieval randomizes it); a lesson
+  in every run, or sharing its inclusion pattern with another lesson, is held as not
+  identifiable;
+- error control per lesson and side: a lesson with no effect is promoted or evicted as
+  harmful with probability at most about ``alpha`` over its life when the gate looks
+  after every run: the error is spent (Hwang-Shih-DeCani by default) over one planned
+  look per run of the lesson's life, ``horizon_runs`` of them (default ``2 *
+  max_trials``, the runs ``max_trials`` trials take at inclusion probability 1/2), and
+  each look's z boundary is converted to the t reference at that look's degrees of
+  freedom.  A look is indexed by the lesson's age (runs since its first trial), not its
+  trials, so a look after a run without the lesson is a look of its own and repeated
+  looks at one trial count do not spend the error twice; a lesson whose trials accrue
+  slower than planned is judged conservatively.  Undecided at ``max_trials`` trials it is
+  evicted as no_lift.
+
+Cost per evaluation: the statistics O(runs x (lessons-per-run + covariates)^2) and, per
+pass, an O(p^3) inverse with ``p`` = 1 + covariate columns + lessons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import special
+
+from cogstats import _codes as C
+from cogstats._codes import HARMFUL, NO_LIFT
+from cogstats._validation import ParameterError, check_int, check_probability
+from cogstats.estimators.debiased_ridge import (
+    RidgeFit,
+    RidgeStatistics,
+    check_options,
+    ridge_fit,
+    ridge_statistics,
+)
+from cogstats.estimators.spending import SPENDING, spending_boundaries
+from cogstats.gates._registry import register_gate
+from cogstats.gates._report import (
+    REPORT_COLUMNS,
+    GateReport,
+    candidate_ids,
+    report_frame,
+    report_schema,
+)
+from cogstats.ledger import Ledger
+
+__all__ = ["RECOMMENDED_DECISION_COLUMNS", "RecommendedGate"]
+
+_OWN_SCHEMA = {
+    "t_stat": pl.Float64,
+    "df": pl.Float64,
+    "nominal_level": pl.Float64,
+    "boundary": pl.Float64,
+    "pvalue_promote": pl.Float64,
+    "pvalue_evict": pl.Float64,
+    "identifiable": pl.Boolean,
+}
+_SCHEMA = report_schema(_OWN_SCHEMA)
+
+#: Columns of a recommended gate report: :data:`~cogstats.gates.REPORT_COLUMNS`, then
+#: ``t_stat`` (estimate / std_error), ``df`` (of the t reference), ``nominal_level`` (the
+#: one-sided level spent at the lesson's trial count), ``boundary`` (the t value it
+#: needs), ``pvalue_promote``/``pvalue_evict`` (one-sided t p-values of effect <= 0 and
+#: effect >= 0) and ``identifiable``.
+RECOMMENDED_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
+
+
+@register_gate(
+    "recommended",
+    description="debiased ridge on every co-injected lesson, error spent over trials",
+    compiled=True,
+)
+@dataclass(frozen=True)
+class RecommendedGate:
+    """Promote or evict on a debiased ridge regression, with error spent over trials.
+
+    Parameters
+    ----------
+    covariates : tuple of str
+        Ledger covariates to adjust for, each used when the ledger has it (default: the
+        difficulty proxy, ``difficulty_proxy``).
+    penalty : float
+        Ridge penalty on the other lessons' coefficients, in pseudo-runs (> 0).
+    passes : int
+        Passes of the estimator (default 4: after each, lessons shown clearly harmful are
+        left unpenalized in the next, so their effect is not shared out among the lessons
+        beside them).
+    suspect_z : float
+        The first pass's t below which a lesson is left unpenalized.
+    min_share : float
+        Share of a lesson's own information that must remain after the others for it to
+        be left unpenalized.
+    alpha : float
+        One-sided error per side over a lesson's life (< 0.5).
+    spending : str
+        Spending function (``cogstats.estimators.SPENDING``), default "hsd".
+    spending_options : mapping
+        Its options (default ``{"gamma": -2.0}``: between O'Brien-Fleming and linear
+        spending; see docs/gates.md for how it was chosen).
+    min_trials : int
+        Trials a lesson needs before it can be decided (>= 2).
+    max_trials : int
+        An undecided lesson with this many trials is evicted as no_lift.
+    horizon_runs : int, optional
+        Planned looks, one per run of a lesson's life (default ``2 * max_trials``); after
+        the last the boundary stays at its final value.
+    noise_prior_sd, noise_prior_runs : float
+        Optional: a score noise level known from earlier ledgers and its weight in runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(5)
+    >>> x = rng.random((80, 4)) < 0.5
+    >>> d = rng.normal(0, 0.1, 80)
+    >>> y = np.clip(0.55 + d - 0.2 * x[:, 0] + rng.normal(0, 0.05, 80), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": f"r{i}", "score": float(y[i]), "difficulty_proxy": float(d[i]),
+    ...      "fact_ids": [f for f, on in zip(["P", "a", "b", "c"], x[i]) if on]}
+    ...     for i in range(80))
+    >>> report = RecommendedGate().evaluate(ledger)
+    >>> report.evicted, report.decision("a")["why"]
+    (('P',), 'insufficient_evidence')
+    """
+
+    covariates: tuple[str, ...] = ("difficulty_proxy",)
+    penalty: float = 40.0
+    passes: int = 4
+    suspect_z: float = 2.5
+    min_share: float = 0.3
+    alpha: float = 0.004
+    spending: str = "hsd"
+    spending_options: Mapping[str, Any] = field(default_factory=lambda: {"gamma": -2.0})
+    min_trials: int = 3
+    max_trials: int = 50
+    horizon_runs: int | None = None
+    noise_prior_sd: float | None = None
+    noise_prior_runs: float = 0.0
+
+    def __post_init__(self) -> None:
+        """Validate every option once."""
+        set_ = object.__setattr__
+        cov = self.covariates
+        if isinstance(cov, str) or not all(isinstance(c, str) and c for c in cov):
+            raise ParameterError(
+                f"covariates must be a list of ledger column names; got {self.covariates!r}"
+            )
+        set_(self, "covariates", tuple(cov))
+        opts = check_options(
+            self.penalty,
+            self.passes,
+            self.suspect_z,
+            self.min_share,
+            self.noise_prior_sd,
+            self.noise_prior_runs,
+        )
+        for k, v in opts.items():
+            set_(self, k, v)
+        set_(self, "alpha", check_probability("alpha", self.alpha))
+        if not 0 < self.alpha < 0.5:
+            raise ParameterError(f"alpha must be in (0, 0.5) (a per-side error); got {self.alpha}")
+        set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=2))
+        set_(self, "max_trials", check_int("max_trials", self.max_trials, minimum=2))
+        if self.max_trials < self.min_trials:
+            raise ParameterError(
+                f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}"
+            )
+        set_(
+            self,
+            "horizon_runs",
+            check_int("horizon_runs", self.horizon_runs, minimum=2, optional=True),
+        )
+        if not isinstance(self.spending, str):
+            raise ParameterError(
+                f"spending must be a spending function name; got {self.spending!r}"
+            )
+        SPENDING.make(self.spending, **dict(self.spending_options or {}))  # validates both
+        set_(self, "spending_options", MappingProxyType(dict(self.spending_options or {})))
+
+    def to_policy(self) -> dict[str, Any]:
+        """Return the gate's options as a plain dict (round-trips through the constructor)."""
+        return {
+            "covariates": list(self.covariates),
+            "penalty": self.penalty,
+            "passes": self.passes,
+            "suspect_z": self.suspect_z,
+            "min_share": self.min_share,
+            "alpha": self.alpha,
+            "spending": self.spending,
+            "spending_options": dict(self.spending_options),
+            "min_trials": self.min_trials,
+            "max_trials": self.max_trials,
+            "horizon_runs": self.horizon_runs,
+            "noise_prior_sd": self.noise_prior_sd,
+            "noise_prior_runs": self.noise_prior_runs,
+        }
+
+    @property
+    def horizon(self) -> int:
+        """The planned looks: ``horizon_runs``, else ``2 * max_trials``."""
+        return int(self.horizon_runs or 2 * self.max_trials)
+
+    def nominal_levels(self) -> np.ndarray:
+        """One-sided level spent at each look, by lesson age 0 .. horizon (0 at age 0).
+
+        Examples
+        --------
+        >>> lv = RecommendedGate(max_trials=10).nominal_levels()
+        >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.0045)
+        ((21,), 0.0, True)
+        """
+        key = (
+            self.alpha,
+            self.horizon,
+            self.spending,
+            tuple(sorted(self.spending_options.items())),
+        )
+        cached = _LEVELS.get(key)
+        if cached is None:
+            top = self.horizon
+            looks = [k / top for k in range(1, top + 1)]
+            b = spending_boundaries(
+                looks,
+                self.alpha,
+                self.spending,
+                sides=1,
+                spending_options=self.spending_options,
+            )
+            cached = np.zeros(top + 1)
+            cached[1:] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
+            _LEVELS[key] = cached
+        return cached.copy()
+
+    def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:
+        """Return the gate's covariates that the ledger has (the others are skipped)."""
+        have = set(ledger.covariates)
+        return tuple(c for c in self.covariates if c in have)
+
+    def fit(self, stats: RidgeStatistics) -> RidgeFit:
+        """Fit the debiased ridge on sufficient statistics (a streaming gate keeps them)."""
+        return ridge_fit(
+            stats,
+            penalty=self.penalty,
+            passes=self.passes,
+            suspect_z=self.suspect_z,
+            min_share=self.min_share,
+            noise_prior_sd=self.noise_prior_sd,
+            noise_prior_runs=self.noise_prior_runs,
+        )
+
+    def evaluate(
+        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+    ) -> GateReport:
+        """Judge the candidates (default: every lesson in the ledger).
+
+        Returns
+        -------
+        GateReport
+            Columns :data:`RECOMMENDED_DECISION_COLUMNS`.
+        """
+        ids = candidate_ids(ledger, candidates)
+        stats = ridge_statistics(ledger, self.covariates_in(ledger))
+        return self.report(stats, ids)
+
+    def report(self, stats: RidgeStatistics, ids: Sequence[str]) -> GateReport:
+        """Judge ``ids`` on sufficient statistics (see :meth:`evaluate`)."""
+        fit = self.fit(stats)
+        levels = self.nominal_levels()
+        col = {f: i for i, f in enumerate(stats.fact_ids)}
+        trials = stats.trials
+        age = stats.age
+        top = self.horizon
+        rows = []
+        for f in ids:
+            i = col.get(f)
+            n = 0 if i is None else int(trials[i])
+            row: dict[str, Any] = {
+                "fact_id": f,
+                "decision": C.HOLD,
+                "reason": None,
+                "trials": n,
+                "baseline_runs": stats.runs - n,
+            }
+            rows.append(row)
+            if i is None or n < self.min_trials:
+                row["why"] = C.WHY_MIN_TRIALS
+                continue
+            row["identifiable"] = bool(fit.identifiable[i])
+            if not fit.identifiable[i]:
+                row["why"] = C.WHY_NOT_IDENTIFIABLE
+                continue
+            t = float(fit.t[i])
+            if not math.isfinite(t):
+                row["why"] = C.WHY_NO_ESTIMATE
+                continue
+            level = float(levels[min(int(age[i]), top)])
+            df = float(fit.df[i])
+            up = float(special.stdtr(df, -t))
+            down = float(special.stdtr(df, t))
+            row.update(
+                estimate=float(fit.estimate[i]),
+                std_error=float(fit.std_error[i]),
+                t_stat=t,
+                df=df,
+                nominal_level=level,
+                boundary=float(special.stdtrit(df, 1.0 - level)) if level > 0 else None,
+                pvalue_promote=up,
+                pvalue_evict=down,
+                why=C.WHY_INSUFFICIENT_EVIDENCE,
+            )
+            if up <= level:
+                row.update(decision=C.PROMOTE, why=C.WHY_PROMOTE_EVIDENCE)
+            elif down <= level:
+                row.update(decision=C.EVICT, reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
+            elif n >= self.max_trials:
+                row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
+        return GateReport("recommended", report_frame(rows, _SCHEMA), self.to_policy())
+
+
+_LEVELS: dict[tuple[Any, ...], np.ndarray] = {}

@@ -1,0 +1,209 @@
+"""Suspect-first randomized retrieval (``suspect_first``), the ``recommended`` preset's.
+
+Every run each candidate is drawn with probability ``inclusion_prob`` (1/2: runs with and
+without it, so that its effect is identified and no two lessons share a fixed cohort), in
+priority order until ``candidate_slots`` are taken:
+
+1. suspects: candidates whose Welch statistic against the runs without them is below
+   ``-suspect_z`` (two or more runs on each side), oldest first, so that a lesson that
+   seems to hurt gets the trials that convict or clear it;
+2. fresh candidates, with fewer than ``fresh_trials`` trials, oldest first (a lesson
+   arriving with a poisoning wave is tried at once);
+3. the others, in a random order.
+
+Verified lessons fill the remaining places (newest first, as cycgraph).  The order
+depends on past scores (suspects first), so the policy logs no propensities; the
+recommended gate's regression does not need them.
+
+The Welch statistic is computed from the sums a lesson store keeps (trials, sum and sum of
+squares of the scores with the lesson; the totals), in the same arithmetic as the
+simulator's kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cogstats._validation import ParameterError, check_int, check_real
+from cogstats.ledger import Ledger
+from cogstats.retrieval._base import Selection, check_slots, lesson_table
+from cogstats.retrieval._registry import register_policy
+
+__all__ = ["SuspectFirst", "welch_z"]
+
+
+def welch_z(n: int, s: float, ss: float, tot_n: int, tot_s: float, tot_ss: float) -> float:
+    """Return the Welch t of a lesson against the runs without it (0 below two a side).
+
+    ``n`` runs with the lesson, score sum ``s`` and sum of squares ``ss``; totals
+    ``tot_*`` over every run.  The kernel's ``_welch`` with no variance floor, in the
+    same order of operations.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> a, b = [0.5, 0.6, 0.4], [0.7, 0.8, 0.75]
+    >>> z = welch_z(3, sum(a), sum(x * x for x in a), 6, sum(a + b), sum(x * x for x in a + b))
+    >>> bool(abs(z - stats.ttest_ind(a, b, equal_var=False).statistic) < 1e-12)
+    True
+    """
+    nb = tot_n - n
+    if n < 2 or nb < 2:
+        return 0.0
+    mean_a = s / n
+    sb = tot_s - s
+    mean_b = sb / nb
+    va = max(max((ss - s * mean_a) / (n - 1), 0.0), 0.0)
+    vb = max(max(((tot_ss - ss) - sb * mean_b) / (nb - 1), 0.0), 0.0)
+    se = math.sqrt(va / n + vb / nb)
+    if not se > 0.0:
+        return 0.0
+    return (mean_a - mean_b) / se
+
+
+def _sums(ledger: Ledger | None) -> tuple[dict[str, tuple[int, float, float]], int, float, float]:
+    """Per-lesson (trials, sum, sum of squares) and the totals, added in run order."""
+    if ledger is None or len(ledger) == 0:
+        return {}, 0, 0.0, 0.0
+    y = np.asarray(ledger.scores, dtype=np.float64)
+    ids, rows, cols = ledger._facts_index()
+    n = np.bincount(cols, minlength=len(ids))
+    s = np.bincount(cols, weights=y[rows], minlength=len(ids))
+    ss = np.bincount(cols, weights=(y * y)[rows], minlength=len(ids))
+    tot_s = float(np.cumsum(y)[-1])
+    tot_ss = float(np.cumsum(y * y)[-1])
+    stats = {f: (int(n[i]), float(s[i]), float(ss[i])) for i, f in enumerate(ids)}
+    return stats, len(y), tot_s, tot_ss
+
+
+@register_policy(
+    "suspect_first",
+    description="randomized candidate inclusion, suspects first (the recommended preset's)",
+    compiled=True,
+)
+@dataclass(frozen=True)
+class SuspectFirst:
+    """Randomized candidate inclusion, suspects first (see the module docstring).
+
+    Parameters
+    ----------
+    max_facts : int
+        Lessons per run; verified lessons (newest first) fill what candidates leave.
+    candidate_slots : int
+        Candidates per run at most.
+    inclusion_prob : float
+        Each candidate's draw probability, in priority order (in (0, 1)).
+    suspect_z : float
+        A candidate whose Welch statistic is below ``-suspect_z`` goes first (>= 0).
+    fresh_trials : int
+        Candidates with fewer trials come next (>= 0).
+
+    Examples
+    --------
+    >>> lessons = [{"id": f"c{i}", "status": "candidate", "created_at": i} for i in range(6)]
+    >>> sel = SuspectFirst(max_facts=4, candidate_slots=2).select(lessons, rng=2)
+    >>> len(sel.fact_ids) <= 2
+    True
+    """
+
+    max_facts: int = 10
+    candidate_slots: int = 2
+    inclusion_prob: float = 0.5
+    suspect_z: float = 0.5
+    fresh_trials: int = 6
+
+    def __post_init__(self) -> None:
+        """Validate the options."""
+        mf, cs = check_slots(self.max_facts, self.candidate_slots)
+        object.__setattr__(self, "max_facts", mf)
+        object.__setattr__(self, "candidate_slots", cs)
+        p = float(
+            check_real("inclusion_prob", self.inclusion_prob, minimum=0.0, maximum=1.0) or 0.0
+        )
+        if not 0 < p < 1:
+            raise ParameterError(
+                f"inclusion_prob must be in (0, 1) (runs with and without); got {p!r}"
+            )
+        object.__setattr__(self, "inclusion_prob", float(p))
+        object.__setattr__(
+            self, "suspect_z", float(check_real("suspect_z", self.suspect_z, minimum=0.0) or 0.0)
+        )
+        object.__setattr__(
+            self, "fresh_trials", check_int("fresh_trials", self.fresh_trials, minimum=0)
+        )
+
+    def uniforms_per_run(self, n_lessons: int) -> int:
+        """Return how many pre-drawn uniforms a simulated run needs.
+
+        Two coins, then per candidate position a draw and an ordering key.
+        """
+        return 2 + 2 * n_lessons
+
+    def select(
+        self,
+        lessons: pl.DataFrame | Any,
+        ledger: Ledger | None = None,
+        *,
+        rng: Any = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> Selection:
+        """Choose the lessons for the next run (draws from ``rng``)."""
+        table = lesson_table(lessons)
+        n = int((table["status"] == "candidate").fill_null(False).sum())
+        u = np.random.default_rng(rng).random(2 + 2 * n)
+        return self._choose(table, ledger, u, n)
+
+    def select_with_uniforms(
+        self,
+        lessons: pl.DataFrame | Any,
+        ledger: Ledger | None,
+        uniforms: np.ndarray,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> Selection:
+        """Choose as :meth:`select` does, with the run's uniforms given.
+
+        ``uniforms[2 + i]`` is candidate ``i``'s draw and ``uniforms[2 + L + i]`` its
+        ordering key (``L`` lessons).
+        """
+        u = np.asarray(uniforms, dtype=float)
+        return self._choose(lesson_table(lessons), ledger, u, (u.shape[0] - 2) // 2)
+
+    def _choose(
+        self, table: pl.DataFrame, ledger: Ledger | None, u: np.ndarray, width: int
+    ) -> Selection:
+        is_cand = (pl.col("status") == "candidate").fill_null(False)
+        cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)["id"]
+        verified = table.filter(~is_cand).sort(
+            ["created_at", "id"], descending=[True, False], maintain_order=True
+        )["id"]
+        sums, tot_n, tot_s, tot_ss = _sums(ledger)
+        suspects: list[int] = []
+        fresh: list[int] = []
+        rest: list[int] = []
+        ids = cands.to_list()
+        for i, f in enumerate(ids):
+            n, s, ss = sums.get(f, (0, 0.0, 0.0))
+            if welch_z(n, s, ss, tot_n, tot_s, tot_ss) < -self.suspect_z:
+                suspects.append(i)
+            elif n < self.fresh_trials:
+                fresh.append(i)
+            else:
+                rest.append(i)
+        keys = u[2 + width : 2 + width + len(ids)]
+        rest.sort(key=lambda i: (keys[i], i))
+        chosen: list[int] = []
+        for i in (*suspects, *fresh, *rest):
+            if len(chosen) >= self.candidate_slots:
+                break
+            if u[2 + i] < self.inclusion_prob:
+                chosen.append(i)
+        room = self.max_facts - len(chosen)
+        ver = verified.to_list()[: max(room, 0)]
+        return Selection(tuple(ver) + tuple(ids[i] for i in sorted(chosen)))
