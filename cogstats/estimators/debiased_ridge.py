@@ -356,10 +356,9 @@ def ridge_fit(
     >>> round(float(fit.estimate[0]), 6), round(float(fit.df[0]), 9)
     (0.198, 8.0)
     """
-    k = _real("penalty", penalty, minimum=0.0)
-    if not k > 0:
-        raise ParameterError(f"penalty must be > 0 (pseudo-runs per lesson); got {penalty!r}")
-    passes = int(check_int("passes", passes, minimum=1) or 1)
+    opts = check_options(penalty, passes, suspect_z, min_share, noise_prior_sd, noise_prior_runs)
+    k = float(opts["penalty"])  # type: ignore[arg-type]
+    passes = int(opts["passes"])  # type: ignore[call-overload]
     f = stats.n_fixed
     m = stats.gram.shape[0] - f
     prior_runs = float(noise_prior_runs)

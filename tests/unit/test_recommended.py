@@ -1,0 +1,389 @@
+"""The recommended preset: the debiased ridge, its gate, the suspect-first retrieval, presets.
+
+References: the debiased estimate and its per-lesson residual sum of squares and degrees
+of freedom against a direct refit with the lesson's penalty removed (numpy least squares
+on the augmented system, 1e-9); one lesson against scipy's pooled two-sample t test
+(1e-10); a vanishing penalty against statsmodels OLS (1e-6); the Welch statistic against
+scipy (1e-12).  The compiled kernel against the reference engine: every output array equal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import cogstats
+from cogstats import Ledger, attribute
+from cogstats._validation import ParameterError, SpecError
+from cogstats.estimators.debiased_ridge import (
+    gauss_jordan_inverse,
+    ridge_fit,
+    ridge_statistics,
+)
+from cogstats.gates import RecommendedGate
+from cogstats.presets import PRESETS, get_preset, recommended
+from cogstats.retrieval import SuspectFirst
+from cogstats.retrieval.recommended import welch_z
+from cogstats.sim import Scenario, load_spec, simulate
+from cogstats.sim.draws import draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.engine import fast_support, run_fast
+from cogstats.sim.reference import run_reference
+
+
+def _ledger(n: int = 40, seed: int = 1, effects: tuple[float, ...] = (-0.2, 0, 0.05, 0, 0.1)):
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, len(effects))) < 0.5
+    p = rng.normal(size=n)
+    y = np.clip(0.5 + 0.1 * p + x @ np.asarray(effects) + rng.normal(0, 0.05, n), 0, 1)
+    records = [
+        {
+            "run_id": f"r{i}",
+            "score": float(y[i]),
+            "fact_ids": [f"L{j}" for j in range(len(effects)) if x[i, j]],
+            "prox": float(p[i]),
+        }
+        for i in range(n)
+    ]
+    return Ledger.from_records(records), x, y, p
+
+
+# ---------------------------------------------------------------------- the estimator
+def test_debiased_estimate_equals_a_refit_without_the_lessons_own_penalty() -> None:
+    ledger, x, y, p = _ledger()
+    st = ridge_statistics(ledger, ("prox",))
+    k = 5.0
+    fit = ridge_fit(st, penalty=k, passes=1)
+    n = len(y)
+    for jj, f in enumerate(st.fact_ids):
+        cols = [x[:, int(g[1:])].astype(float) for g in st.fact_ids]
+        z = np.column_stack([np.ones(n), p, *cols])
+        pen = np.full(z.shape[1], np.sqrt(k))
+        pen[:2] = 0.0
+        pen[2 + jj] = 0.0
+        # ridge as least squares on the augmented system
+        za = np.vstack([z, np.diag(pen)])
+        ya = np.concatenate([y, np.zeros(z.shape[1])])
+        b = np.linalg.lstsq(za, ya, rcond=None)[0]
+        a = z.T @ z + np.diag(pen**2)
+        hat = np.trace(np.linalg.solve(a, z.T @ z))
+        rss = float(np.sum((y - z @ b) ** 2))
+        df = n - hat
+        se = np.sqrt(rss / df * np.linalg.inv(a)[2 + jj, 2 + jj])
+        assert fit.estimate[jj] == pytest.approx(b[2 + jj], abs=1e-9), f
+        assert fit.df[jj] == pytest.approx(df, abs=1e-9), f
+        assert fit.std_error[jj] == pytest.approx(se, rel=1e-9), f
+
+
+def test_one_lesson_is_the_pooled_two_sample_t_test() -> None:
+    _, x, y, _ = _ledger()
+    ledger = Ledger.from_records(
+        {"run_id": f"r{i}", "score": float(y[i]), "fact_ids": ["a"] if x[i, 0] else []}
+        for i in range(len(y))
+    )
+    row = attribute(ledger, "debiased_ridge").row("a")
+    ref = stats.ttest_ind(y[x[:, 0]], y[~x[:, 0]])
+    assert row["t"] == pytest.approx(ref.statistic, abs=1e-10)
+    assert row["pvalue"] == pytest.approx(ref.pvalue, abs=1e-10)
+    assert row["df"] == pytest.approx(len(y) - 2, abs=1e-9)
+
+
+def test_a_vanishing_penalty_is_ols() -> None:
+    import statsmodels.api as sm
+
+    ledger, x, y, p = _ledger(n=60)
+    out = attribute(ledger, "debiased_ridge", covariates=("prox",), penalty=1e-9, passes=1)
+    frame = out.to_frame()
+    ids = frame["fact_id"].to_list()
+    z = sm.add_constant(np.column_stack([p, *[x[:, int(f[1:])] for f in ids]]).astype(float))
+    ols = sm.OLS(y, z).fit()
+    assert frame["estimate"].to_numpy() == pytest.approx(ols.params[2:], abs=1e-6)
+    assert frame["std_error"].to_numpy() == pytest.approx(ols.bse[2:], rel=1e-5)
+
+
+def test_gauss_jordan_inverse_and_singular_matrices() -> None:
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(6, 6))
+    a = m @ m.T + 6 * np.eye(6)
+    assert gauss_jordan_inverse(a) == pytest.approx(np.linalg.inv(a), abs=1e-12)
+    assert gauss_jordan_inverse(np.ones((2, 2))) is None
+
+
+def test_lessons_in_every_run_or_sharing_a_pattern_are_not_identifiable() -> None:
+    rows = []
+    for i in range(12):
+        ids = ["always"] + (["twin_a", "twin_b"] if i % 2 else []) + (["solo"] if i % 3 else [])
+        rows.append({"run_id": f"r{i}", "score": 0.5 + 0.01 * i, "fact_ids": ids})
+    frame = attribute(Ledger.from_records(rows), "debiased_ridge").to_frame()
+    ident = dict(zip(frame["fact_id"], frame["identifiable"], strict=True))
+    assert ident == {"always": False, "twin_a": False, "twin_b": False, "solo": True}
+    held = frame.filter(~pl.col("identifiable"))
+    assert held["estimate"].null_count() == held.height
+
+
+def test_a_second_pass_frees_a_clear_poison_so_its_neighbours_are_not_blamed() -> None:
+    rng = np.random.default_rng(11)
+    n = 30
+    x = rng.random((n, 8)) < 0.5
+    x[:, 1] = x[:, 0] & (rng.random(n) < 0.6)  # a harmless lesson that rides with the poison
+    y = np.clip(0.55 - 0.25 * x[:, 0] + rng.normal(0, 0.04, n), 0, 1)
+    ledger = Ledger.from_records(
+        {
+            "run_id": f"r{i}",
+            "score": float(y[i]),
+            "fact_ids": [f"L{j}" for j in range(8) if x[i, j]],
+        }
+        for i in range(n)
+    )
+    st = ridge_statistics(ledger)
+    one, four = ridge_fit(st, passes=1), ridge_fit(st, passes=4)
+    i0, i1 = st.fact_ids.index("L0"), st.fact_ids.index("L1")
+    assert not four.penalized[i0]  # the poison is free in the last pass
+    assert abs(four.estimate[i1]) < abs(one.estimate[i1])  # its companion less blamed
+    assert four.estimate[i0] == pytest.approx(-0.25, abs=0.05)
+
+
+def test_noise_prior_adds_its_runs_to_the_degrees_of_freedom() -> None:
+    ledger, *_ = _ledger()
+    st = ridge_statistics(ledger)
+    plain = ridge_fit(st, passes=1)
+    prior = ridge_fit(st, passes=1, noise_prior_sd=0.05, noise_prior_runs=10)
+    assert prior.df == pytest.approx(plain.df + 10, abs=1e-9)
+    with pytest.raises(ParameterError, match="noise_prior_sd is not set"):
+        ridge_fit(st, noise_prior_runs=3)
+    with pytest.raises(ParameterError, match="noise_prior_sd must be > 0"):
+        RecommendedGate(noise_prior_sd=0.1)
+
+
+# ---------------------------------------------------------------------- the gate
+def test_gate_evicts_a_poison_and_says_why_for_every_lesson() -> None:
+    ledger, *_ = _ledger(n=120, seed=4)
+    report = RecommendedGate(covariates=("prox",), max_trials=100).evaluate(ledger)
+    frame = report.to_frame()
+    assert frame.columns[:8] == list(cogstats.gates.REPORT_COLUMNS)
+    assert report.evicted == ("L0",)
+    assert report.decision("L0")["reason"] == "eval-gate:harmful"
+    assert set(report.promoted) == {"L4"} or set(report.promoted) == {"L2", "L4"}
+    assert set(frame["why"]) <= {"harm_evidence", "promote_evidence", "insufficient_evidence"}
+    # at max_trials an undecided lesson leaves as no_lift (not as harmful)
+    capped = RecommendedGate(covariates=("prox",), max_trials=50).evaluate(ledger).to_frame()
+    no_lift = capped.filter(pl.col("reason") == "eval-gate:no_lift")
+    assert no_lift.height > 0 and set(no_lift["why"]) == {"max_trials"}
+    assert (no_lift["trials"] >= 50).all()
+    row = report.decision("L3")
+    assert row["pvalue_promote"] + row["pvalue_evict"] == pytest.approx(1.0)
+    assert row["boundary"] > abs(row["t_stat"])
+
+
+def test_gate_without_the_covariate_skips_it_and_holds_thin_lessons() -> None:
+    ledger = Ledger.from_records(
+        [
+            {"run_id": "r1", "score": 0.5, "fact_ids": ["a"]},
+            {"run_id": "r2", "score": 0.6, "fact_ids": ["a", "b"]},
+            {"run_id": "r3", "score": 0.4, "fact_ids": []},
+        ]
+    )
+    gate = RecommendedGate()  # covariates=("difficulty_proxy",): absent here
+    assert gate.covariates_in(ledger) == ()
+    report = gate.evaluate(ledger, ["a", "b", "zz"])
+    assert report.to_frame()["why"].to_list() == ["min_trials", "min_trials", "min_trials"]
+
+
+def test_levels_rise_over_a_lesson_life_and_stay_below_alpha() -> None:
+    gate = RecommendedGate()
+    levels = gate.nominal_levels()
+    assert levels.shape == (gate.horizon + 1,) and gate.horizon == 100
+    assert levels[0] == 0.0 and np.all(np.diff(levels[1:]) > 0) and levels[-1] < gate.alpha
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"alpha": 0.6}, "alpha must be in"),
+        ({"penalty": 0}, "penalty must be > 0"),
+        ({"min_trials": 1}, "min_trials must be >= 2"),
+        ({"max_trials": 2, "min_trials": 3}, "max_trials must be >= min_trials"),
+        ({"covariates": "difficulty_proxy"}, "covariates must be a list"),
+        ({"spending": "nope"}, "spending function"),
+        ({"passes": 0}, "passes must be >= 1"),
+    ],
+)
+def test_gate_options_are_validated(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ParameterError, match=message):
+        RecommendedGate(**options)
+
+
+def test_gate_policy_round_trips() -> None:
+    gate = RecommendedGate(alpha=0.01, noise_prior_sd=0.1, noise_prior_runs=20)
+    assert RecommendedGate(**gate.to_policy()) == gate
+
+
+# ---------------------------------------------------------------------- the retrieval
+def test_welch_z_is_scipys_welch_t() -> None:
+    a, b = [0.5, 0.62, 0.41, 0.55], [0.7, 0.8, 0.75, 0.66, 0.9]
+    z = welch_z(4, sum(a), sum(v * v for v in a), 9, sum(a + b), sum(v * v for v in a + b))
+    assert z == pytest.approx(stats.ttest_ind(a, b, equal_var=False).statistic, abs=1e-12)
+    assert welch_z(1, 0.5, 0.25, 9, 5.0, 3.0) == 0.0
+
+
+def test_suspects_go_first_and_verified_lessons_fill_the_prompt() -> None:
+    rows = [{"run_id": f"r{i}", "score": 0.8 + 0.01 * i, "fact_ids": ["ok"]} for i in range(4)]
+    rows += [{"run_id": f"s{i}", "score": 0.2 + 0.01 * i, "fact_ids": ["bad"]} for i in range(4)]
+    ledger = Ledger.from_records(rows)
+    lessons = [
+        {"id": "ok", "status": "candidate", "created_at": 1},
+        {"id": "bad", "status": "candidate", "created_at": 2},
+        {"id": "v", "status": "verified", "created_at": 0},
+    ]
+    policy = SuspectFirst(max_facts=3, candidate_slots=1)
+    u = np.zeros(2 + 2 * 3)
+    u[2:4] = 0.1  # both candidates' draws pass
+    sel = policy.select_with_uniforms(lessons, ledger, u)
+    assert sel.fact_ids == ("v", "bad")  # the suspect takes the one slot
+    u[3] = 0.9  # the suspect's draw fails: the next in order gets the slot
+    assert policy.select_with_uniforms(lessons, ledger, u).fact_ids == ("v", "ok")
+    with pytest.raises(ParameterError, match="inclusion_prob must be in"):
+        SuspectFirst(inclusion_prob=1.0)
+
+
+# ---------------------------------------------------------------------- presets
+def test_recommended_returns_the_pair() -> None:
+    policy, gate = recommended(max_facts=12, candidate_slots=6, alpha=0.01)
+    assert isinstance(policy, SuspectFirst) and isinstance(gate, RecommendedGate)
+    assert (policy.max_facts, policy.candidate_slots, gate.alpha) == (12, 6, 0.01)
+    assert cogstats.recommended is recommended and "recommended" in PRESETS
+    with pytest.raises(ParameterError, match="preset must be one of"):
+        get_preset("recomended")
+
+
+def test_spec_preset_keeps_caps_and_cadence_and_round_trips() -> None:
+    spec = load_spec("simulations/poison_crater.toml", preset="recommended")
+    s = spec.scenario
+    assert (s.preset, s.retrieval.policy, s.gate.type) == (
+        "recommended",
+        "suspect_first",
+        "recommended",
+    )
+    assert (s.retrieval.max_facts, s.retrieval.candidate_slots) == (12, 6)
+    assert s.gate.policy["min_trials"] == 3  # cycgraph's min_trials = 2 was replaced
+    assert Scenario.from_dict(s.to_dict()) == s
+    tuned = s.with_values({"gate.alpha": 0.01, "retrieval.fresh_trials": 2})
+    assert tuned.gate.policy["alpha"] == 0.01 and tuned.retrieval.fresh_trials == 2
+
+
+def test_grid_axes_on_replaced_settings_are_refused_naming_the_axis(tmp_path: Any) -> None:
+    from cogstats.sim.spec import spec_from_dict
+
+    base = {
+        "runs": 10,
+        "lessons": {"listed": [{"id": "a", "effect": 0.1}]},
+        "gate": {"type": "cycgraph", "decision_rule": "margin"},
+        "policy": {"preset": "recommended", "gate": {"alpha": 0.01}},
+    }
+    ok = spec_from_dict({**base, "grid": {"gate.min_trials": [2, 4]}})
+    assert [sc.gate.policy["min_trials"] for _, sc in ok.cells()] == [2, 4]
+    assert all(sc.gate.policy["alpha"] == 0.01 for _, sc in ok.cells())
+    with pytest.raises(SpecError, match="grid.gate.decision_rule.*preset 'recommended'"):
+        spec_from_dict({**base, "grid": {"gate.decision_rule": ["margin"]}})
+    with pytest.raises(SpecError, match="grid.retrieval.rest_after_trials"):
+        spec_from_dict({**base, "grid": {"retrieval.rest_after_trials": [2]}})
+    with pytest.raises(SpecError, match="preset must be one of"):
+        spec_from_dict({**base, "policy": {"preset": "nope"}})
+    with pytest.raises(SpecError, match="prompt cap"):
+        spec_from_dict({**base, "policy": {"preset": "recommended", "retrieval": {"max_facts": 3}}})
+
+
+def test_cli_simulate_and_sweep_take_the_preset(tmp_path: Any, capsys: Any) -> None:
+    from cogstats.cli import main
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'runs = 12\nreplicates = 3\nseed = 1\n[[lessons.listed]]\nid = "a"\neffect = -0.3\n'
+        '[gate]\ntype = "cycgraph"\n[grid]\n"gate.min_trials" = [2, 3]\n'
+    )
+    assert main(["simulate", str(spec), "--policy", "recommended", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "2 cell(s)" in out and "fast" in out
+    store = tmp_path / "store"
+    code = main(
+        ["sweep", str(spec), "--policy", "recommended", "--out", str(store), "--no-progress"]
+    )
+    assert code == 0
+    from cogstats.sweep import read_sweep
+
+    table = read_sweep(store)
+    assert table.height == 2
+    assert main(["simulate", str(spec), "--policy", "nope"]) == 2
+    assert "preset must be one of" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- the kernel
+_S2 = load_spec("simulations/poison_crater.toml").scenario
+
+
+def _preset_s2(options: dict[str, Any] | None = None, **top: Any) -> Scenario:
+    data = _S2.with_preset("recommended").to_dict()
+    data["policy"]["gate"].update(options or {})
+    for section, value in top.items():
+        if isinstance(value, dict):
+            data[section] = {**data.get(section, {}), **value}
+        else:
+            data[section] = value
+    return Scenario.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(lambda: _preset_s2(), id="s2"),
+        pytest.param(
+            lambda: _preset_s2({"noise_prior_sd": 0.1, "noise_prior_runs": 20.0}), id="prior"
+        ),
+        pytest.param(
+            lambda: _preset_s2({"passes": 1, "alpha": 0.05}, gate={"every": 2, "from_run": 3}),
+            id="cadence",
+        ),
+        pytest.param(
+            lambda: _preset_s2({"covariates": [], "alpha": 0.05}, record_empty_runs=False),
+            id="no_covariate",
+        ),
+        pytest.param(lambda: _preset_s2({"max_trials": 4, "horizon_runs": 8}), id="stopping"),
+        pytest.param(
+            lambda: _preset_s2(
+                {"alpha": 0.05}, difficulty={"model": "none", "sd": 0.0, "proxy_corr": None}
+            ),
+            id="no_proxy",
+        ),
+    ],
+)
+def test_compiled_kernel_equals_the_reference_engine(scenario: Any) -> None:
+    s = scenario()
+    assert fast_support(s) is None
+    lessons = lesson_table(s)
+    lay = layout(s)
+    prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(7), 0, 3, lay), lay)
+    fast, ref = run_fast(s, lessons, prep), run_reference(s, lessons, prep)
+    assert fast.differences(ref) == []
+    assert (fast.evict_run > 0).any()  # something was decided
+
+
+def test_s1_shape_and_s4_shape_match_too() -> None:
+    for spec in ("simulations/cycgraph_oc.toml", "simulations/peeking_null.toml"):
+        s = load_spec(spec).scenario.with_preset("recommended")
+        if s.runs > 60:
+            s = s.with_values({"runs": 60})
+        s = s.with_values({"lessons.listed[0].effect": -0.3}) if s.listed else s
+        lessons = lesson_table(s)
+        lay = layout(s)
+        prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(3), 0, 4, lay), lay)
+        assert run_fast(s, lessons, prep).differences(run_reference(s, lessons, prep)) == []
+
+
+def test_other_covariates_run_in_the_reference_engine() -> None:
+    s = _S2.with_preset("recommended").with_values({"gate.covariates": ["difficulty"]})
+    assert "adjusts for 'difficulty_proxy' only" in str(fast_support(s))
+    result = simulate(s, replicates=1, rng=1, keep_runs=False)
+    assert result.engine == "reference"
