@@ -272,6 +272,23 @@ class RecommendedGate:
             noise_prior_runs=self.noise_prior_runs,
         )
 
+    def streaming_adapter(self) -> Any:
+        """Return the adapter that lets :class:`~cogstats.gates.StreamingGate` run this gate.
+
+        It keeps ``X'X``, ``X'y``, ``y'y`` over ``[1, covariates, lessons]`` and each
+        lesson's first run, and judges from them (the same numbers as :meth:`evaluate` on
+        the ledger so far, to rounding of the running sums: within 1e-12).
+
+        Examples
+        --------
+        >>> from cogstats.gates import StreamingGate
+        >>> sg = StreamingGate(RecommendedGate())
+        >>> _ = sg.record("r1", 0.5, ["a"])
+        >>> sg.report().decision("a")["why"]
+        'min_trials'
+        """
+        return _streaming_adapter(self)
+
     def evaluate(
         self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
     ) -> GateReport:
@@ -342,3 +359,52 @@ class RecommendedGate:
 
 
 _LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def _streaming_adapter(gate: RecommendedGate) -> Any:
+    """The streaming adapter (the streaming module loads only when a gate streams)."""
+    from cogstats._validation import LedgerError
+    from cogstats.gates.streaming import StreamingAdapter
+
+    class RecommendedAdapter(StreamingAdapter):
+        """Judge the recommended gate from the streaming gate's cross-products."""
+
+        regression_covariates = tuple(gate.covariates)
+        replays_on_replace = False
+
+        def validate(self, stats: Any, covariates: Any) -> None:
+            # a covariate the ledger has nowhere is skipped, as the batch gate skips it;
+            # one that some runs have and others lack is the batch gate's null error
+            seen = set(stats.covariates)
+            for name in self.regression_covariates:
+                value = covariates.get(name)
+                present = value is not None
+                if stats.n_runs and present != (name in seen):
+                    raise LedgerError(
+                        f"covariate {name!r} must be in every run or in none (the gate "
+                        f"adjusts for it where the ledger has it); got {value!r}",
+                        field=name,
+                    )
+                if isinstance(value, list):
+                    raise LedgerError("a covariate must be a number, string or boolean", field=name)
+
+        def judge(self, stats: Any, candidates: Any) -> GateReport:
+            ids = list(stats.fact_ids if candidates is None else candidates)
+            reg = stats.regression()
+            order = stats.order()
+            first = np.asarray(
+                [int(stats.positions(int(j))[0]) for j in order.tolist()], dtype=np.int64
+            )
+            ridge = RidgeStatistics(
+                gram=np.asarray(reg.xtx, dtype=np.float64),
+                zty=np.asarray(reg.xty, dtype=np.float64),
+                yty=float(reg.yty),
+                runs=int(reg.n),
+                n_fixed=1 + int(reg.n_controls),
+                fact_ids=tuple(reg.fact_ids),
+                covariates=tuple(reg.columns[1 : 1 + reg.n_controls]),
+                first_run=first,
+            )
+            return gate.report(ridge, ids)
+
+    return RecommendedAdapter()

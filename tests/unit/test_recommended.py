@@ -387,3 +387,38 @@ def test_other_covariates_run_in_the_reference_engine() -> None:
     assert "adjusts for 'difficulty_proxy' only" in str(fast_support(s))
     result = simulate(s, replicates=1, rng=1, keep_runs=False)
     assert result.engine == "reference"
+
+
+# ---------------------------------------------------------------------- streaming
+@pytest.mark.parametrize("seed", [3, 8])
+def test_streaming_recommended_gate_equals_the_batch_gate_at_every_step(seed: int) -> None:
+    from cogstats.gates import StreamingGate
+
+    rng = np.random.default_rng(seed)
+    gate = RecommendedGate(alpha=0.05, max_trials=20, horizon_runs=30)
+    sg = StreamingGate(gate)
+    ledger = Ledger()
+    for i in range(90):
+        ids = [f"L{j}" for j in range(6) if rng.random() < 0.5]
+        d = float(rng.normal())
+        y = float(np.clip(0.5 + 0.05 * d - 0.2 * ("L0" in ids) + rng.normal(0, 0.05), 0, 1))
+        run = f"r{i - 3}" if i % 17 == 16 else f"r{i}"  # now and then a run is recorded again
+        sg.record(run, y, ids, difficulty_proxy=d)
+        ledger.record(run, y, ids, difficulty_proxy=d)
+        got, want = sg.report().to_frame(), gate.evaluate(ledger).to_frame()
+        for col in ("fact_id", "decision", "reason", "why", "trials", "baseline_runs"):
+            assert got[col].to_list() == want[col].to_list(), (i, col)
+        for col in ("estimate", "std_error", "t_stat", "df"):
+            a, b = got[col].to_numpy(), want[col].to_numpy()
+            assert np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True), (i, col)
+    assert "L0" in sg.report().evicted
+
+
+def test_streaming_refuses_a_covariate_that_comes_and_goes() -> None:
+    from cogstats._validation import LedgerError
+    from cogstats.gates import StreamingGate
+
+    sg = StreamingGate(RecommendedGate())
+    sg.record("r1", 0.5, ["a"])  # no proxy: the gate adjusts for none
+    with pytest.raises(LedgerError, match="in every run or in none"):
+        sg.record("r2", 0.5, ["a"], difficulty_proxy=0.3)
