@@ -362,7 +362,7 @@ _LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
 
 
 def _streaming_adapter(gate: RecommendedGate) -> Any:
-    """The streaming adapter (the streaming module loads only when a gate streams)."""
+    """Build the streaming adapter (the streaming module loads only when a gate streams)."""
     from cogstats._validation import LedgerError
     from cogstats.gates.streaming import StreamingAdapter
 
