@@ -30,6 +30,7 @@ BENCHMARKS = {
     "c3": "benchmarks.c3_notebooks",
     "s3": "benchmarks.s3_adaptive_confounding",
     "s4": "benchmarks.s4_peeking",
+    "s2_headroom": "benchmarks.s2_headroom",
     "sweep": "benchmarks.sweep_scaling",
 }
 

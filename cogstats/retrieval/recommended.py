@@ -5,11 +5,12 @@ without it, so that its effect is identified and no two lessons share a fixed co
 priority order until ``candidate_slots`` are taken:
 
 1. suspects: candidates whose Welch statistic against the runs without them is below
-   ``-suspect_z`` (two or more runs on each side), oldest first, so that a lesson that
-   seems to hurt gets the trials that convict or clear it;
+   ``-suspect_z`` (two or more runs on each side), most suspicious first, so that a lesson
+   that seems to hurt gets the trials that convict or clear it;
 2. fresh candidates, with fewer than ``fresh_trials`` trials, oldest first (a lesson
-   arriving with a poisoning wave is tried at once);
-3. the others, in a random order.
+   arriving with a poisoning wave is tried at once, whatever the store holds);
+3. the others, lowest Welch statistic first (a lesson that has looked bad is tried
+   before one that has looked good; ties oldest first).
 
 Verified lessons fill the remaining places (newest first, as cycgraph).  The order
 depends on past scores (suspects first), so the policy logs no propensities; the
@@ -100,7 +101,8 @@ class SuspectFirst:
     inclusion_prob : float
         Each candidate's draw probability, in priority order (in (0, 1)).
     suspect_z : float
-        A candidate whose Welch statistic is below ``-suspect_z`` goes first (>= 0).
+        A candidate whose Welch statistic is below ``-suspect_z`` goes first, before the
+        fresh ones (>= 0).
     fresh_trials : int
         Candidates with fewer trials come next (>= 0).
 
@@ -115,8 +117,8 @@ class SuspectFirst:
     max_facts: int = 10
     candidate_slots: int = 2
     inclusion_prob: float = 0.5
-    suspect_z: float = 0.5
-    fresh_trials: int = 6
+    suspect_z: float = 2.0
+    fresh_trials: int = 2
 
     def __post_init__(self) -> None:
         """Validate the options."""
@@ -141,9 +143,9 @@ class SuspectFirst:
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Return how many pre-drawn uniforms a simulated run needs.
 
-        Two coins, then per candidate position a draw and an ordering key.
+        Two coins, then one draw per candidate position.
         """
-        return 2 + 2 * n_lessons
+        return 2 + n_lessons
 
     def select(
         self,
@@ -156,8 +158,8 @@ class SuspectFirst:
         """Choose the lessons for the next run (draws from ``rng``)."""
         table = lesson_table(lessons)
         n = int((table["status"] == "candidate").fill_null(False).sum())
-        u = np.random.default_rng(rng).random(2 + 2 * n)
-        return self._choose(table, ledger, u, n)
+        u = np.random.default_rng(rng).random(2 + n)
+        return self._choose(table, ledger, u)
 
     def select_with_uniforms(
         self,
@@ -169,15 +171,11 @@ class SuspectFirst:
     ) -> Selection:
         """Choose as :meth:`select` does, with the run's uniforms given.
 
-        ``uniforms[2 + i]`` is candidate ``i``'s draw and ``uniforms[2 + L + i]`` its
-        ordering key (``L`` lessons).
+        ``uniforms[2 + i]`` is the draw of candidate ``i`` (candidates oldest first).
         """
-        u = np.asarray(uniforms, dtype=float)
-        return self._choose(lesson_table(lessons), ledger, u, (u.shape[0] - 2) // 2)
+        return self._choose(lesson_table(lessons), ledger, np.asarray(uniforms, dtype=float))
 
-    def _choose(
-        self, table: pl.DataFrame, ledger: Ledger | None, u: np.ndarray, width: int
-    ) -> Selection:
+    def _choose(self, table: pl.DataFrame, ledger: Ledger | None, u: np.ndarray) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)["id"]
         verified = table.filter(~is_cand).sort(
@@ -188,16 +186,18 @@ class SuspectFirst:
         fresh: list[int] = []
         rest: list[int] = []
         ids = cands.to_list()
+        z = np.zeros(len(ids))
         for i, f in enumerate(ids):
             n, s, ss = sums.get(f, (0, 0.0, 0.0))
-            if welch_z(n, s, ss, tot_n, tot_s, tot_ss) < -self.suspect_z:
+            z[i] = welch_z(n, s, ss, tot_n, tot_s, tot_ss)
+            if z[i] < -self.suspect_z:
                 suspects.append(i)
             elif n < self.fresh_trials:
                 fresh.append(i)
             else:
                 rest.append(i)
-        keys = u[2 + width : 2 + width + len(ids)]
-        rest.sort(key=lambda i: (keys[i], i))
+        suspects.sort(key=lambda i: (z[i], i))
+        rest.sort(key=lambda i: (z[i], i))
         chosen: list[int] = []
         for i in (*suspects, *fresh, *rest):
             if len(chosen) >= self.candidate_slots:

@@ -433,9 +433,9 @@ def _suspect_first(
     ibuf: np.ndarray,
     fbuf: np.ndarray,
 ) -> int:
-    """:class:`cogstats.retrieval.SuspectFirst`'s candidate block: suspects, then fresh
-    candidates (oldest first), then the rest in the order of their keys, each drawn with
-    probability ``inclusion_prob`` until the slots are taken."""
+    """:class:`cogstats.retrieval.SuspectFirst`'s candidate block: suspects (lowest Welch
+    statistic first), fresh candidates (oldest first), then the rest (lowest statistic
+    first), each drawn with probability ``inclusion_prob`` until the slots are taken."""
     n_les = status.shape[0]
     slots = ip[IP_SLOTS]
     fresh_trials = ip[IP_FRESH]
@@ -444,45 +444,42 @@ def _suspect_first(
     tot_n = int(tot[0])
     cand = ibuf[0]
     order = ibuf[1]
+    cls = ibuf[2]
+    z = fbuf
     n = 0
     for jj in range(n_les):
         j = by_age[jj]
         if status[j] == STATUS_CANDIDATE:
             cand[n] = j
             n += 1
-    n_ord = 0
-    cls = ibuf[2]
     for i in range(n):
         j = cand[i]
-        z = _welch_z(trials[j], s_with[j], ss_with[j], tot_n, tot[1], tot[2])
-        if z < -susz:
+        z[i] = _welch_z(trials[j], s_with[j], ss_with[j], tot_n, tot[1], tot[2])
+        if z[i] < -susz:
             cls[i] = 0
-            order[n_ord] = i
-            n_ord += 1
         elif trials[j] < fresh_trials:
             cls[i] = 1
         else:
             cls[i] = 2
-    for i in range(n):
-        if cls[i] == 1:
-            order[n_ord] = i
-            n_ord += 1
-    n_rest = 0
-    keys = fbuf
-    for i in range(n):
-        if cls[i] == 2:
-            keys[n_rest] = u[2 + n_les + i]
-            n_rest += 1
-    if n_rest > 0:
-        rest_pos = np.empty(n_rest, dtype=np.int64)
+    n_ord = 0
+    for c in range(3):
+        m = 0
+        for i in range(n):
+            if cls[i] == c:
+                m += 1
+        if m == 0:
+            continue
+        pos = np.empty(m, dtype=np.int64)
+        key = np.empty(m)
         k = 0
         for i in range(n):
-            if cls[i] == 2:
-                rest_pos[k] = i
+            if cls[i] == c:
+                pos[k] = i
+                key[k] = z[i] if c != 1 else 0.0  # fresh: oldest first (positions)
                 k += 1
-        ro = np.argsort(keys[:n_rest], kind="mergesort")
-        for k in range(n_rest):
-            order[n_ord] = rest_pos[ro[k]]
+        ro = np.argsort(key, kind="mergesort")
+        for k in range(m):
+            order[n_ord] = pos[ro[k]]
             n_ord += 1
     count = 0
     chosen = cls  # reuse: mark chosen positions

@@ -59,6 +59,11 @@ CHANGES = {
         "retrieval.candidate_slots": 4,
         "lessons.poison": [{"after_run": 1, "count": 3, "effect": -0.3}],
     },
+    # not one of issue 9's five: a ledger with 33 runs of history when the poison comes
+    "with_history": {
+        "runs": 60,
+        "lessons.poison": [{"after_run": 33, "count": 3, "effect": -0.2}],
+    },
 }
 
 
