@@ -56,7 +56,7 @@ REASON_BY_CODE: tuple[str | None, ...] = (None, HARMFUL, NO_LIFT, LOW_WIN_RATE)
 
 
 def evict_reason_code(reason: str | None) -> int:
-    """The simulator's code of an eviction reason: harmful, else no_lift.
+    """Return the simulator's code of an eviction reason: harmful, else no_lift.
 
     A gate of one's own may write any reason string; the simulator records an eviction
     as harmful only under cycgraph's ``eval-gate:harmful`` and as no_lift otherwise.

@@ -107,7 +107,7 @@ def register_gate(
 
 
 def get_gate(name: str) -> Entry:
-    """The registry entry of a gate: a registered name, or ``"package.module:Class"``.
+    """Return the registry entry of a gate: a registered name, or ``"package.module:Class"``.
 
     Examples
     --------
@@ -119,7 +119,7 @@ def get_gate(name: str) -> Entry:
 
 
 def make_gate(name: str, **options: Any) -> Any:
-    """A gate built from its registry name (or import path) and options.
+    """Build a gate from its registry name (or import path) and options.
 
     The options are validated by the gate's class; unknown names raise, naming the
     allowed ones.

@@ -118,7 +118,7 @@ class GateReport:
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
     def to_frame(self) -> pl.DataFrame:
-        """The decisions frame."""
+        """Return the decisions frame."""
         return self.decisions
 
     def _ids(self, decision: str) -> tuple[str, ...]:
@@ -145,7 +145,7 @@ class GateReport:
         return self._ids("retire")
 
     def decision(self, fact_id: str) -> dict[str, Any]:
-        """The row of one lesson.
+        """Return the row of one lesson.
 
         Raises
         ------
@@ -161,7 +161,7 @@ class GateReport:
         return hit.row(0, named=True)
 
     def summary(self) -> str:
-        """Counts per decision, the policy, and the table."""
+        """Summarise the pass: counts per decision, the policy, and the table."""
         counts = ", ".join(f"{d}={len(self._ids(d))}" for d in DECISIONS if self._ids(d))
         lines = [f"GateReport (gate={self.gate!r}): {counts or 'no candidates'}"]
         if self.settings:
@@ -201,11 +201,11 @@ def candidate_ids(ledger: Any, candidates: Sequence[str] | None) -> list[str]:
 
 
 def report_frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> pl.DataFrame:
-    """A decisions frame from row dicts (missing keys are null), columns in schema order."""
+    """Build a decisions frame from row dicts (missing keys null), columns in schema order."""
     data = {c: [r.get(c) for r in rows] for c in schema}
     return pl.DataFrame(data, schema=dict(schema))
 
 
 def report_schema(own: Mapping[str, Any]) -> dict[str, Any]:
-    """The schema of a gate's report: the leading columns, then the gate's own."""
+    """Return the schema of a gate's report: the leading columns, then the gate's own."""
     return {**_SCHEMA, **own}

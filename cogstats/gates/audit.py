@@ -109,6 +109,7 @@ class AuditGate:
     win_threshold: float = 0.5
 
     def __post_init__(self) -> None:
+        """Validate the parameters."""
         object.__setattr__(self, "min_hits", check_int("min_hits", self.min_hits, minimum=1))
         object.__setattr__(
             self,
@@ -130,7 +131,7 @@ class AuditGate:
         )
 
     def to_policy(self) -> dict[str, Any]:
-        """The parameters as a dict."""
+        """Return the parameters as a dict."""
         return asdict(self)
 
     def evaluate(

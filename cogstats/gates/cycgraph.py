@@ -116,6 +116,7 @@ class CycgraphGate:
     sequential_control: Literal["doubling", "none"] = "doubling"
 
     def __post_init__(self) -> None:
+        """Validate the options."""
         check_choice("decision_rule", self.decision_rule, ("inference", "margin"))
         set_ = object.__setattr__
         set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=1))
@@ -178,7 +179,7 @@ class CycgraphGate:
         return cls(**converted)
 
     def to_policy(self) -> dict[str, Any]:
-        """The policy as a snake_case dict (round-trips through :meth:`from_policy`)."""
+        """Return the policy as a snake_case dict (round-trips through :meth:`from_policy`)."""
         return asdict(self)
 
     # ------------------------------------------------------------------ evaluation
@@ -216,7 +217,7 @@ class CycgraphGate:
     def _decide_arrays(
         self, ids: Sequence[str], g: _ledger_stats.GroupArrays, ledger: Ledger
     ) -> pl.DataFrame:
-        """The decision logic, vectorised over candidates, decision for decision cycgraph's.
+        """Decide, vectorised over candidates, decision for decision as cycgraph does.
 
         Cost O(candidates).  The statistics come from additive sums (see
         ``cogstats._ledger_stats``); a candidate whose lift lies within the rounding bound

@@ -148,6 +148,7 @@ class EvidenceGate:
     hold_unidentifiable: bool = True
 
     def __post_init__(self) -> None:
+        """Validate the settings and fill in the method's options."""
         set_ = object.__setattr__
         spec = get_spec(self.method)
         opts = dict(self.options or {})
@@ -205,7 +206,7 @@ class EvidenceGate:
             )
 
     def to_policy(self) -> dict[str, Any]:
-        """The gate's settings as a plain dict (round-trips through the constructor)."""
+        """Return the gate's settings as a plain dict (round-trips through the constructor)."""
         return {
             "method": self.method,
             "options": dict(self.options),
@@ -428,8 +429,9 @@ class EvidenceGate:
         return np.asarray(up, dtype=bool), np.asarray(down, dtype=bool)
 
     def boundaries(self) -> dict[int, float]:
-        """The one-sided z boundary at each trial count ``min_trials .. max_trials``
-        (``sequential="group"``, no multiplicity adjustment).
+        """Return the one-sided z boundary at each trial count ``min_trials .. max_trials``.
+
+        For ``sequential="group"``, with no multiplicity adjustment.
 
         Examples
         --------

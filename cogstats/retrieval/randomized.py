@@ -93,8 +93,11 @@ class _Pooled:
         *,
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """As :meth:`select` with the run's uniforms given: ``uniforms[2 + i]`` is pool
-        position ``i``'s draw (the two coins in front are unused)."""
+        """Select as :meth:`select` does, with the run's uniforms given.
+
+        ``uniforms[2 + i]`` is pool position ``i``'s draw (the two coins in front are
+        unused).
+        """
         return self._select_pool(lesson_table(lessons), ledger, np.asarray(uniforms)[2:])
 
     def _select_pool(self, table: pl.DataFrame, ledger: Ledger | None, uniforms: Any) -> Selection:
@@ -190,6 +193,7 @@ class Randomized(_Pooled):
     inclusion_prob: float = 0.5
 
     def __post_init__(self) -> None:
+        """Validate the options."""
         super().__post_init__()
         check_choice("inclusion", self.inclusion, ("fixed", "bernoulli"))
         object.__setattr__(

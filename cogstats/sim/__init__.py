@@ -1,4 +1,6 @@
-"""Simulation of co-injected lessons with known true effects, closing the loop
+"""Simulation of co-injected lessons with known true effects.
+
+The simulation closes the loop
 scenario -> retrieval -> score -> ledger -> gate -> retrieval ...
 
 Needs the ``sim`` extra (numba, tqdm).

@@ -120,9 +120,12 @@ def oracle_total(
     saturation: float,
     scratch: np.ndarray,
 ) -> float:
-    """Total effect of the oracle's prompt: the best ``max_facts`` helpful lessons that
-    have arrived by ``run`` (saturated like :func:`injected_total`); ``scratch`` holds at
-    least one float per lesson."""
+    """Total effect of the oracle's prompt.
+
+    The oracle's prompt holds the best ``max_facts`` helpful lessons that have arrived by
+    ``run`` (saturated like :func:`injected_total`); ``scratch`` holds at least one float
+    per lesson.
+    """
     nh = 0
     for j in range(effects.shape[0]):
         if arrival[j] <= run and effects[j] > 0:
@@ -144,8 +147,11 @@ def oracle_total(
 def link_score(
     base: float, logit_base: float, logistic: bool, difficulty: float, total: float, z: float
 ) -> float:
-    """A run's score: ``expit(logit_base + d + total + z)`` with the logistic link, else
-    ``base + d + total + z`` clamped to [0, 1]."""
+    """Return a run's score.
+
+    The score is ``expit(logit_base + d + total + z)`` with the logistic link, else
+    ``base + d + total + z`` clamped to [0, 1].
+    """
     if logistic:
         return 1.0 / (1.0 + math.exp(-(logit_base + difficulty + total + z)))
     return min(1.0, max(0.0, base + difficulty + total + z))
@@ -172,11 +178,13 @@ _PRUNE_MARGIN = 1e-9
 
 @njit(cache=True)
 def _tail_bound(t: float) -> float:
-    """A lower bound on ``P(T <= t)`` for Student's t with any degrees of freedom: the
-    normal CDF for ``t < 0`` (t is a scale mixture of normals with E[1/scale^2] = 1, and
-    the normal tail is convex in the squared scale, so Jensen's inequality applies), 1/2
-    for ``t >= 0``.  Costs an ``erfc`` (about 30 ns) instead of the t CDF's continued
-    fraction (about 370 ns)."""
+    """Return a lower bound on ``P(T <= t)`` for Student's t with any degrees of freedom.
+
+    The bound is the normal CDF for ``t < 0`` (t is a scale mixture of normals with
+    E[1/scale^2] = 1, and the normal tail is convex in the squared scale, so Jensen's
+    inequality applies), 1/2 for ``t >= 0``.  Costs an ``erfc`` (about 30 ns) instead of
+    the t CDF's continued fraction (about 370 ns).
+    """
     if t >= 0.0:
         return 0.5
     return 0.5 * math.erfc(-t / math.sqrt(2.0))
@@ -186,8 +194,10 @@ def _tail_bound(t: float) -> float:
 def _pick_smallest(
     u: np.ndarray, members: np.ndarray, k: int, picked: np.ndarray, inj: np.ndarray, count: int
 ) -> int:
-    """Inject the ``k`` of ``members`` with the smallest uniforms ``u`` (aligned with
-    ``members``), in member order; ``picked`` is scratch of at least ``len(u)``."""
+    """Inject the ``k`` of ``members`` with the smallest uniforms ``u``, in member order.
+
+    ``u`` is aligned with ``members``; ``picked`` is scratch of at least ``len(u)``.
+    """
     m = u.shape[0]
     order = np.argsort(u, kind="mergesort")
     picked[:m] = False
@@ -433,9 +443,12 @@ def _suspect_first(
     ibuf: np.ndarray,
     fbuf: np.ndarray,
 ) -> int:
-    """:class:`cogstats.retrieval.SuspectFirst`'s candidate block: suspects (lowest Welch
-    statistic first), fresh candidates (oldest first), then the rest (lowest statistic
-    first), each drawn with probability ``inclusion_prob`` until the slots are taken."""
+    """Fill :class:`cogstats.retrieval.SuspectFirst`'s candidate block.
+
+    Suspects (lowest Welch statistic first), fresh candidates (oldest first), then the
+    rest (lowest statistic first), each drawn with probability ``inclusion_prob`` until
+    the slots are taken.
+    """
     n_les = status.shape[0]
     slots = ip[IP_SLOTS]
     fresh_trials = ip[IP_FRESH]
@@ -502,8 +515,11 @@ def _suspect_first(
 
 @njit(cache=True)
 def _gj_inverse(a: np.ndarray, p: int, aug: np.ndarray, out: np.ndarray) -> bool:
-    """:func:`cogstats.estimators.debiased_ridge.gauss_jordan_inverse`, the same
-    operations in the same order (``aug`` is p x 2p scratch); False when singular."""
+    """Invert as :func:`cogstats.estimators.debiased_ridge.gauss_jordan_inverse` does.
+
+    The same operations in the same order (``aug`` is p x 2p scratch); False when
+    singular.
+    """
     scale = 0.0
     for i in range(p):
         scale = max(scale, abs(a[i, i]))
@@ -551,9 +567,12 @@ def _ridge_pass(
     info: np.ndarray,
     df_out: np.ndarray,
 ) -> bool:
-    """One pass of :func:`cogstats.estimators.debiased_ridge._one_pass` on the compact
-    statistics (``p`` columns, ``f`` fixed), the same operations in the same order; writes
-    each lesson's t, info and df (NaN where undefined); False when singular."""
+    """Run one pass of :func:`cogstats.estimators.debiased_ridge._one_pass`.
+
+    The pass runs on the compact statistics (``p`` columns, ``f`` fixed), the same
+    operations in the same order; writes each lesson's t, info and df (NaN where
+    undefined); False when singular.
+    """
     for i in range(p):
         for c in range(p):
             a[i, c] = gram[i, c]
@@ -637,10 +656,12 @@ def _recommended_gate(
     evict_reason: np.ndarray,
     ibuf: np.ndarray,
 ) -> None:
-    """:class:`~cogstats.gates.RecommendedGate` on the running Gram matrix: the debiased
-    ridge over the lessons tried so far (in order of first trial, as a ledger lists them),
-    then a t test against the level spent at each lesson's age (recorded runs since its
-    first trial)."""
+    """Run :class:`~cogstats.gates.RecommendedGate` on the running Gram matrix.
+
+    The debiased ridge over the lessons tried so far (in order of first trial, as a ledger
+    lists them), then a t test against the level spent at each lesson's age (recorded runs
+    since its first trial).
+    """
     n_les = status.shape[0]
     f = 1 + ip[IP_NCOV]
     # the lessons tried so far, in order of first appearance (first trial run, index)
@@ -760,8 +781,11 @@ def _recommended_gate(
 def _welch(
     n: int, s: float, ss: float, tot_n: int, tot_s: float, tot_ss: float, floor_var: float
 ) -> tuple[float, float, float]:
-    """Lift, Welch standard error and Welch-Satterthwaite df of a lesson with n trials,
-    from the sufficient statistics of its runs (n, s, ss) and of all recorded runs."""
+    """Return lift, Welch standard error and Welch-Satterthwaite df of a lesson.
+
+    For a lesson with n trials, from the sufficient statistics of its runs (n, s, ss) and
+    of all recorded runs.
+    """
     nb = tot_n - n
     mean_a = s / n
     sb = tot_s - s
@@ -961,8 +985,11 @@ def _evidence_gate(
     evict_reason: np.ndarray,
     ibuf: np.ndarray,
 ) -> None:
-    """:class:`~cogstats.gates.EvidenceGate` on the Welch statistics (methods lift and
-    welch; sequential fixed or group; multiplicity none, or Bonferroni when fixed)."""
+    """Run :class:`~cogstats.gates.EvidenceGate` on the Welch statistics.
+
+    Methods lift and welch; sequential fixed or group; multiplicity none, or Bonferroni
+    when fixed.
+    """
     recheck = ip[IP_RECHECK] == 1
     n_les = status.shape[0]
     min_trials = ip[IP_MINT]
@@ -1054,7 +1081,8 @@ def run_chunk(
     """Simulate ``noise.shape[0]`` replicates; write every output array in place.
 
     ``cov`` holds each run's covariates for the recommended gate (replicate x run x
-    ``ip[IP_NCOV]``) and ``levels`` its one-sided levels by trial count."""
+    ``ip[IP_NCOV]``) and ``levels`` its one-sided levels by trial count.
+    """
     n_rep = noise.shape[0]
     runs = ip[IP_RUNS]
     n_les = ip[IP_L]

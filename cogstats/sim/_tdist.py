@@ -60,9 +60,11 @@ def _betacf(a: float, b: float, x: float) -> float:
 
 @njit(cache=True)
 def _lgamma_ratio_half(a: float) -> float:
-    """log(Gamma(a + 1/2) / Gamma(a)); the asymptotic series for large a avoids the
-    cancellation of two large lgamma values (error < 1e-15 for a >= 25, checked with
-    mpmath at 50 digits)."""
+    """Return log(Gamma(a + 1/2) / Gamma(a)).
+
+    The asymptotic series for large a avoids the cancellation of two large lgamma values
+    (error < 1e-15 for a >= 25, checked with mpmath at 50 digits).
+    """
     if a < 25.0:
         return math.lgamma(a + 0.5) - math.lgamma(a)
     a2 = a * a

@@ -113,7 +113,7 @@ def simulate_spec(
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """The CLI subcommand."""
+    """Run the CLI subcommand."""
     spec = load_spec(args.spec, preset=getattr(args, "policy", None))
     out = Path(args.out) if args.out else None
     table = simulate_spec(

@@ -120,9 +120,11 @@ def lesson_table(s: Scenario) -> LessonTable:
 
 
 def pool_width(s: Scenario) -> int:
-    """Uniforms per run that retrieval may use besides the two coins (one per pool
-    position), as the policy says (``uniforms_per_run``, the simulation protocol of
-    :mod:`cogstats.retrieval`)."""
+    """Return the uniforms per run that retrieval may use besides the two coins.
+
+    One per pool position, as the policy says (``uniforms_per_run``, the simulation
+    protocol of :mod:`cogstats.retrieval`).
+    """
     policy = s.retrieval.build()
     per_run = getattr(policy, "uniforms_per_run", None)
     if per_run is None:  # a policy of one's own without the method: one per lesson
@@ -131,7 +133,7 @@ def pool_width(s: Scenario) -> int:
 
 
 def layout(s: Scenario) -> Layout:
-    """The block layout of one replicate's uniforms."""
+    """Return the block layout of one replicate's uniforms."""
     runs, n_les, pool = s.runs, s.n_lessons, pool_width(s)
     pos = 0
     offsets = {}

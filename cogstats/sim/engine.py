@@ -38,7 +38,7 @@ _Params = Callable[[Any, np.ndarray, np.ndarray], None]
 
 # ---------------------------------------------------------------------- kernel adapters
 def _stopping_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    """The options cycgraph's and the evidence gate share: trials rules and margins."""
+    """Write the options cycgraph's and the evidence gate share: trials rules and margins."""
     ip[K.IP_MINT] = gate.min_trials
     ip[K.IP_MAXT] = gate.max_trials or 0
     ip[K.IP_MAXB] = gate.max_baseline_runs or 0
@@ -66,7 +66,10 @@ def _audit_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
 
 
 def _audit_support(gate: Any, s: Scenario) -> str | None:
-    """The kernel counts wins at one threshold, shared with UCB1's scores."""
+    """Return why the kernel cannot run this audit gate, or None when it can.
+
+    The kernel counts wins at one threshold, shared with UCB1's scores.
+    """
     policy = s.retrieval.build()
     ucb = getattr(policy, "win_threshold", None)
     if ucb is not None and ucb != gate.win_threshold:
@@ -127,7 +130,10 @@ _PROXY = "difficulty_proxy"
 
 
 def _recommended_support(gate: Any, s: Scenario) -> str | None:
-    """The kernel's recommended gate adjusts for the difficulty proxy only."""
+    """Return why the kernel cannot run this recommended gate, or None when it can.
+
+    The kernel's recommended gate adjusts for the difficulty proxy only.
+    """
     # the reference engine's ledger also holds the true difficulty, the run index and the
     # family: a gate asking for them runs there
     others = [c for c in gate.covariates if c != _PROXY]
@@ -240,7 +246,7 @@ def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
 
 
 def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel's integer and float parameter vectors for a scenario."""
+    """Return the kernel's integer and float parameter vectors for a scenario."""
     reason = fast_support(s)
     if reason is not None:
         raise ParameterError(reason)
@@ -490,7 +496,7 @@ def simulate(
 
 
 def _choose_engine(scenario: Scenario, requested: str, gate: Any) -> tuple[str, str | None]:
-    """The engine to run and, when it is the reference engine, why."""
+    """Choose the engine to run and, when it is the reference engine, say why."""
     if requested == "reference":
         return "reference", "requested"
     if gate is not None:

@@ -28,8 +28,11 @@ __all__ = ["run_reference"]
 
 
 def _takes_rng(gate: Any) -> bool:
-    """Whether ``gate.evaluate`` accepts ``rng`` (the gate protocol; a bare
-    ``evaluate(ledger, candidates)`` of one's own is called without it)."""
+    """Return whether ``gate.evaluate`` accepts ``rng``.
+
+    ``rng`` is part of the gate protocol; a bare ``evaluate(ledger, candidates)`` of one's
+    own is called without it.
+    """
     try:
         params = inspect.signature(gate.evaluate).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature

@@ -98,7 +98,7 @@ class SimulationResult:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def to_frame(self) -> pl.DataFrame:
-        """The per-replicate metrics."""
+        """Return the per-replicate metrics."""
         return self.metrics
 
     def summary_table(self) -> pl.DataFrame:
@@ -135,10 +135,13 @@ class SimulationResult:
         return out.drop("_all") if by == ("_all",) else out
 
     def summary_row(self) -> dict[str, Any]:
-        """One flat row: replicates, the engine that ran ("fast" or "reference"), every
+        """Return one flat row summarising the result.
+
+        The row holds replicates, the engine that ran ("fast" or "reference"), every
         metric's mean and ``<metric>_mcse``, and the first-outcome rates (promote,
         evict_harmful, evict_no_lift, retire, hold) with the mean run of the first
-        decision.  Sweeps store one such row per cell."""
+        decision.  Sweeps store one such row per cell.
+        """
         row: dict[str, Any] = {"replicates": self.replicates, "engine": self.engine}
         for r in self.summary_table().iter_rows(named=True):
             row[r["metric"]] = r["mean"]
@@ -204,7 +207,7 @@ class SimulationResult:
         return led.scores, x, p, ids
 
     def ledger(self, replicate: int = 0) -> Ledger:
-        """The recorded runs of one replicate as a :class:`~cogstats.ledger.Ledger`.
+        """Return the recorded runs of one replicate as a :class:`~cogstats.ledger.Ledger`.
 
         Covariates: ``run_index``, ``difficulty`` (the truth, for checks),
         ``difficulty_proxy`` and ``family`` where the scenario has them, and the logged
@@ -248,7 +251,7 @@ class SimulationResult:
         return out
 
     def summary(self) -> str:
-        """A text report: scenario, replicates, seed and the metric means."""
+        """Return a text report: scenario, replicates, seed and the metric means."""
         head = (
             f"Simulation of {self.scenario.name!r}: {self.replicates} replicates x "
             f"{self.scenario.runs} runs, engine={self.engine}, seed={dict(self.seed)}"
@@ -259,6 +262,7 @@ class SimulationResult:
         return f"{head}\n{frame_text(self.summary_table(), max_rows=40)}"
 
     def __repr__(self) -> str:
+        """Return a short representation: scenario name, replicates and runs."""
         return (
             f"SimulationResult(scenario={self.scenario.name!r}, replicates={self.replicates}, "
             f"runs={self.scenario.runs})"

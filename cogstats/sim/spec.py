@@ -214,6 +214,7 @@ class EffectDist:
 
     @classmethod
     def parse(cls, raw: Any, key: str, source: str | None) -> EffectDist:
+        """Read an effect from a spec value: a number (constant) or a ``dist`` table."""
         if isinstance(raw, bool):
             raise SpecError(
                 f"effect must be a number or a table; got {raw!r}", key=key, source=source
@@ -246,6 +247,7 @@ class EffectDist:
         return out
 
     def to_toml(self) -> Any:
+        """Return the spec value: the number for a constant, else a ``dist`` table."""
         if self.dist == "constant":
             return self.value
         return {"dist": self.dist, **{k: getattr(self, k) for k in DIST_PARAMS[self.dist]}}
@@ -354,16 +356,17 @@ class RetrievalSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def entry(self) -> Entry:
-        """The policy's registry entry."""
+        """Return the policy's registry entry."""
         from cogstats.retrieval import get_policy
 
         return get_policy(self.policy)
 
     def build(self) -> Any:
-        """The policy object this spec describes."""
+        """Build the policy object this spec describes."""
         return self.entry().make(**dict(self.options))
 
     def __getattr__(self, name: str) -> Any:
+        """Return the policy option ``name`` (its default where unset)."""
         # only called for names that are not fields: the policy's options
         options = self.__dict__.get("options")
         if name.startswith("_") or options is None:
@@ -396,7 +399,7 @@ class GateSpec:
     recheck_verified: bool = False
 
     def entry(self) -> Entry | None:
-        """The gate's registry entry (None for type "none")."""
+        """Return the gate's registry entry (None for type "none")."""
         if self.type == "none":
             return None
         from cogstats.gates import get_gate
@@ -404,14 +407,16 @@ class GateSpec:
         return get_gate(self.type)
 
     def build(self) -> Any:
-        """The gate object this spec describes (None for type "none")."""
+        """Build the gate object this spec describes (None for type "none")."""
         entry = self.entry()
         return None if entry is None else entry.make(**dict(self.policy))
 
 
 def part_options(obj: Any, entry: Entry) -> dict[str, Any]:
-    """The complete options of a built gate or policy: ``to_policy()`` where the class has
-    it, else its option fields."""
+    """Return the complete options of a built gate or policy.
+
+    These are ``to_policy()`` where the class has it, else its option fields.
+    """
     to_policy = getattr(obj, "to_policy", None)
     if callable(to_policy):
         return dict(to_policy())
@@ -533,7 +538,7 @@ class Scenario:
         return scenario
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
-        """The scenario as a mapping that round-trips through :meth:`from_dict`.
+        """Return the scenario as a mapping that round-trips through :meth:`from_dict`.
 
         ``full=True`` keeps unset optional fields as None and writes the gate's complete
         policy, so that every parameter has a dotted path (grids use it); the default
@@ -590,8 +595,9 @@ class Scenario:
         return d
 
     def with_preset(self, name: str, *, source: str | None = None) -> Scenario:
-        """A copy with the preset ``name``'s retrieval policy and gate (the prompt caps
-        and the gate's cadence kept).
+        """Return a copy with the preset ``name``'s retrieval policy and gate.
+
+        The prompt caps and the gate's cadence are kept.
 
         Examples
         --------
@@ -607,7 +613,7 @@ class Scenario:
         return Scenario.from_dict(data, source=source)
 
     def with_values(self, values: Mapping[str, Any], *, source: str | None = None) -> Scenario:
-        """A copy with dotted-path values replaced, e.g. ``{"gate.min_trials": 5}``.
+        """Return a copy with dotted-path values replaced, e.g. ``{"gate.min_trials": 5}``.
 
         Examples
         --------
@@ -676,7 +682,7 @@ class SimulationSpec:
 
 
 def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
-    """Read a simulation spec (TOML): a scenario plus ``replicates``, ``seed``, ``[grid]``.
+    r"""Read a simulation spec (TOML): a scenario plus ``replicates``, ``seed``, ``[grid]``.
 
     Every cell of the grid is validated here, before anything runs.  ``preset`` (e.g.
     ``"recommended"``, the command line's ``--policy``) replaces the spec's retrieval
@@ -686,7 +692,7 @@ def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
-    >>> text = 'runs = 10\\nreplicates = 5\\n[[lessons.listed]]\\nid = "a"\\neffect = 0.1\\n'
+    >>> text = 'runs = 10\nreplicates = 5\n[[lessons.listed]]\nid = "a"\neffect = 0.1\n'
     >>> _ = p.write_text(text)
     >>> load_spec(p).replicates
     5
@@ -703,8 +709,10 @@ def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
 
 
 def with_preset_table(data: Mapping[str, Any], preset: str | None) -> dict[str, Any]:
-    """A spec mapping with ``[policy] preset = preset`` (unchanged for None; a [policy]
-    table naming the same preset keeps its tuned options).
+    """Return a spec mapping with ``[policy] preset = preset``.
+
+    The mapping is unchanged for None; a [policy] table naming the same preset keeps its
+    tuned options.
 
     Examples
     --------
@@ -901,7 +909,7 @@ def _parse_score(r: _Reader) -> ScoreSpec:
 
 
 def _lookup(find: Any, key: str, source: str | None) -> Any:
-    """A registry lookup whose failure names the spec key and file."""
+    """Look up a registry entry; a failure names the spec key and file."""
     try:
         return find()
     except ParameterError as exc:
@@ -909,7 +917,7 @@ def _lookup(find: Any, key: str, source: str | None) -> Any:
 
 
 def _part_options(r: _Reader, entry: Entry, name: str, reserved: Sequence[str]) -> dict[str, Any]:
-    """The table's options for a registered part, unknown keys named with the allowed."""
+    """Read the table's options for a registered part, unknown keys named with the allowed."""
     allowed = [f.name for f in entry.fields()]
     options = {k: v for k, v in r.data.items() if k not in reserved and v is not None}
     for key in options:
@@ -927,7 +935,7 @@ def _part_options(r: _Reader, entry: Entry, name: str, reserved: Sequence[str]) 
 
 
 def _owners(key: str, entry: Entry) -> list[str]:
-    """Registered parts of the same kind that take option ``key``."""
+    """Return the registered parts of the same kind that take option ``key``."""
     from cogstats.gates import GATES
     from cogstats.retrieval import RETRIEVAL_POLICIES
 
@@ -985,7 +993,7 @@ PRESET_CADENCE: tuple[str, ...] = ("every", "from_run", "recheck_verified")
 
 
 def _preset_name(r: _Reader) -> str | None:
-    """The [policy] table's preset (None without one); the table's keys checked."""
+    """Return the [policy] table's preset (None without one), checking the table's keys."""
     if not r.data:
         return None
     name = r.string("preset", optional=False)
@@ -1005,8 +1013,11 @@ def _preset_name(r: _Reader) -> str | None:
 def _parse_preset(
     policy: _Reader, retrieval: _Reader, gate: _Reader, runs: int
 ) -> tuple[RetrievalSpec, GateSpec]:
-    """The preset's retrieval and gate: caps from [retrieval], cadence from [gate], the
-    preset's own options from [policy.retrieval] and [policy.gate]."""
+    """Return the preset's retrieval and gate.
+
+    Caps come from [retrieval], cadence from [gate], the preset's own options from
+    [policy.retrieval] and [policy.gate].
+    """
     from cogstats.presets import get_preset
 
     preset = get_preset(str(policy.get("preset")))
@@ -1036,10 +1047,11 @@ def _parse_preset(
 
 
 def preset_path(scenario: Scenario, path: str, source: str | None = None) -> str:
-    """The path a grid axis sets in a preset scenario: ``gate.<option>`` and
-    ``retrieval.<option>`` of the preset's own options become ``policy.gate.<option>``
-    and ``policy.retrieval.<option>``; the caps and the cadence stay; an axis on a
-    setting the preset replaced raises :class:`SpecError` naming it.
+    """Return the path a grid axis sets in a preset scenario.
+
+    ``gate.<option>`` and ``retrieval.<option>`` of the preset's own options become
+    ``policy.gate.<option>`` and ``policy.retrieval.<option>``; the caps and the cadence
+    stay; an axis on a setting the preset replaced raises :class:`SpecError` naming it.
 
     Examples
     --------
