@@ -111,6 +111,9 @@ _OLS_PIVOT = 1e-9
 #: the shift of the running sums of squares: sum (y - c)^2 with c mid-scale keeps the
 #: terms at most 1/4 (scores are in [0, 1]), which tightens their rounding bounds
 _SHIFT = 0.5
+#: a variance inflation factor this many times the threshold is an exact dependency in
+#: the batch's decomposition too (there: infinite)
+_VIF_CLEAR = 1e6
 _MASK64 = (1 << 64) - 1
 
 
@@ -774,8 +777,10 @@ class StreamingStats:
         are those of the batch check: either the batch check also works from the
         cross-products and the inputs are bit for bit the same (no covariates, a large
         design), or every lesson's variance inflation factor is below half the threshold
-        (so rounding cannot move it across).  Otherwise the adapter should fall back to
-        the batch check on :meth:`to_ledger`.
+        or above a million times it (an exact dependency, such as a fixed number of
+        lessons in every run: infinite in the batch's decomposition), so rounding cannot
+        move it across.  Otherwise the adapter should fall back to the batch check on
+        :meth:`to_ledger`.
 
         Examples
         --------
@@ -827,14 +832,18 @@ class StreamingStats:
         m = int(used.get("m", 0))
         if m == 0 or (q == 0 and n * m > DENSE_LIMIT):
             return frame, True
-        reason = frame["reason"].to_list()
-        vif = frame["vif"].to_numpy()
-        collinear = any(r in ("near collinear", "exactly collinear") for r in reason)
-        ok = [v for v, r in zip(vif.tolist(), reason, strict=True) if r is None and v is not None]
-        clean = not collinear and all(
-            math.isfinite(v) and v <= vif_threshold / 2.0 for v in ok if not math.isnan(v)
-        )
-        return frame, clean
+        # a flag is the batch's unless the factor could be on either side of the
+        # threshold: it is clearly below (half) or clearly above (a million times, which
+        # an exact dependency gives in both decompositions)
+        unclear = [
+            v
+            for v, r in zip(frame["vif"].to_list(), frame["reason"].to_list(), strict=True)
+            if r in (None, "near collinear")
+            and v is not None
+            and not math.isnan(v)
+            and vif_threshold / 2.0 < v < vif_threshold * _VIF_CLEAR
+        ]
+        return frame, not unclear
 
 
 # ====================================================================== the protocol

@@ -710,3 +710,18 @@ def _tmp() -> str:
     import tempfile
 
     return tempfile.mkdtemp()
+
+
+def test_fixed_prompt_size_collinearity_needs_no_batch_check() -> None:
+    """Every run carries exactly 3 lessons: the lesson columns sum to the intercept, every
+    lesson is exactly collinear, in the batch's decomposition and in the cross-products,
+    so the streaming check is trusted (no fallback) and agrees."""
+    rng = np.random.default_rng(4)
+    runs = [
+        (f"r{i}", float(rng.random()), [f"L{j}" for j in rng.choice(10, 3, replace=False)], {})
+        for i in range(60)
+    ]
+    gate = EvidenceGate(method="welch", min_trials=2)
+    sg = check_stream(gate, runs)
+    assert sg.stats.fallbacks == 0
+    assert set(sg.report().to_frame()["identifiable"].to_list()) == {False}
