@@ -1950,6 +1950,9 @@ class StreamingGate:
     decisions are the batch gate's.  Point estimates that tie exactly (two lessons with
     the same mean) may differ from the batch's in the last bits (1e-12).
 
+    One writer at a time: a StreamingGate is not thread-safe (a service serialises its
+    calls, e.g. one consumer of the run queue).
+
     **Costs** (``L`` lessons judged, ``r`` lessons in a run, ``c`` covariate columns):
     ``record`` updates O(r) statistics (O((r + c)^2) for ``X'X``; ``confseq`` O(L)) and
     looks in O(L) (a vectorised pass: every run changes every lesson's baseline, and
