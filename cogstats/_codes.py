@@ -81,6 +81,7 @@ WHY_PROMOTE_EVIDENCE = "promote_evidence"
 WHY_HARM_EVIDENCE = "harm_evidence"
 WHY_MAX_TRIALS = "max_trials"
 WHY_MAX_BASELINE_RUNS = "max_baseline_runs"
+WHY_MAX_LOOKS = "max_looks"
 WHY_MIN_HITS = "min_hits"
 WHY_LOW_WIN_RATE = "low_win_rate"
 WHY_WIN_RATE_OK = "win_rate_ok"
@@ -108,6 +109,8 @@ WHY: MappingProxyType[str, str] = MappingProxyType(
         WHY_MAX_TRIALS: "evict (eval-gate:no_lift): undecided at max_trials trials",
         WHY_MAX_BASELINE_RUNS: "evict (eval-gate:no_lift): undecided once the baseline has "
         "max_baseline_runs runs",
+        WHY_MAX_LOOKS: "evict (eval-gate:no_lift): undecided after its last planned look "
+        "(the recommended gate's horizon_runs)",
         WHY_MIN_HITS: "hold (audit): fewer hits than min_hits",
         WHY_LOW_WIN_RATE: "retire (audit:low_win_rate): wins / hits below min_win_rate",
         WHY_WIN_RATE_OK: "hold (audit): enough hits and a win rate at or above min_win_rate",

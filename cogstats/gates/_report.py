@@ -74,9 +74,9 @@ class GateReport:
         the lesson), ``no_estimate`` (the estimator gave none), ``not_identifiable``
         (inseparable from another lesson), ``insufficient_evidence`` (tested, nothing
         shown), ``both_sides`` (promotion and harm both shown: held), ``promote_evidence``
-        (promoted), ``harm_evidence`` (evicted as harmful), ``max_trials`` and
-        ``max_baseline_runs`` (evicted as no_lift by a stopping rule), and for the audit
-        ``min_hits``, ``low_win_rate``, ``win_rate_ok``, ``confidence_decay``,
+        (promoted), ``harm_evidence`` (evicted as harmful), ``max_trials``,
+        ``max_baseline_runs`` and ``max_looks`` (evicted as no_lift by a stopping rule),
+        and for the audit ``min_hits``, ``low_win_rate``, ``win_rate_ok``, ``confidence_decay``,
         ``contradiction``, ``superseded``, ``inactive``.
     settings : mapping
         The gate's policy.

@@ -21,14 +21,14 @@ What it assumes, and what it does without:
 - error control per lesson and side: a lesson with no effect is promoted or evicted as
   harmful with probability at most about ``alpha`` over its life when the gate looks
   after every run: the error is spent (Hwang-Shih-DeCani by default) over one planned
-  look per run of the lesson's life, ``horizon_runs`` of them (default ``2 *
-  max_trials``, the runs ``max_trials`` trials take at inclusion probability 1/2), and
-  each look's z boundary is converted to the t reference at that look's degrees of
-  freedom.  A look is indexed by the lesson's age (runs since its first trial), not its
-  trials, so a look after a run without the lesson is a look of its own and repeated
-  looks at one trial count do not spend the error twice; a lesson whose trials accrue
-  slower than planned is judged conservatively.  Undecided at ``max_trials`` trials it is
-  evicted as no_lift.
+  look per run of the lesson's first ``horizon_runs`` runs (default 100: about 50 trials
+  at inclusion probability 1/2), and each look's z boundary is converted to the t
+  reference at that look's degrees of freedom.  A look is indexed by the lesson's age
+  (runs since its first trial), not its trials, so a look after a run without the lesson
+  is a look of its own and repeated looks at one trial count do not spend the error
+  twice; a lesson whose trials accrue slower than planned is judged conservatively.
+  Undecided after its last look (age ``horizon_runs``), or at ``max_trials`` trials when
+  that cap is set, it is evicted as no_lift.
 
 Cost per evaluation: the statistics O(runs x (lessons-per-run + covariates)^2) and, per
 pass, an O(p^3) inverse with ``p`` = 1 + covariate columns + lessons.
@@ -122,11 +122,17 @@ class RecommendedGate:
         spending; see docs/gates.md for how it was chosen).
     min_trials : int
         Trials a lesson needs before it can be decided (>= 2).
-    max_trials : int
-        An undecided lesson with this many trials is evicted as no_lift.
-    horizon_runs : int, optional
-        Planned looks, one per run of a lesson's life (default ``2 * max_trials``); after
-        the last the boundary stays at its final value.
+    max_trials : int or None
+        Optional cap: an undecided lesson with this many trials is evicted as no_lift.
+    horizon_runs : int
+        The span of the planned looks in runs of a lesson's life (default 100); a lesson
+        undecided at that age is evicted as no_lift.
+    looks : int or None
+        None (the default): a look at every run of a lesson's first ``horizon_runs``.  An
+        int: that many ages spaced geometrically from ``2 * min_trials`` runs to
+        ``horizon_runs``, the gate deciding only at those ages (fewer looks spend the error
+        less thinly, so a little more power at small effects, but a lesson waits for the
+        next look, and a one-off audit of a ledger decides only on lessons at a look age).
     noise_prior_sd, noise_prior_runs : float
         Optional: a score noise level known from earlier ledgers and its weight in runs.
 
@@ -156,8 +162,9 @@ class RecommendedGate:
     spending: str = "hsd"
     spending_options: Mapping[str, Any] = field(default_factory=lambda: {"gamma": -2.0})
     min_trials: int = 3
-    max_trials: int = 50
-    horizon_runs: int | None = None
+    max_trials: int | None = None
+    horizon_runs: int = 100
+    looks: int | None = None
     noise_prior_sd: float | None = None
     noise_prior_runs: float = 0.0
 
@@ -184,16 +191,17 @@ class RecommendedGate:
         if not 0 < self.alpha < 0.5:
             raise ParameterError(f"alpha must be in (0, 0.5) (a per-side error); got {self.alpha}")
         set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=2))
-        set_(self, "max_trials", check_int("max_trials", self.max_trials, minimum=2))
-        if self.max_trials < self.min_trials:
+        set_(self, "max_trials", check_int("max_trials", self.max_trials, minimum=2, optional=True))
+        if self.max_trials is not None and self.max_trials < self.min_trials:
             raise ParameterError(
                 f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}"
             )
         set_(
             self,
             "horizon_runs",
-            check_int("horizon_runs", self.horizon_runs, minimum=2, optional=True),
+            check_int("horizon_runs", self.horizon_runs, minimum=2),
         )
+        set_(self, "looks", check_int("looks", self.looks, minimum=1, optional=True))
         if not isinstance(self.spending, str):
             raise ParameterError(
                 f"spending must be a spending function name; got {self.spending!r}"
@@ -215,43 +223,69 @@ class RecommendedGate:
             "min_trials": self.min_trials,
             "max_trials": self.max_trials,
             "horizon_runs": self.horizon_runs,
+            "looks": self.looks,
             "noise_prior_sd": self.noise_prior_sd,
             "noise_prior_runs": self.noise_prior_runs,
         }
 
     @property
     def horizon(self) -> int:
-        """The planned looks: ``horizon_runs``, else ``2 * max_trials``."""
-        return int(self.horizon_runs or 2 * self.max_trials)
+        """The age of the last planned look (``horizon_runs``)."""
+        return int(self.horizon_runs)
 
-    def nominal_levels(self) -> np.ndarray:
-        """One-sided level spent at each look, by lesson age 0 .. horizon (0 at age 0).
+    def look_ages(self) -> np.ndarray:
+        """Return the planned look ages (runs since a lesson's first trial).
 
         Examples
         --------
-        >>> lv = RecommendedGate(max_trials=10).nominal_levels()
-        >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.0045)
+        >>> RecommendedGate(looks=5).look_ages().tolist()
+        [6, 12, 24, 49, 100]
+        >>> len(RecommendedGate(looks=None).look_ages())
+        100
+        """
+        top = self.horizon
+        if self.looks is None:
+            return np.arange(1, top + 1)
+        first = min(2 * int(self.min_trials), top)
+        ages = np.rint(np.geomspace(first, top, int(self.looks))).astype(np.int64)
+        return np.unique(ages)
+
+    def nominal_levels(self) -> np.ndarray:
+        """Return the one-sided level spent at each age 0 .. horizon (0 where no look).
+
+        Examples
+        --------
+        >>> lv = RecommendedGate(horizon_runs=20, looks=None).nominal_levels()
+        >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.004)
         ((21,), 0.0, True)
+        >>> lv = RecommendedGate(looks=25).nominal_levels()
+        >>> int((lv > 0).sum()), float(lv[5]), bool(lv[6] > 0)
+        (25, 0.0, True)
         """
         key = (
             self.alpha,
             self.horizon,
+            self.looks,
+            self.min_trials,
             self.spending,
             tuple(sorted(self.spending_options.items())),
         )
         cached = _LEVELS.get(key)
         if cached is None:
             top = self.horizon
-            looks = [k / top for k in range(1, top + 1)]
-            b = spending_boundaries(
-                looks,
-                self.alpha,
-                self.spending,
-                sides=1,
-                spending_options=self.spending_options,
-            )
+            ages = self.look_ages()
             cached = np.zeros(top + 1)
-            cached[1:] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
+            if len(ages) == 1:
+                cached[ages] = self.alpha
+            else:
+                b = spending_boundaries(
+                    [a / top for a in ages.tolist()],
+                    self.alpha,
+                    self.spending,
+                    sides=1,
+                    spending_options=self.spending_options,
+                )
+                cached[ages] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
             _LEVELS[key] = cached
         return cached.copy()
 
@@ -349,11 +383,13 @@ class RecommendedGate:
                 pvalue_evict=down,
                 why=C.WHY_INSUFFICIENT_EVIDENCE,
             )
-            if up <= level:
+            if level > 0 and up <= level:
                 row.update(decision=C.PROMOTE, why=C.WHY_PROMOTE_EVIDENCE)
-            elif down <= level:
+            elif level > 0 and down <= level:
                 row.update(decision=C.EVICT, reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
-            elif n >= self.max_trials:
+            elif int(age[i]) >= top:
+                row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_LOOKS)
+            elif self.max_trials is not None and n >= self.max_trials:
                 row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
         return GateReport("recommended", report_frame(rows, _SCHEMA), self.to_policy())
 

@@ -764,15 +764,17 @@ def _recommended_gate(
         ti = t[i]
         if not ok or math.isnan(ti) or math.isinf(ti):
             continue
-        level = levels[min(rec_count - first_rec[j] + 1, levels.shape[0] - 1)]
+        top = levels.shape[0] - 1
+        age = rec_count - first_rec[j] + 1
+        level = levels[min(age, top)]
         up = t_cdf(-ti, dfs[i])
         down = t_cdf(ti, dfs[i])
         d = DECISION_HOLD
-        if up <= level:
+        if level > 0.0 and up <= level:
             d = DECISION_PROMOTE
-        elif down <= level:
+        elif level > 0.0 and down <= level:
             d = DECISION_EVICT_HARMFUL
-        elif n >= max_trials:
+        elif age >= top or (max_trials > 0 and n >= max_trials):
             d = DECISION_EVICT_NO_LIFT
         _apply(d, j, run, status, promote_run, evict_run, evict_reason)
 

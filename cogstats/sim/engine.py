@@ -115,7 +115,7 @@ def _evidence_support(gate: Any, s: Scenario) -> str | None:
 def _recommended_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
     ip[K.IP_GATE] = C.GATE_RECOMMENDED
     ip[K.IP_MINT] = gate.min_trials
-    ip[K.IP_MAXT] = gate.max_trials
+    ip[K.IP_MAXT] = gate.max_trials or 0
     ip[K.IP_PASSES] = gate.passes
     fp[K.FP_PENALTY] = gate.penalty
     fp[K.FP_GATE_SUSZ] = gate.suspect_z

@@ -38,6 +38,7 @@ WHY_DECISION = {
     "harm_evidence": "evict",
     "max_trials": "evict",
     "max_baseline_runs": "evict",
+    "max_looks": "evict",
     "low_win_rate": "retire",
     "superseded": "retire",
 }

@@ -161,16 +161,19 @@ def test_noise_prior_adds_its_runs_to_the_degrees_of_freedom() -> None:
 # ---------------------------------------------------------------------- the gate
 def test_gate_evicts_a_poison_and_says_why_for_every_lesson() -> None:
     ledger, *_ = _ledger(n=120, seed=4)
-    report = RecommendedGate(covariates=("prox",), max_trials=100).evaluate(ledger)
+    report = RecommendedGate(covariates=("prox",), horizon_runs=200).evaluate(ledger)
     frame = report.to_frame()
     assert frame.columns[:8] == list(cogstats.gates.REPORT_COLUMNS)
     assert report.evicted == ("L0",)
     assert report.decision("L0")["reason"] == "eval-gate:harmful"
     assert set(report.promoted) == {"L4"} or set(report.promoted) == {"L2", "L4"}
     assert set(frame["why"]) <= {"harm_evidence", "promote_evidence", "insufficient_evidence"}
-    # at max_trials an undecided lesson leaves as no_lift (not as harmful)
+    # undecided after the last look, or at max_trials, a lesson leaves as no_lift
     capped = RecommendedGate(covariates=("prox",), max_trials=50).evaluate(ledger).to_frame()
     no_lift = capped.filter(pl.col("reason") == "eval-gate:no_lift")
+    assert no_lift.height > 0 and set(no_lift["why"]) == {"max_looks"}  # 120 runs > 100
+    wide = RecommendedGate(covariates=("prox",), max_trials=50, horizon_runs=200)
+    no_lift = wide.evaluate(ledger).to_frame().filter(pl.col("reason") == "eval-gate:no_lift")
     assert no_lift.height > 0 and set(no_lift["why"]) == {"max_trials"}
     assert (no_lift["trials"] >= 50).all()
     row = report.decision("L3")
@@ -395,7 +398,7 @@ def test_streaming_recommended_gate_equals_the_batch_gate_at_every_step(seed: in
     from cogstats.gates import StreamingGate
 
     rng = np.random.default_rng(seed)
-    gate = RecommendedGate(alpha=0.05, max_trials=20, horizon_runs=30)
+    gate = RecommendedGate(alpha=0.05, max_trials=20, horizon_runs=60)
     sg = StreamingGate(gate)
     ledger = Ledger()
     for i in range(90):
