@@ -31,6 +31,7 @@ BENCHMARKS = {
     "s3": "benchmarks.s3_adaptive_confounding",
     "s4": "benchmarks.s4_peeking",
     "s2_headroom": "benchmarks.s2_headroom",
+    "recommended_frontier": "benchmarks.recommended_frontier",
     "sweep": "benchmarks.sweep_scaling",
 }
 

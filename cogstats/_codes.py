@@ -110,7 +110,7 @@ WHY: MappingProxyType[str, str] = MappingProxyType(
         WHY_MAX_BASELINE_RUNS: "evict (eval-gate:no_lift): undecided once the baseline has "
         "max_baseline_runs runs",
         WHY_MAX_LOOKS: "evict (eval-gate:no_lift): undecided after its last planned look "
-        "(the recommended gate's horizon_runs)",
+        "(the recommended gate: its information reached max_information)",
         WHY_MIN_HITS: "hold (audit): fewer hits than min_hits",
         WHY_LOW_WIN_RATE: "retire (audit:low_win_rate): wins / hits below min_win_rate",
         WHY_WIN_RATE_OK: "hold (audit): enough hits and a win rate at or above min_win_rate",

@@ -96,8 +96,6 @@ class RidgeStatistics:
         The lessons of the lesson columns, in order (of first appearance).
     covariates : tuple of str
         The covariate columns, in order.
-    first_run : numpy.ndarray
-        Each lesson's first run (0-based position in the ledger).
     """
 
     gram: np.ndarray
@@ -107,12 +105,6 @@ class RidgeStatistics:
     n_fixed: int
     fact_ids: tuple[str, ...]
     covariates: tuple[str, ...]
-    first_run: np.ndarray
-
-    @property
-    def age(self) -> np.ndarray:
-        """Runs since each lesson's first trial, that run included."""
-        return self.runs - self.first_run
 
     @property
     def trials(self) -> np.ndarray:
@@ -229,10 +221,7 @@ def ridge_statistics(ledger: Ledger, covariates: Sequence[str] = ()) -> RidgeSta
             col = np.bincount(cols, weights=fixed[rows, a], minlength=n_les)
             gram[a, f:] = col
             gram[f:, a] = col
-    first = np.zeros(n_les, dtype=np.int64)
     if n_les:
-        first = np.full(n_les, n, dtype=np.int64)
-        np.minimum.at(first, cols, rows)
         zty[f:] = np.bincount(cols, weights=y[rows], minlength=n_les)
         from scipy import sparse
 
@@ -246,7 +235,6 @@ def ridge_statistics(ledger: Ledger, covariates: Sequence[str] = ()) -> RidgeSta
         n_fixed=f,
         fact_ids=tuple(ids),
         covariates=tuple(design.columns),
-        first_run=first,
     )
 
 

@@ -20,15 +20,19 @@ What it assumes, and what it does without:
   identifiable;
 - error control per lesson and side: a lesson with no effect is promoted or evicted as
   harmful with probability at most about ``alpha`` over its life when the gate looks
-  after every run: the error is spent (Hwang-Shih-DeCani by default) over one planned
-  look per run of the lesson's first ``horizon_runs`` runs (default 100: about 50 trials
-  at inclusion probability 1/2), and each look's z boundary is converted to the t
-  reference at that look's degrees of freedom.  A look is indexed by the lesson's age
-  (runs since its first trial), not its trials, so a look after a run without the lesson
-  is a look of its own and repeated looks at one trial count do not spend the error
-  twice; a lesson whose trials accrue slower than planned is judged conservatively.
-  Undecided after its last look (age ``horizon_runs``), or at ``max_trials`` trials when
-  that cap is set, it is evicted as no_lift.
+  after every run.  The error is spent (Hwang-Shih-DeCani by default) over the lesson's
+  *information*, the precision the data give its effect after the other lessons
+  (``info``, in runs: ``n m / (n + m)`` for a lone lesson with ``n`` runs with it and
+  ``m`` without), up to ``max_information`` (default 25: 50 trials against 50 runs
+  without, 100 runs at inclusion 1/2).  The boundary is that of ``looks`` planned looks
+  evenly spaced in information (default 100); at each evaluation a lesson is judged at
+  the last planned look its information has reached, the z boundary converted to the t
+  reference at its degrees of freedom.  Looks follow information rather than runs, so a
+  lesson tried in every other run and one whose trials come fast (a suspect, with many
+  runs without it) are each judged on the evidence they have; a run that adds little
+  information adds little of a look.  Undecided once its information reaches
+  ``max_information`` (or at ``max_trials`` trials when that cap is set), a lesson is
+  evicted as no_lift.
 
 Cost per evaluation: the statistics O(runs x (lessons-per-run + covariates)^2) and, per
 pass, an O(p^3) inverse with ``p`` = 1 + covariate columns + lessons.
@@ -48,7 +52,7 @@ from scipy import special
 
 from cogstats import _codes as C
 from cogstats._codes import HARMFUL, NO_LIFT
-from cogstats._validation import ParameterError, check_int, check_probability
+from cogstats._validation import ParameterError, check_int, check_probability, check_real
 from cogstats.estimators.debiased_ridge import (
     RidgeFit,
     RidgeStatistics,
@@ -124,15 +128,12 @@ class RecommendedGate:
         Trials a lesson needs before it can be decided (>= 2).
     max_trials : int or None
         Optional cap: an undecided lesson with this many trials is evicted as no_lift.
-    horizon_runs : int
-        The span of the planned looks in runs of a lesson's life (default 100); a lesson
-        undecided at that age is evicted as no_lift.
-    looks : int or None
-        None (the default): a look at every run of a lesson's first ``horizon_runs``.  An
-        int: that many ages spaced geometrically from ``2 * min_trials`` runs to
-        ``horizon_runs``, the gate deciding only at those ages (fewer looks spend the error
-        less thinly, so a little more power at small effects, but a lesson waits for the
-        next look, and a one-off audit of a ledger decides only on lessons at a look age).
+    max_information : float
+        The information (runs) over which the error is spent (default 25); a lesson
+        undecided once it has this much is evicted as no_lift.
+    looks : int
+        Planned looks, evenly spaced in information up to ``max_information`` (default
+        100).
     noise_prior_sd, noise_prior_runs : float
         Optional: a score noise level known from earlier ledgers and its weight in runs.
 
@@ -163,8 +164,8 @@ class RecommendedGate:
     spending_options: Mapping[str, Any] = field(default_factory=lambda: {"gamma": -2.0})
     min_trials: int = 3
     max_trials: int | None = None
-    horizon_runs: int = 100
-    looks: int | None = None
+    max_information: float = 25.0
+    looks: int = 100
     noise_prior_sd: float | None = None
     noise_prior_runs: float = 0.0
 
@@ -196,12 +197,13 @@ class RecommendedGate:
             raise ParameterError(
                 f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}"
             )
-        set_(
-            self,
-            "horizon_runs",
-            check_int("horizon_runs", self.horizon_runs, minimum=2),
-        )
-        set_(self, "looks", check_int("looks", self.looks, minimum=1, optional=True))
+        info = check_real("max_information", self.max_information, minimum=0.0)
+        if info is None or not info > 0:
+            raise ParameterError(
+                f"max_information must be > 0 (runs of information); got {self.max_information!r}"
+            )
+        set_(self, "max_information", float(info))
+        set_(self, "looks", check_int("looks", self.looks, minimum=1))
         if not isinstance(self.spending, str):
             raise ParameterError(
                 f"spending must be a spending function name; got {self.spending!r}"
@@ -222,72 +224,55 @@ class RecommendedGate:
             "spending_options": dict(self.spending_options),
             "min_trials": self.min_trials,
             "max_trials": self.max_trials,
-            "horizon_runs": self.horizon_runs,
+            "max_information": self.max_information,
             "looks": self.looks,
             "noise_prior_sd": self.noise_prior_sd,
             "noise_prior_runs": self.noise_prior_runs,
         }
 
-    @property
-    def horizon(self) -> int:
-        """The age of the last planned look (``horizon_runs``)."""
-        return int(self.horizon_runs)
-
-    def look_ages(self) -> np.ndarray:
-        """Return the planned look ages (runs since a lesson's first trial).
-
-        Examples
-        --------
-        >>> RecommendedGate(looks=5).look_ages().tolist()
-        [6, 12, 24, 49, 100]
-        >>> len(RecommendedGate(looks=None).look_ages())
-        100
-        """
-        top = self.horizon
-        if self.looks is None:
-            return np.arange(1, top + 1)
-        first = min(2 * int(self.min_trials), top)
-        ages = np.rint(np.geomspace(first, top, int(self.looks))).astype(np.int64)
-        return np.unique(ages)
-
     def nominal_levels(self) -> np.ndarray:
-        """Return the one-sided level spent at each age 0 .. horizon (0 where no look).
+        """Return the one-sided level spent at each planned look 1 .. ``looks``.
+
+        Look ``k`` is reached at information ``k / looks * max_information``; index 0
+        (before the first look) is 0.
 
         Examples
         --------
-        >>> lv = RecommendedGate(horizon_runs=20, looks=None).nominal_levels()
+        >>> lv = RecommendedGate(looks=20).nominal_levels()
         >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.004)
         ((21,), 0.0, True)
-        >>> lv = RecommendedGate(looks=25).nominal_levels()
-        >>> int((lv > 0).sum()), float(lv[5]), bool(lv[6] > 0)
-        (25, 0.0, True)
         """
-        key = (
-            self.alpha,
-            self.horizon,
-            self.looks,
-            self.min_trials,
-            self.spending,
-            tuple(sorted(self.spending_options.items())),
-        )
+        key = (self.alpha, self.looks, self.spending, tuple(sorted(self.spending_options.items())))
         cached = _LEVELS.get(key)
         if cached is None:
-            top = self.horizon
-            ages = self.look_ages()
-            cached = np.zeros(top + 1)
-            if len(ages) == 1:
-                cached[ages] = self.alpha
+            k = int(self.looks)
+            cached = np.zeros(k + 1)
+            if k == 1:
+                cached[1] = self.alpha
             else:
                 b = spending_boundaries(
-                    [a / top for a in ages.tolist()],
+                    [i / k for i in range(1, k + 1)],
                     self.alpha,
                     self.spending,
                     sides=1,
                     spending_options=self.spending_options,
                 )
-                cached[ages] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
+                cached[1:] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
             _LEVELS[key] = cached
         return cached.copy()
+
+    def look(self, info: float) -> int:
+        """Return the last planned look that ``info`` runs of information have reached.
+
+        Examples
+        --------
+        >>> g = RecommendedGate()
+        >>> g.look(0.2), g.look(2.5), g.look(100.0)
+        (0, 10, 100)
+        """
+        if not info > 0:
+            return 0
+        return min(int(info / self.max_information * self.looks), int(self.looks))  # floor
 
     def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:
         """Return the gate's covariates that the ledger has (the others are skipped)."""
@@ -309,8 +294,8 @@ class RecommendedGate:
     def streaming_adapter(self) -> Any:
         """Return the adapter that lets :class:`~cogstats.gates.StreamingGate` run this gate.
 
-        It keeps ``X'X``, ``X'y``, ``y'y`` over ``[1, covariates, lessons]`` and each
-        lesson's first run, and judges from them (the same numbers as :meth:`evaluate` on
+        It keeps ``X'X``, ``X'y``, ``y'y`` over ``[1, covariates, lessons]`` and judges
+        from them (the same numbers as :meth:`evaluate` on
         the ledger so far, to rounding of the running sums: within 1e-12).
 
         Examples
@@ -343,8 +328,7 @@ class RecommendedGate:
         levels = self.nominal_levels()
         col = {f: i for i, f in enumerate(stats.fact_ids)}
         trials = stats.trials
-        age = stats.age
-        top = self.horizon
+        top = int(self.looks)
         rows = []
         for f in ids:
             i = col.get(f)
@@ -368,7 +352,8 @@ class RecommendedGate:
             if not math.isfinite(t):
                 row["why"] = C.WHY_NO_ESTIMATE
                 continue
-            level = float(levels[min(int(age[i]), top)])
+            k = self.look(float(fit.info[i]))
+            level = float(levels[k])
             df = float(fit.df[i])
             up = float(special.stdtr(df, -t))
             down = float(special.stdtr(df, t))
@@ -387,7 +372,7 @@ class RecommendedGate:
                 row.update(decision=C.PROMOTE, why=C.WHY_PROMOTE_EVIDENCE)
             elif level > 0 and down <= level:
                 row.update(decision=C.EVICT, reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
-            elif int(age[i]) >= top:
+            elif k >= top:
                 row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_LOOKS)
             elif self.max_trials is not None and n >= self.max_trials:
                 row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
@@ -427,10 +412,6 @@ def _streaming_adapter(gate: RecommendedGate) -> Any:
         def judge(self, stats: Any, candidates: Any) -> GateReport:
             ids = list(stats.fact_ids if candidates is None else candidates)
             reg = stats.regression()
-            order = stats.order()
-            first = np.asarray(
-                [int(stats.positions(int(j))[0]) for j in order.tolist()], dtype=np.int64
-            )
             ridge = RidgeStatistics(
                 gram=np.asarray(reg.xtx, dtype=np.float64),
                 zty=np.asarray(reg.xty, dtype=np.float64),
@@ -439,7 +420,6 @@ def _streaming_adapter(gate: RecommendedGate) -> Any:
                 n_fixed=1 + int(reg.n_controls),
                 fact_ids=tuple(reg.fact_ids),
                 covariates=tuple(reg.columns[1 : 1 + reg.n_controls]),
-                first_run=first,
             )
             return gate.report(ridge, ids)
 

@@ -72,7 +72,8 @@ FP_PENALTY, FP_GATE_SUSZ, FP_MIN_SHARE, FP_PRIOR_SS, FP_PRIOR_RUNS, FP_POL_SUSZ 
     20,
     21,
 )
-N_FP = 22
+FP_MAX_INFO = 22
+N_FP = 23
 
 
 # ---------------------------------------------------------------------- the score model
@@ -643,8 +644,6 @@ def _recommended_gate(
     status: np.ndarray,
     n_with: np.ndarray,
     first_trial: np.ndarray,
-    first_rec: np.ndarray,
-    rec_count: int,
     gram_full: np.ndarray,
     zty_full: np.ndarray,
     yty: float,
@@ -765,8 +764,10 @@ def _recommended_gate(
         if not ok or math.isnan(ti) or math.isinf(ti):
             continue
         top = levels.shape[0] - 1
-        age = rec_count - first_rec[j] + 1
-        level = levels[min(age, top)]
+        look = 0
+        if info[i] > 0.0:
+            look = min(int(info[i] / fp[FP_MAX_INFO] * top), top)  # info > 0: int is floor
+        level = levels[look]
         up = t_cdf(-ti, dfs[i])
         down = t_cdf(ti, dfs[i])
         d = DECISION_HOLD
@@ -774,7 +775,7 @@ def _recommended_gate(
             d = DECISION_PROMOTE
         elif level > 0.0 and down <= level:
             d = DECISION_EVICT_HARMFUL
-        elif age >= top or (max_trials > 0 and n >= max_trials):
+        elif look >= top or (max_trials > 0 and n >= max_trials):
             d = DECISION_EVICT_NO_LIFT
         _apply(d, j, run, status, promote_run, evict_run, evict_reason)
 
@@ -1128,7 +1129,6 @@ def run_chunk(
     zty = np.zeros(pg)
     frow = np.empty(nfix)
     tot3 = np.zeros(3)
-    first_rec = np.zeros(n_les, dtype=np.int64)
     for rep in range(n_rep):
         status[:] = STATUS_FUTURE
         n_with[:] = 0
@@ -1223,7 +1223,6 @@ def run_chunk(
                         wins[j] += 1
                     if first_trial[j] == 0:
                         first_trial[j] = run
-                        first_rec[j] = rec_count
                 tot3[0] = tot_n
                 tot3[1] = tot_s
                 tot3[2] = tot_ss
@@ -1257,8 +1256,6 @@ def run_chunk(
                     status,
                     n_with,
                     first_trial,
-                    first_rec,
-                    rec_count,
                     gram,
                     zty,
                     yty,

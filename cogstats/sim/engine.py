@@ -120,6 +120,7 @@ def _recommended_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
     fp[K.FP_PENALTY] = gate.penalty
     fp[K.FP_GATE_SUSZ] = gate.suspect_z
     fp[K.FP_MIN_SHARE] = gate.min_share
+    fp[K.FP_MAX_INFO] = gate.max_information
     runs = float(gate.noise_prior_runs)
     fp[K.FP_PRIOR_RUNS] = runs
     fp[K.FP_PRIOR_SS] = 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2
@@ -347,7 +348,7 @@ def _boundary_table(s: Scenario) -> np.ndarray:
 
 
 def _level_table(s: Scenario) -> np.ndarray:
-    """One-sided levels by trial count for a compiled recommended gate."""
+    """Return the one-sided levels by planned look for a compiled recommended gate."""
     gate = s.gate.build()
     levels = getattr(gate, "nominal_levels", None)
     if s.gate.type != "recommended" or not callable(levels):

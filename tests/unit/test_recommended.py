@@ -161,7 +161,7 @@ def test_noise_prior_adds_its_runs_to_the_degrees_of_freedom() -> None:
 # ---------------------------------------------------------------------- the gate
 def test_gate_evicts_a_poison_and_says_why_for_every_lesson() -> None:
     ledger, *_ = _ledger(n=120, seed=4)
-    report = RecommendedGate(covariates=("prox",), horizon_runs=200).evaluate(ledger)
+    report = RecommendedGate(covariates=("prox",), max_information=50).evaluate(ledger)
     frame = report.to_frame()
     assert frame.columns[:8] == list(cogstats.gates.REPORT_COLUMNS)
     assert report.evicted == ("L0",)
@@ -171,8 +171,8 @@ def test_gate_evicts_a_poison_and_says_why_for_every_lesson() -> None:
     # undecided after the last look, or at max_trials, a lesson leaves as no_lift
     capped = RecommendedGate(covariates=("prox",), max_trials=50).evaluate(ledger).to_frame()
     no_lift = capped.filter(pl.col("reason") == "eval-gate:no_lift")
-    assert no_lift.height > 0 and set(no_lift["why"]) == {"max_looks"}  # 120 runs > 100
-    wide = RecommendedGate(covariates=("prox",), max_trials=50, horizon_runs=200)
+    assert no_lift.height > 0 and set(no_lift["why"]) == {"max_looks"}  # info about 29 > 25
+    wide = RecommendedGate(covariates=("prox",), max_trials=50, max_information=50)
     no_lift = wide.evaluate(ledger).to_frame().filter(pl.col("reason") == "eval-gate:no_lift")
     assert no_lift.height > 0 and set(no_lift["why"]) == {"max_trials"}
     assert (no_lift["trials"] >= 50).all()
@@ -198,7 +198,8 @@ def test_gate_without_the_covariate_skips_it_and_holds_thin_lessons() -> None:
 def test_levels_rise_over_a_lesson_life_and_stay_below_alpha() -> None:
     gate = RecommendedGate()
     levels = gate.nominal_levels()
-    assert levels.shape == (gate.horizon + 1,) and gate.horizon == 100
+    assert levels.shape == (gate.looks + 1,) and gate.looks == 100
+    assert gate.look(gate.max_information / 2) == 50 and gate.look(0.0) == 0
     assert levels[0] == 0.0 and np.all(np.diff(levels[1:]) > 0) and levels[-1] < gate.alpha
 
 
@@ -353,7 +354,7 @@ def _preset_s2(options: dict[str, Any] | None = None, **top: Any) -> Scenario:
             lambda: _preset_s2({"covariates": [], "alpha": 0.05}, record_empty_runs=False),
             id="no_covariate",
         ),
-        pytest.param(lambda: _preset_s2({"max_trials": 4, "horizon_runs": 8}), id="stopping"),
+        pytest.param(lambda: _preset_s2({"max_trials": 4, "max_information": 2.0}), id="stopping"),
         pytest.param(
             lambda: _preset_s2(
                 {"alpha": 0.05}, difficulty={"model": "none", "sd": 0.0, "proxy_corr": None}
@@ -398,7 +399,7 @@ def test_streaming_recommended_gate_equals_the_batch_gate_at_every_step(seed: in
     from cogstats.gates import StreamingGate
 
     rng = np.random.default_rng(seed)
-    gate = RecommendedGate(alpha=0.05, max_trials=20, horizon_runs=60)
+    gate = RecommendedGate(alpha=0.05, max_trials=20, max_information=12)
     sg = StreamingGate(gate)
     ledger = Ledger()
     for i in range(90):
