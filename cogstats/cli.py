@@ -171,6 +171,27 @@ def _warn(command: str, message: str) -> None:
     print(f"cogstats {command}: warning: {message}", file=sys.stderr)
 
 
+def _hint_covariates(gate: Any, ledger: Any) -> None:
+    """Warn when a gate's covariates are absent but a difficulty-like column is present.
+
+    The recommended gate's default is ``difficulty_proxy``; a ledger of one's own may name
+    its proxy otherwise.
+    """
+    wanted = getattr(gate, "covariates", None)
+    if not isinstance(wanted, tuple) or not wanted:
+        return
+    have = list(ledger.covariates)
+    if any(c in have for c in wanted):
+        return
+    looks = [c for c in have if any(k in c.lower() for k in ("difficult", "hard", "proxy"))]
+    if looks:
+        _warn(
+            "gate",
+            f"the gate adjusts for {list(wanted)} where the ledger has them, and it has none; "
+            f"it has {looks}: pass --covariates {looks[0]} to adjust for it",
+        )
+
+
 # ---------------------------------------------------------------------- gate
 def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     from cogstats.gates._registry import GATES, get_gate
@@ -218,6 +239,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:  # ParameterError, or a gate of one's own
         raise CogstatsError(str(exc)) from None
     ledger, lessons = _apply_lessons(args, _read_ledger(args))
+    _hint_covariates(gate, ledger)
     extra: dict[str, Any] = {}
     if lessons is not None and getattr(gate, "uses_lessons", False):
         extra["lessons"] = lessons

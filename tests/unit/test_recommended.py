@@ -426,3 +426,20 @@ def test_streaming_refuses_a_covariate_that_comes_and_goes() -> None:
     sg.record("r1", 0.5, ["a"])  # no proxy: the gate adjusts for none
     with pytest.raises(LedgerError, match="in every run or in none"):
         sg.record("r2", 0.5, ["a"], difficulty_proxy=0.3)
+
+
+def test_cli_hints_at_a_difficulty_column_and_uses_it_when_named(
+    tmp_path: Any, capsys: Any
+) -> None:
+    from cogstats.cli import main
+
+    ledger, *_ = _ledger(n=60, seed=2)
+    frame = ledger.frame.rename({"prox": "difficulty"})
+    path = tmp_path / "runs.parquet"
+    frame.write_parquet(path)
+    assert main(["gate", str(path), "--gate", "recommended", "--format", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "pass --covariates difficulty" in err
+    args = ["gate", str(path), "--gate", "recommended", "--covariates", "difficulty"]
+    assert main([*args, "--format", "json"]) == 0
+    assert capsys.readouterr().err == ""
