@@ -19,9 +19,10 @@ the Dask results must equal the streamed ones (same reduction, another order of 
 1e-9 of the larger of the value and its standard error; see ``_compare``), and the cluster
 must finish without restarting a worker.
 
-Partitions of 250,000 runs keep a worker's peak resident set near 700 MB (measured: 460 MB
-with ``lift``, 700 MB with ``ols``), inside its 1 GiB and below distributed's pause
-threshold (80%, 860 MB); at 500,000 runs a partition ``lift`` alone peaked at 870 MB.
+Partitions of 250,000 runs keep a worker's peak resident set inside its 1 GiB and below
+distributed's pause threshold (80%, 860 MB): measured over the 80 partitions, 460-670 MB
+with ``lift`` and 750-810 MB with ``ols``; at 500,000 runs a partition ``lift`` alone
+peaked at 870 MB on a two-partition test.
 
 Run: ``.venv/bin/python -m benchmarks.p5_dask_attribution [--quick]`` (``--quick``: 2
 million runs in 8 partitions of the same size).
