@@ -3,8 +3,9 @@
 ``python -m benchmarks.run [--quick] [--only c1,c2,...]`` (``make bench``).  Each
 benchmark compares cogstats with its reference side by side in the same run and reports
 ratios (absolute times on a shared 2-core machine are noise; ratios travel).
-``c1_command`` needs a built cycgraph checkout in ``$COGSTATS_CYCGRAPH`` for its ratio
-(see benchmarks/c1_whole_command.py); without one it records our time alone.
+``c1_command`` and ``p2`` need a built cycgraph checkout in ``$COGSTATS_CYCGRAPH`` to run
+cycgraph's simulator and gate beside ours (see benchmarks/c1_whole_command.py); without
+one they record our side alone.
 """
 
 from __future__ import annotations
