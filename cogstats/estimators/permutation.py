@@ -192,7 +192,7 @@ def _overlap_counts(bits: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
 
 
 def _overlap_kernel() -> Any:
-    """Return the compiled overlap counter when numba is installed (7x faster), else numpy."""
+    """Return the compiled overlap counter when numba is installed (5x faster), else numpy."""
     if _USE_NUMBA:
         try:
             from cogstats.estimators._overlap_numba import overlap_counts

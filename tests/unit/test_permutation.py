@@ -120,7 +120,7 @@ def test_seed_from_none_reproduces() -> None:
 def test_overlap_counts_match_definition(
     n: int, k: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both counters (numba's set-bit loop, numpy's bit-sliced adder tree) equal
+    """Both counters (numba's carry-save adder, numpy's bit-sliced adder tree) equal
     ``sum_i X[i, j] X[idx[b, i], j]`` computed directly."""
     from cogstats.estimators import permutation
 
