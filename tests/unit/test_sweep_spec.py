@@ -277,3 +277,18 @@ def test_shipped_sweeps(name: str, cells: int) -> None:
         base.difficulty,
         base.score,
     )
+
+
+def test_shipped_recommended_sweep_tunes_the_preset() -> None:
+    spec = load_sweep(SIMS / "recommended_sweep.toml")
+    assert spec.n_cells == 27
+    assert set(spec.axes) == {"gate.alpha", "gate.penalty", "retrieval.fresh_trials"}
+    cells = spec.cells()
+    assert all(c.scenario.preset == "recommended" for c in cells)
+    assert {c.scenario.gate.policy["penalty"] for c in cells} == {10.0, 40.0, 160.0}
+    assert {c.scenario.retrieval.fresh_trials for c in cells} == {1, 2, 4}
+    # the caps are S2's, kept through the preset
+    assert (cells[0].scenario.retrieval.max_facts, cells[0].scenario.retrieval.candidate_slots) == (
+        12,
+        6,
+    )
