@@ -10,6 +10,7 @@ of one's own); its option flags are generated from the gate's options dataclass
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -171,18 +172,27 @@ def _warn(command: str, message: str) -> None:
     print(f"cogstats {command}: warning: {message}", file=sys.stderr)
 
 
-def _hint_covariates(gate: Any, ledger: Any) -> None:
-    """Warn when a gate's covariates are absent but a difficulty-like column is present.
+def _default_covariates(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
+    """Return the gate, adjusted for a ``difficulty`` column where its covariates are absent.
 
-    The recommended gate's default is ``difficulty_proxy``; a ledger of one's own may name
-    its proxy otherwise.
+    With a note on stderr; other difficulty-like columns get a hint.  The recommended
+    gate's default is ``difficulty_proxy``; a ledger of one's own often calls its proxy
+    ``difficulty``, and the command line uses that column when present (``--covariates``
+    names another, or none with an empty list).
     """
     wanted = getattr(gate, "covariates", None)
-    if not isinstance(wanted, tuple) or not wanted:
-        return
+    if not isinstance(wanted, tuple) or not wanted or getattr(args, "covariates", None):
+        return gate
     have = list(ledger.covariates)
     if any(c in have for c in wanted):
-        return
+        return gate
+    if "difficulty" in have and dataclasses.is_dataclass(gate) and not isinstance(gate, type):
+        _warn(
+            "gate",
+            f"the ledger has no {list(wanted)}; adjusting for its 'difficulty' column "
+            "(--covariates names another)",
+        )
+        return dataclasses.replace(gate, covariates=("difficulty",))
     looks = [c for c in have if any(k in c.lower() for k in ("difficult", "hard", "proxy"))]
     if looks:
         _warn(
@@ -190,6 +200,7 @@ def _hint_covariates(gate: Any, ledger: Any) -> None:
             f"the gate adjusts for {list(wanted)} where the ledger has them, and it has none; "
             f"it has {looks}: pass --covariates {looks[0]} to adjust for it",
         )
+    return gate
 
 
 # ---------------------------------------------------------------------- gate
@@ -239,7 +250,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:  # ParameterError, or a gate of one's own
         raise CogstatsError(str(exc)) from None
     ledger, lessons = _apply_lessons(args, _read_ledger(args))
-    _hint_covariates(gate, ledger)
+    gate = _default_covariates(gate, ledger, args)
     extra: dict[str, Any] = {}
     if lessons is not None and getattr(gate, "uses_lessons", False):
         extra["lessons"] = lessons

@@ -9,6 +9,7 @@ scipy (1e-12).  The compiled kernel against the reference engine: every output a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -428,18 +429,21 @@ def test_streaming_refuses_a_covariate_that_comes_and_goes() -> None:
         sg.record("r2", 0.5, ["a"], difficulty_proxy=0.3)
 
 
-def test_cli_hints_at_a_difficulty_column_and_uses_it_when_named(
-    tmp_path: Any, capsys: Any
-) -> None:
+def test_cli_uses_a_difficulty_column_or_hints_at_one(tmp_path: Any, capsys: Any) -> None:
     from cogstats.cli import main
 
     ledger, *_ = _ledger(n=60, seed=2)
-    frame = ledger.frame.rename({"prox": "difficulty"})
     path = tmp_path / "runs.parquet"
-    frame.write_parquet(path)
+    ledger.frame.rename({"prox": "difficulty"}).write_parquet(path)
     assert main(["gate", str(path), "--gate", "recommended", "--format", "json"]) == 0
-    err = capsys.readouterr().err
-    assert "pass --covariates difficulty" in err
+    out = capsys.readouterr()
+    assert "adjusting for its 'difficulty' column" in out.err
+    used = json.loads(out.out)
     args = ["gate", str(path), "--gate", "recommended", "--covariates", "difficulty"]
     assert main([*args, "--format", "json"]) == 0
-    assert capsys.readouterr().err == ""
+    out = capsys.readouterr()
+    assert out.err == "" and json.loads(out.out) == used  # the same as naming it
+    other = tmp_path / "other.parquet"
+    ledger.frame.rename({"prox": "hardness"}).write_parquet(other)
+    assert main(["gate", str(other), "--gate", "recommended", "--format", "json"]) == 0
+    assert "pass --covariates hardness" in capsys.readouterr().err
