@@ -79,6 +79,29 @@ def test_debiased_estimate_equals_a_refit_without_the_lessons_own_penalty() -> N
         assert fit.std_error[jj] == pytest.approx(se, rel=1e-9), f
 
 
+def test_lapack_path_for_many_lessons_equals_the_exact_elimination(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Above EXACT_COLUMNS the inverse goes to LAPACK; forcing both paths on one ledger of
+    # 300 lessons (p = 302 with intercept and covariate) must give the same fit to 1e-9.
+    from cogstats.estimators import debiased_ridge as dr
+
+    effects = tuple([-0.3, -0.25, 0.1] + [0.0] * 297)
+    ledger = _ledger(n=400, seed=7, effects=effects)[0]
+    st = ridge_statistics(ledger, ("prox",))
+    assert st.gram.shape[0] > dr.EXACT_COLUMNS
+    fast = ridge_fit(st, penalty=40.0, passes=2)
+    monkeypatch.setattr(dr, "EXACT_COLUMNS", 10_000)
+    exact = ridge_fit(st, penalty=40.0, passes=2)
+    for name in ("estimate", "std_error", "t", "info", "df", "sigma"):
+        np.testing.assert_allclose(
+            getattr(fast, name), getattr(exact, name), rtol=1e-9, atol=1e-12, err_msg=name
+        )
+    np.testing.assert_array_equal(fast.penalized, exact.penalized)
+    worst = list(st.fact_ids).index("L0")
+    assert np.isfinite(fast.t).all() and fast.t[worst] < -3  # the worst poison shows
+
+
 def test_one_lesson_is_the_pooled_two_sample_t_test() -> None:
     _, x, y, _ = _ledger()
     ledger = Ledger.from_records(
