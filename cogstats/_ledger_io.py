@@ -38,6 +38,7 @@ import difflib
 import io
 import json
 import math
+import re
 import tokenize
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -315,6 +316,16 @@ def _bracketed(s: str, field: str, row: int, src: str | None, *, numeric: bool) 
     example = "[0.5, 0.25]" if numeric else "[\"a\", \"b\"] or ['a', 'b']"
     literal = False
     try:
+        check_json_limits(s, max_depth=8)  # the Python literal nests as the JSON would
+    except JsonLimitError as exc:
+        raise LedgerError(
+            f"the cell {_short(s)} is {exc.message.split(' at character')[0]}; a list cell "
+            f"holds a flat list of {kind}, such as {example}",
+            row=row,
+            field=field,
+            source=src,
+        ) from None
+    try:
         value = json.loads(s)
     except ValueError:
         literal = True
@@ -379,6 +390,137 @@ def _short(s: str) -> str:
     return repr(s if len(s) <= 60 else s[:57] + "...")
 
 
+# ---------------------------------------------------------------------- bounded JSON
+#: Deepest nesting of lists and objects a ledger's JSON may hold (a run is an object of
+#: flat lists: depth 2).  Checked before parsing, so no recursion limit is reachable from
+#: data.
+MAX_JSON_DEPTH = 32
+#: Most digits an integer literal may have (Python's own limit for int <-> str).
+MAX_INT_DIGITS = 4300
+# a JSON string (skipped), a bracket, or a run of digits too long for an integer
+_JSON_TOKENS = re.compile(
+    r'"(?:[^"\\]|\\.)*"|[\[\]{}]|(?<![.\deE])(?<![eE][+-])\d{'
+    + str(MAX_INT_DIGITS + 1)
+    + r",}(?![.\deE])"
+)
+_COLON = re.compile(r"\s*:")
+
+
+class JsonLimitError(ValueError):
+    """JSON text nested too deep or holding an integer with too many digits.
+
+    ``message`` says which; ``key`` is the object key the value sits under when known.
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.key = key
+
+
+def check_json_limits(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Raise :class:`JsonLimitError` for nesting or integers beyond the limits.
+
+    ``text`` may nest at most ``max_depth`` lists and objects and hold integers of at most
+    :data:`MAX_INT_DIGITS` digits; the check costs O(len(text)) in C.
+
+    Text with fewer brackets than ``max_depth`` and shorter than the digit limit (every
+    ordinary ledger line) is passed by two ``str.count`` calls.
+
+    Examples
+    --------
+    >>> check_json_limits('{"fact_ids": ["[[[", "a"]}')  # brackets inside strings count not
+    >>> try:
+    ...     check_json_limits("[" * 40 + "]" * 40)
+    ... except JsonLimitError as exc:
+    ...     print(exc.message)
+    nested deeper than 32 levels (lists or objects inside each other) at character 32
+    """
+    brackets = text.count("[") + text.count("{")
+    if brackets <= max_depth and len(text) <= MAX_INT_DIGITS:
+        return
+    depth = 0
+    key: str | None = None  # the top-level object's key being read (the record's field)
+    for m in _JSON_TOKENS.finditer(text):
+        tok = m.group()
+        if tok[0] == '"':
+            if depth == 1 and _COLON.match(text, m.end()):
+                key = tok[1:-1]
+            continue
+        if tok in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise JsonLimitError(
+                    f"nested deeper than {max_depth} levels (lists or objects inside each "
+                    f"other) at character {m.start()}",
+                    key,
+                )
+        elif tok in "]}":
+            depth -= 1
+        else:
+            raise JsonLimitError(
+                f"an integer of {len(tok)} digits at character {m.start()} (more than "
+                f"{MAX_INT_DIGITS}: beyond any score, id or covariate a ledger holds)",
+                key,
+            )
+
+
+def load_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` with bounded nesting and integer size; repeated keys are an error.
+
+    Raises :class:`JsonLimitError` (see :func:`check_json_limits`), ``_DuplicateKey`` for
+    a key repeated in one object, and ``json.JSONDecodeError`` for malformed text.
+
+    Examples
+    --------
+    >>> load_json('{"run_id": "r1", "fact_ids": ["a"]}')
+    {'run_id': 'r1', 'fact_ids': ['a']}
+    """
+    check_json_limits(text, max_depth=max_depth)
+    try:
+        return json.loads(text, object_pairs_hook=_object)
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise JsonLimitError("nested too deep to parse") from None
+
+
+def parse_json_record(text: str, *, row: int, src: str | None, where: str = "") -> dict[str, Any]:
+    """One JSON Lines line as a record; every failure a :class:`LedgerError`.
+
+    ``where`` is appended to the messages (e.g. a byte offset).
+
+    Examples
+    --------
+    >>> parse_json_record('{"run_id": "r1", "score": 1}', row=1, src=None)
+    {'run_id': 'r1', 'score': 1}
+    >>> parse_json_record('{"fact_ids": {"a": 1}}', row=3, src="x.jsonl")["fact_ids"]
+    {'a': 1}
+    """
+    try:
+        rec = load_json(text)
+    except JsonLimitError as exc:
+        raise LedgerError(exc.message + where, row=row, field=exc.key, source=src) from None
+    except json.JSONDecodeError as exc:
+        raise LedgerError(
+            f"malformed JSON ({exc.msg} at column {exc.colno}){where}", row=row, source=src
+        ) from None
+    except _DuplicateKey as exc:
+        raise LedgerError(
+            f"the key appears twice in one JSON object; which one counts is ambiguous{where}",
+            row=row,
+            field=exc.key,
+            source=src,
+        ) from None
+    except ValueError as exc:  # e.g. an integer limit lowered by sys.set_int_max_str_digits
+        raise LedgerError(f"cannot parse the line ({exc}){where}", row=row, source=src) from None
+    if not isinstance(rec, dict):
+        raise LedgerError(
+            f"each line must be a JSON object; got {type(rec).__name__}{where}",
+            row=row,
+            source=src,
+        )
+    return rec
+
+
 # ---------------------------------------------------------------------- readers
 Records = tuple[list[dict[str, Any]], list[int], bool]
 
@@ -440,25 +582,7 @@ def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line, object_pairs_hook=_object)
-        except json.JSONDecodeError as exc:
-            raise LedgerError(
-                f"malformed JSON ({exc.msg} at column {exc.colno})", row=lineno, source=src
-            ) from None
-        except _DuplicateKey as exc:
-            raise LedgerError(
-                "the key appears twice in one JSON object; which one counts is ambiguous",
-                row=lineno,
-                field=exc.key,
-                source=src,
-            ) from None
-        if not isinstance(rec, dict):
-            raise LedgerError(
-                f"each line must be a JSON object; got {type(rec).__name__}",
-                row=lineno,
-                source=src,
-            )
+        rec = parse_json_record(line, row=lineno, src=src)
         records.append(rec)
         rows.append(lineno)
     return _rename_records(records, src, mapping), rows, False
@@ -466,7 +590,9 @@ def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
 
 def _json_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
     try:
-        doc = json.loads(text, object_pairs_hook=_object)
+        doc = load_json(text)
+    except JsonLimitError as exc:
+        raise LedgerError(exc.message, field=exc.key, source=src) from None
     except json.JSONDecodeError as exc:
         raise LedgerError(
             f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src
@@ -541,6 +667,36 @@ class _CsvRows:
             yield k, cells
 
 
+_EXCEL_SEP = re.compile(r'^"?sep=(.?)"?[,;\t|]*$', re.IGNORECASE)
+
+
+def check_excel_sep(text: str, src: str) -> None:
+    r"""Refuse Excel's ``sep=;`` first line (a delimiter hint, not a header), saying so.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_excel_sep("sep=;\nrun_id;score;fact_ids\n", "runs.csv")
+    ... except LedgerError as exc:
+    ...     print(exc.message[:48])
+    the first line 'sep=;' is Excel's delimiter hint
+    """
+    first = next((line for line in text.split("\n", 8) if line.strip()), "").strip()
+    m = _EXCEL_SEP.match(first)
+    if m is None:
+        return
+    sep = m.group(1)
+    how = (
+        f" and read the file with delimiter={sep!r} (on the command line --delimiter {sep!r})"
+        if sep
+        else ""
+    )
+    raise LedgerError(
+        f"the first line {first!r} is Excel's delimiter hint, not a header: delete that line{how}",
+        source=src,
+    )
+
+
 def sniff_delimiter(text: str, src: str) -> str:
     r"""Return the header line's delimiter: csv.Sniffer among ``, \t ; |``, or an error."""
     header = next((line for line in text.split("\n") if line.strip()), "").rstrip("\r")
@@ -574,6 +730,7 @@ def csv_records(text: str, src: str, delimiter: str | None, mapping: Mapping[str
             "run_id,score,fact_ids)",
             source=src,
         )
+    check_excel_sep(text, src)
     delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
     records_of = _CsvRows(reader, src)
@@ -618,6 +775,8 @@ def csv_records(text: str, src: str, delimiter: str | None, mapping: Mapping[str
         raw_rows.append((k, cells))
     position = {name: j for j, name in enumerate(header) if name}
     covariate_names = [h for h in named if h not in REQUIRED_COLUMNS and h not in LIST_COLUMNS]
+    for name in covariate_names:
+        check_csv_numbers(name, [(k, cells[position[name]]) for k, cells in raw_rows], src)
     parsers = {
         name: _infer_csv_column([cells[position[name]] for _, cells in raw_rows])
         for name in covariate_names
@@ -691,6 +850,19 @@ def _warn_mixed_splits(name: str, cells: list[tuple[int, str]], src: str) -> Non
 def _parse_score(cell: str, row: int, src: str) -> float:
     text = cell.strip()
     try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None and (math.isfinite(value) or text.lower().lstrip("+-") in _INF_NAN):
+        return value
+    if value is not None or len(text) > 60:  # an overflowing literal: name it by its size
+        raise LedgerError(
+            f"score must be a number in [0, 1]; got {_short(text)} ({len(text)} characters)",
+            row=row,
+            field="score",
+            source=src,
+        )
+    try:
         return float(text)
     except ValueError:
         what = "empty" if not text else repr(text)
@@ -700,6 +872,24 @@ def _parse_score(cell: str, row: int, src: str) -> float:
             field="score",
             source=src,
         ) from None
+
+
+_INF_NAN = ("inf", "infinity", "nan")
+
+
+def check_csv_numbers(name: str, cells: Sequence[tuple[int, str]], src: str | None) -> None:
+    """Refuse a covariate cell holding an integer of more than :data:`MAX_INT_DIGITS` digits."""
+    for k, cell in cells:
+        if len(cell) > MAX_INT_DIGITS:
+            text = cell.strip().lstrip("+-").replace("_", "")
+            if len(text) > MAX_INT_DIGITS and text.isdigit():
+                raise LedgerError(
+                    f"an integer of {len(text)} digits (more than {MAX_INT_DIGITS}: beyond "
+                    "any covariate a ledger holds)",
+                    row=k,
+                    field=name,
+                    source=src,
+                )
 
 
 def _infer_csv_column(cells: list[str]) -> Callable[[str], Any]:
@@ -939,6 +1129,7 @@ def _lesson_csv_records(
             "id,created_at,status,consolidated_from,supersedes)",
             source=src,
         )
+    check_excel_sep(text, src)
     delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
     rows_of = _CsvRows(reader, src)
@@ -996,7 +1187,9 @@ def _lesson_json_records(
     text: str, src: str, mapping: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[int]]:
     try:
-        doc = json.loads(text, object_pairs_hook=_object)
+        doc = load_json(text)
+    except JsonLimitError as exc:
+        raise LedgerError(exc.message, field=exc.key, source=src) from None
     except json.JSONDecodeError as exc:
         raise LedgerError(
             f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src

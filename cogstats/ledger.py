@@ -929,6 +929,13 @@ def _validate_record(
             field="score",
             source=source,
         )
+    if isinstance(score, numbers.Integral) and not 0 <= int(score) <= 1:  # float() overflows
+        raise LedgerError(
+            f"score must be a finite number in [0, 1]; got {_short_value(score)}",
+            row=row,
+            field="score",
+            source=source,
+        )
     score = float(score)
     if not math.isfinite(score) or not 0.0 <= score <= 1.0:
         raise LedgerError(
@@ -959,14 +966,16 @@ def _validate_record(
 def _validate_id_list(value: Any, field: str, row: int, source: str | None) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str) or not isinstance(value, Iterable):
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         hint = (
             " (only CSV cells are split into ids; JSON and Parquet hold a list)"
             if isinstance(value, str)
+            else " (an object or struct is not a list: its keys are not read as lesson ids)"
+            if isinstance(value, Mapping)
             else ""
         )
         raise LedgerError(
-            f"{field} must be a list of lesson ids (strings); got {value!r}{hint}",
+            f"{field} must be a list of lesson ids (strings); got {_short_value(value)}{hint}",
             row=row,
             field=field,
             source=source,
@@ -1007,18 +1016,18 @@ def _map_hint(name: str, keys: list[str]) -> str:
 
 
 def _validate_propensities(value: Any, row: int, source: str | None) -> list[float]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise LedgerError(
-            f"propensities must be a list of probabilities; got {value!r}",
+            f"propensities must be a list of probabilities; got {_short_value(value)}",
             row=row,
             field="propensities",
             source=source,
         )
     out = []
     for k, p in enumerate(value):
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not _unit(p):
             raise LedgerError(
-                f"propensities[{k}] must be a probability in [0, 1]; got {p!r}",
+                f"propensities[{k}] must be a probability in [0, 1]; got {_short_value(p)}",
                 row=row,
                 field="propensities",
                 source=source,
@@ -1033,7 +1042,17 @@ def _validate_covariate(key: str, value: Any, row: int, source: str | None) -> A
     if isinstance(value, str):
         return str(value)  # numpy str_ and other subclasses become plain str
     if isinstance(value, numbers.Integral):
-        return int(value)
+        value = int(value)
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise LedgerError(
+                f"integer covariate {_short_value(value)} is beyond the 64-bit range a "
+                "covariate column holds; store it as a string (an id) or a float (a "
+                "magnitude)",
+                row=row,
+                field=key,
+                source=source,
+            )
+        return value
     if isinstance(value, numbers.Real):
         v = float(value)
         if not math.isfinite(v):
@@ -1045,11 +1064,29 @@ def _validate_covariate(key: str, value: Any, row: int, source: str | None) -> A
             )
         return v
     raise LedgerError(
-        f"covariate values must be numbers, strings, booleans or null; got {value!r}",
+        f"covariate values must be numbers, strings, booleans or null; got {_short_value(value)}",
         row=row,
         field=key,
         source=source,
     )
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _unit(p: numbers.Real) -> bool:
+    """Whether ``p`` lies in [0, 1] (an integral ``p`` compared exactly: float() overflows)."""
+    if isinstance(p, numbers.Integral):
+        return 0 <= int(p) <= 1
+    return 0.0 <= float(p) <= 1.0
+
+
+def _short_value(value: Any) -> str:
+    """``repr(value)`` cut to 80 characters (an integer of 4,000 digits names its size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _covariate_series(name: str, values: list[Any]) -> pl.Series:
