@@ -33,16 +33,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import numbers
-import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from cogstats._toml import TomlTable, read_toml
 from cogstats._validation import CogstatsError, SpecError, suggest
 
 __all__ = [
@@ -59,133 +58,8 @@ __all__ = [
 ]
 
 
-class _Table:
-    """Typed access to one TOML table; every error names the dotted key and the file."""
-
-    def __init__(self, data: Any, path: str, source: str | None) -> None:
-        if not isinstance(data, Mapping):
-            raise SpecError(f"must be a table; got {data!r}", key=path or None, source=source)
-        self.data = dict(data)
-        self.path = path
-        self.source = source
-        self.used: set[str] = set()
-
-    def key(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
-
-    def error(self, name: str, message: str) -> SpecError:
-        return SpecError(message, key=self.key(name), source=self.source)
-
-    def get(self, name: str, default: Any) -> Any:
-        self.used.add(name)
-        return self.data.get(name, default)
-
-    def number(
-        self,
-        name: str,
-        default: float,
-        *,
-        minimum: float | None = None,
-        maximum: float | None = None,
-        positive: bool = False,
-    ) -> float:
-        value = self.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise self.error(name, f"must be a number; got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise self.error(name, f"must be finite; got {value!r}")
-        if positive and value <= 0:
-            raise self.error(name, f"must be > 0; got {value!r}")
-        if minimum is not None and value < minimum:
-            raise self.error(name, f"must be >= {minimum}; got {value!r}")
-        if maximum is not None and value > maximum:
-            raise self.error(name, f"must be <= {maximum}; got {value!r}")
-        return value
-
-    def integer(
-        self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
-    ) -> int:
-        value = self.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise self.error(name, f"must be an integer; got {value!r}")
-        value = int(value)
-        if minimum is not None and value < minimum:
-            raise self.error(name, f"must be >= {minimum}; got {value!r}")
-        if maximum is not None and value > maximum:
-            raise self.error(name, f"must be <= {maximum}; got {value!r}")
-        return value
-
-    def boolean(self, name: str, default: bool) -> bool:
-        value = self.get(name, default)
-        if not isinstance(value, bool):
-            raise self.error(name, f"must be true or false; got {value!r}")
-        return value
-
-    def string(self, name: str, default: str) -> str:
-        value = self.get(name, default)
-        if not isinstance(value, str):
-            raise self.error(name, f"must be a string; got {value!r}")
-        return value
-
-    def choice(self, name: str, default: str, allowed: Sequence[str]) -> str:
-        value = self.get(name, default)
-        if not isinstance(value, str) or value not in allowed:
-            hint = suggest(value, allowed) if isinstance(value, str) else ""
-            raise self.error(name, f"must be one of {sorted(allowed)}; got {value!r}{hint}")
-        return value
-
-    def choices(self, name: str, default: Sequence[str], allowed: Sequence[str]) -> tuple[str, ...]:
-        value = self.get(name, list(default))
-        if not isinstance(value, list) or not value:
-            raise self.error(name, f"must be a non-empty list of names; got {value!r}")
-        for v in value:
-            if not isinstance(v, str) or v not in allowed:
-                hint = suggest(v, allowed) if isinstance(v, str) else ""
-                raise self.error(name, f"entries must be among {sorted(allowed)}; got {v!r}{hint}")
-        if len(set(value)) != len(value):
-            raise self.error(name, f"lists a name twice: {value!r}")
-        return tuple(value)
-
-    def numbers(
-        self, name: str, default: Sequence[float], *, minimum: float, maximum: float
-    ) -> tuple[float, ...]:
-        value = self.get(name, list(default))
-        if (
-            not isinstance(value, list)
-            or not value
-            or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in value)
-        ):
-            raise self.error(name, f"must be a non-empty list of numbers; got {value!r}")
-        out = tuple(float(v) for v in value)
-        bad = [v for v in out if not minimum <= v <= maximum]
-        if bad:
-            raise self.error(name, f"values must lie in [{minimum}, {maximum}]; got {bad[0]!r}")
-        return out
-
-    def interval(
-        self, name: str, default: tuple[float, float], *, minimum: float = 0.0
-    ) -> tuple[float, float]:
-        value = self.get(name, list(default))
-        ok = (
-            isinstance(value, list)
-            and len(value) == 2
-            and all(not isinstance(v, bool) and isinstance(v, numbers.Real) for v in value)
-        )
-        if not ok or not minimum <= value[0] <= value[1]:
-            raise self.error(
-                name, f"must be [low, high] with {minimum} <= low <= high; got {value!r}"
-            )
-        return (float(value[0]), float(value[1]))
-
-    def table(self, name: str) -> _Table:
-        return _Table(self.get(name, {}), self.key(name), self.source)
-
-    def done(self) -> None:
-        for name in self.data:
-            if name not in self.used:
-                allowed = sorted(self.used)
-                raise self.error(name, f"unknown key{suggest(name, allowed)}; allowed: {allowed}")
+#: the typed reader of a spec table (shared with the simulation and sweep specs)
+_Table = TomlTable
 
 
 @dataclass(frozen=True)
@@ -436,8 +310,8 @@ class AdmissionSpec:
         from cogstats.admission.index import INDEXES
 
         r = _Table(data, "", source)
-        name = r.string("name", "write-path-admission")
-        description = r.string("description", "")
+        name = r.string("name", "write-path-admission", empty=True)
+        description = r.string("description", "", empty=True)
         replicates = r.integer("replicates", 20, minimum=1)
         seed = r.integer("seed", 0, minimum=0)
         k = r.integer("k", 10, minimum=1)
@@ -611,8 +485,8 @@ def _parse_consolidation(t: _Table) -> ConsolidationSpec:
 def _parse_monitor(t: _Table, defences: list[str], indexes: list[str]) -> MonitorSpec:
     d = MonitorSpec()
     m = MonitorSpec(
-        index=t.choice("index", d.index, indexes),
-        defence=t.choice("defence", d.defence, defences),
+        index=t.choice("index", d.index, sorted(indexes)),
+        defence=t.choice("defence", d.defence, sorted(defences)),
         periods=t.integer("periods", d.periods, minimum=2),
         warmup=t.integer("warmup", d.warmup, minimum=2),
         onset=t.integer("onset", d.onset, minimum=1),
@@ -677,10 +551,4 @@ def load_admission_spec(path: str | Path) -> AdmissionSpec:
     cogstats._validation.SpecError: ...a.toml, key 'world.dimension': unknown key...
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"spec file not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"malformed TOML: {exc}", source=str(path)) from None
-    return AdmissionSpec.from_dict(data, source=str(path))
+    return AdmissionSpec.from_dict(read_toml(path), source=str(path))

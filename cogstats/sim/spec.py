@@ -48,7 +48,6 @@ import itertools
 import math
 import numbers
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,6 +55,7 @@ from typing import Any, cast
 
 from cogstats._codes import KINDS
 from cogstats._registry import Entry
+from cogstats._toml import TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
 
 __all__ = [
@@ -86,113 +86,8 @@ DIST_PARAMS = {
 }
 
 
-class _Reader:
-    """Typed access to one table of a spec, with key paths and the file in every error."""
-
-    def __init__(self, data: Any, path: str, source: str | None) -> None:
-        if not isinstance(data, Mapping):
-            raise SpecError(f"must be a table; got {data!r}", key=path or None, source=source)
-        self.data = dict(data)
-        self.path = path
-        self.source = source
-        self.used: set[str] = set()
-
-    def key(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
-
-    def error(self, name: str, message: str) -> SpecError:
-        return SpecError(message, key=self.key(name), source=self.source)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        self.used.add(name)
-        value = self.data.get(name)
-        return default if value is None else value
-
-    def has(self, name: str) -> bool:
-        return name in self.data
-
-    def number(
-        self,
-        name: str,
-        default: float | None = None,
-        *,
-        minimum: float | None = None,
-        maximum: float | None = None,
-        optional: bool = False,
-    ) -> float | None:
-        value = self.get(name, default)
-        if value is None:
-            if optional:
-                return None
-            raise self.error(name, "is required")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise self.error(name, f"must be a number; got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise self.error(name, f"must be finite; got {value!r}")
-        if minimum is not None and value < minimum:
-            raise self.error(name, f"must be >= {minimum}; got {value!r}")
-        if maximum is not None and value > maximum:
-            raise self.error(name, f"must be <= {maximum}; got {value!r}")
-        return value
-
-    def integer(
-        self,
-        name: str,
-        default: int | None = None,
-        *,
-        minimum: int | None = None,
-        optional: bool = False,
-    ) -> int | None:
-        value = self.get(name, default)
-        if value is None:
-            if optional:
-                return None
-            raise self.error(name, "is required")
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise self.error(name, f"must be an integer; got {value!r}")
-        value = int(value)
-        if minimum is not None and value < minimum:
-            raise self.error(name, f"must be >= {minimum}; got {value!r}")
-        return value
-
-    def choice(self, name: str, default: str, allowed: Sequence[str]) -> str:
-        value = self.get(name, default)
-        if not isinstance(value, str) or value not in allowed:
-            hint = suggest(value, allowed) if isinstance(value, str) else ""
-            raise self.error(name, f"must be one of {list(allowed)}; got {value!r}{hint}")
-        return value
-
-    def boolean(self, name: str, default: bool) -> bool:
-        value = self.get(name, default)
-        if not isinstance(value, bool):
-            raise self.error(name, f"must be true or false; got {value!r}")
-        return value
-
-    def string(self, name: str, default: str | None = None, *, optional: bool = True) -> str | None:
-        value = self.get(name, default)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value:
-            raise self.error(name, f"must be a non-empty string; got {value!r}")
-        return value
-
-    def table_list(self, name: str) -> list[_Reader]:
-        value = self.get(name, [])
-        if not isinstance(value, list):
-            raise self.error(name, f"must be an array of tables; got {value!r}")
-        return [_Reader(v, f"{self.key(name)}[{i}]", self.source) for i, v in enumerate(value)]
-
-    def table(self, name: str) -> _Reader:
-        return _Reader(self.get(name, {}), self.key(name), self.source)
-
-    def done(self, allowed: Sequence[str] | None = None) -> None:
-        known = self.used if allowed is None else set(allowed)
-        for name in self.data:
-            if name not in known:
-                raise self.error(
-                    name, f"unknown key{suggest(name, sorted(known))}; allowed: {sorted(known)}"
-                )
+#: the typed reader of a spec table (shared with the sweep and admission specs)
+_Reader = TomlTable
 
 
 # ---------------------------------------------------------------------- pieces
@@ -698,14 +593,7 @@ def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
     5
     """
     path = Path(path)
-    src = str(path)
-    if not path.exists():
-        raise FileNotFoundError(f"spec file not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"malformed TOML: {exc}", source=src) from None
-    return spec_from_dict(data, source=src, preset=preset)
+    return spec_from_dict(read_toml(path), source=str(path), preset=preset)
 
 
 def with_preset_table(data: Mapping[str, Any], preset: str | None) -> dict[str, Any]:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from cogstats._toml import read_toml
 from cogstats._validation import SpecError, check_int
 from cogstats.sim.engine import seed_record
 from cogstats.sim.spec import Scenario, SimulationSpec, spec_from_dict
@@ -284,7 +284,7 @@ def load_sweep(path: str | Path, *, preset: str | None = None) -> SweepSpec:
     cogstats._validation.SpecError: ...bad.toml..., key 'grid.gate.min_trails': names no...
     """
     path = Path(path)
-    data = _read_toml(path)
+    data = read_toml(path)
     return sweep_from_dict(
         data, source=str(path), base_dir=path.parent, stem=path.stem, preset=preset
     )
@@ -355,15 +355,6 @@ def spec_from_resolved(
 
 
 # ---------------------------------------------------------------------- helpers
-def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise FileNotFoundError(f"spec file not found: {path}")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"malformed TOML: {exc}", source=str(path)) from None
-
-
 def _resolve(
     data: dict[str, Any], source: str | None, base_dir: Path | None, seen: tuple[Path, ...]
 ) -> tuple[dict[str, Any], str | None]:
@@ -401,7 +392,7 @@ def _resolve(
         )
     if not path.exists():
         raise SpecError(f"base scenario file not found: {path}", key="scenario", source=source)
-    base_data = _read_toml(path)
+    base_data = read_toml(path)
     base_data.pop("grid", None)  # the sweep's grid defines the cells
     base_data, _ = _resolve(base_data, str(path), path.parent, (*seen, resolved))
     # validate the base on its own first, so that its errors name its own file
