@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.presets import PRESETS, recommended
     from cogstats.sim import Scenario, load_spec, simulate
     from cogstats.sweep import read_sweep, sweep_spec
+    from cogstats.tuning import tune
 
 
 __version__ = "0.1.0"
@@ -47,6 +48,7 @@ _LAZY: dict[str, str] = {
     "load_spec": "cogstats.sim",
     "sweep_spec": "cogstats.sweep",
     "read_sweep": "cogstats.sweep",
+    "tune": "cogstats.tuning",
 }
 
 __all__ = sorted([*_LAZY, "__version__"])

@@ -1,0 +1,342 @@
+"""Tune a gate against a real ledger: every change replays the gate over it, run by run.
+
+:func:`replay` judges the ledger's prefixes in order, as the gate would have judged the
+history as it grew: after run ``k`` the lessons that have appeared and have not been
+promoted or evicted yet are the candidates, judged on the first ``k`` runs; a lesson
+keeps its first verdict (promoted lessons stay verified, evicted ones out).  The prompts
+are the recorded ones: a verdict does not change which lessons later runs carried (that
+would need the agent itself).  The widget shows the decisions over time beside the
+baseline's and lists the lessons whose verdict differs from the baseline's, and from the
+setting before the last move.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cogstats._validation import ParameterError, check_int
+from cogstats.ledger import Ledger
+from cogstats.tuning._base import TunerBase, gate_entry
+from cogstats.tuning.export import Chosen
+
+__all__ = ["LedgerTuner", "Replay", "replay"]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A gate replayed over a ledger.
+
+    Attributes
+    ----------
+    over_time : polars.DataFrame
+        after_run, promoted, evicted, candidates: cumulative counts after each look.
+    verdicts : polars.DataFrame
+        fact_id, decision (promote, evict or hold), reason, after_run (the run of the
+        verdict; null for a lesson still held at the end).
+    """
+
+    over_time: pl.DataFrame
+    verdicts: pl.DataFrame
+
+
+def look_runs(n_runs: int, max_looks: int) -> np.ndarray:
+    """Return the runs after which the replay looks: every run, or ``max_looks`` evenly spaced.
+
+    Examples
+    --------
+    >>> look_runs(5, 200).tolist(), look_runs(1000, 4).tolist()
+    ([1, 2, 3, 4, 5], [250, 500, 750, 1000])
+    """
+    if n_runs <= max_looks:
+        return np.arange(1, n_runs + 1)
+    return np.unique(np.linspace(n_runs / max_looks, n_runs, max_looks).round().astype(np.int64))
+
+
+def replay(ledger: Ledger, gate: Any, *, max_looks: int = 200, rng: Any = None) -> Replay:
+    """Replay a gate over a ledger's history, look by look.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The recorded runs, in order.
+    gate : gate object
+        Anything with ``evaluate(ledger, candidates=None, *, rng=None)``.
+    max_looks : int
+        At most this many looks, evenly spaced (every run for shorter ledgers).
+    rng : optional
+        Passed to the gate (for gates that draw).
+
+    Returns
+    -------
+    Replay
+
+    Examples
+    --------
+    >>> from cogstats import CycgraphGate, Ledger
+    >>> ledger = Ledger.from_records(
+    ...     [{"run_id": f"r{i}", "score": 0.9 if i % 2 else 0.5,
+    ...       "fact_ids": ["a"] if i % 2 else ["b"]} for i in range(8)])
+    >>> out = replay(ledger, CycgraphGate(decision_rule="margin", min_trials=2))
+    >>> out.verdicts.rows()
+    [('a', 'promote', None, 4), ('b', 'evict', 'eval-gate:harmful', 3)]
+    """
+    if not isinstance(ledger, Ledger):
+        raise ParameterError(f"ledger must be a cogstats.Ledger; got {type(ledger).__name__}")
+    looks = check_int("max_looks", max_looks, minimum=1)
+    frame = ledger.frame
+    first_seen: dict[str, int] = {}
+    for k, facts in enumerate(frame["fact_ids"].to_list(), start=1):
+        for f in facts or ():
+            first_seen.setdefault(f, k)
+    decided: dict[str, tuple[str, str | None, int]] = {}
+    rows = []
+    for k in look_runs(len(ledger), int(looks or 1)).tolist():
+        candidates = [f for f, at in first_seen.items() if at <= k and f not in decided]
+        if candidates:
+            prefix = Ledger.from_frame(frame.head(k))
+            report = gate.evaluate(prefix, candidates, rng=rng).to_frame()
+            got = report.select("fact_id", "decision", "reason").rows()
+            for fact, decision, reason in got:
+                if decision in ("promote", "evict"):
+                    decided[fact] = (decision, reason, k)
+        decisions = [d for d, _, _ in decided.values()]
+        rows.append(
+            (
+                k,
+                decisions.count("promote"),
+                decisions.count("evict"),
+                sum(1 for at in first_seen.values() if at <= k) - len(decisions),
+            )
+        )
+    over_time = pl.DataFrame(
+        rows,
+        schema={
+            "after_run": pl.Int64,
+            "promoted": pl.Int64,
+            "evicted": pl.Int64,
+            "candidates": pl.Int64,
+        },
+        orient="row",
+    )
+    verdicts = pl.DataFrame(
+        [(f, *decided.get(f, ("hold", None, None))) for f in sorted(first_seen)],
+        schema={
+            "fact_id": pl.String,
+            "decision": pl.String,
+            "reason": pl.String,
+            "after_run": pl.Int64,
+        },
+        orient="row",
+    )
+    return Replay(over_time, verdicts)
+
+
+class LedgerTuner(TunerBase):
+    """The widget :func:`cogstats.tune` returns for a ledger (see there)."""
+
+    def __init__(
+        self,
+        ledger: Any,
+        *,
+        gate: Any = "cycgraph",
+        baseline: Any = "margin",
+        max_looks: int = 200,
+        debounce: float = 0.15,
+        seed: int | None = None,
+    ) -> None:
+        import altair as alt
+        import ipywidgets as widgets
+
+        if not isinstance(ledger, Ledger):
+            ledger = Ledger.read(ledger)
+        self.ledger = ledger
+        self.max_looks = int(check_int("max_looks", max_looks, minimum=1) or 1)
+        self.seed = seed
+        g_entry, g_opts = gate_entry(gate)
+        super().__init__(g_entry, g_opts, None, {}, debounce=debounce)
+        if baseline == "margin":
+            self._baseline: tuple[str, dict[str, Any]] = ("cycgraph", {"decision_rule": "margin"})
+        else:
+            b_entry, b_opts = gate_entry(baseline)
+            self._baseline = (b_entry.name, b_opts)
+        self._baseline_cache: dict[str, Replay] = {}
+        self._previous: Replay | None = None
+        self.latest: Replay | None = None
+        self.baseline_result: Replay | None = None
+        self.chart = alt.JupyterChart(self._chart(None, None), offline=True)
+        self.changes_html = widgets.HTML("<i>waiting for the first replay...</i>")
+        self.baseline_html = widgets.HTML(self._baseline_text())
+        left = widgets.VBox(
+            [*self._option_boxes(), widgets.HBox([self.keep_button, self.pin_button])],
+            layout=widgets.Layout(min_width="560px"),
+        )
+        right = widgets.VBox(
+            [self.status, self.error, self.baseline_html, self.chart, self.changes_html]
+        )
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(
+                    f"<b>cogstats.tune</b>: a ledger of {len(ledger)} runs, "
+                    f"{len(ledger.fact_ids)} lessons"
+                ),
+                widgets.HBox([left, right], layout=widgets.Layout(flex_flow="row wrap")),
+                self.kept,
+            ]
+        )
+        self.changed()
+
+    def _baseline_text(self) -> str:
+        name, opts = self._baseline
+        shown = ", ".join(f"{k}={v!r}" for k, v in opts.items() if v is not None)
+        return (
+            f"<span style='color:#666'>baseline (grey): gate {html.escape(name)} "
+            f"({html.escape(shown)})</span>"
+        )
+
+    def pin(self) -> None:
+        """Pin the current settings as the baseline."""
+        self._baseline = (self.gate_entry.name, self.options("gate"))
+        self.baseline_html.value = self._baseline_text()
+        self.changed()
+
+    def chosen(self) -> Chosen:
+        """Return the current settings (the gate and its options)."""
+        return Chosen(self.gate_entry.name, self.options("gate"))
+
+    def keep(self) -> Chosen:
+        """Return the current settings (what the "Keep these settings" button shows)."""
+        return self.chosen()
+
+    def _request(self) -> Any:
+        return (self.gate_entry.name, self.options("gate"), self._baseline)
+
+    def _work(self, request: Any) -> tuple[Replay, Replay]:
+        from cogstats.gates import make_gate
+
+        name, options, baseline = request
+        tuned = replay(
+            self.ledger, make_gate(name, **options), max_looks=self.max_looks, rng=self.seed
+        )
+        key = repr(baseline)
+        base = self._baseline_cache.get(key)
+        if base is None:
+            base = replay(
+                self.ledger,
+                make_gate(baseline[0], **baseline[1]),
+                max_looks=self.max_looks,
+                rng=self.seed,
+            )
+            self._baseline_cache = {key: base}
+        return tuned, base
+
+    def _describe(self, request: Any, result: Any) -> str:
+        return f"{result[0].over_time.height} looks over {len(self.ledger)} runs"
+
+    def _show(self, request: Any, result: Any) -> None:
+        tuned, base = result
+        self._previous, self.latest, self.baseline_result = self.latest, tuned, base
+        self.chart.chart = self._chart(tuned, base)
+        self.changes_html.value = self._changes(tuned, base, self._previous)
+
+    def changes(self, against: str = "baseline") -> pl.DataFrame:
+        """Return the lessons whose verdict differs from the baseline's (or ``"previous"``).
+
+        Columns: fact_id, decision, after_run (tuned), then the other's.
+        """
+        if self.latest is None:
+            raise ParameterError("no replay has finished yet (call wait() first)")
+        other = self.baseline_result if against == "baseline" else self._previous
+        if other is None:
+            return self.latest.verdicts.head(0)
+        return _diff(self.latest, other)
+
+    def _changes(self, tuned: Replay, base: Replay, previous: Replay | None) -> str:
+        parts = []
+        for title, other in (("vs the baseline", base), ("since the last move", previous)):
+            if other is None:
+                continue
+            diff = _diff(tuned, other)
+            rows = "".join(
+                f"<tr><td>{html.escape(r['fact_id'])}</td>"
+                f"<td>{r['decision']} @ {r['after_run'] or '-'}</td>"
+                f"<td style='color:#888'>{r['other_decision']} @ {r['other_after_run'] or '-'}"
+                "</td></tr>"
+                for r in diff.head(30).iter_rows(named=True)
+            )
+            more = f" (first 30 of {diff.height})" if diff.height > 30 else ""
+            parts.append(
+                f"<b>{diff.height} lesson(s) change verdict {title}{more}</b>"
+                "<table class='cogstats-tune-changes' style='font-size:90%'><thead><tr>"
+                "<th>lesson</th><th>tuned</th><th>other</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>"
+            )
+        counts = tuned.verdicts["decision"].value_counts().sort("decision").rows()
+        head = "verdicts at the end: " + ", ".join(f"{d} {n}" for d, n in counts)
+        return f"<div class='cogstats-tune-metrics'>{html.escape(head)}</div>" + "".join(parts)
+
+    def _chart(self, tuned: Replay | None, base: Replay | None) -> Any:
+        import altair as alt
+
+        parts = []
+        for name, res in (("baseline", base), ("tuned", tuned)):
+            if res is not None:
+                parts.append(
+                    res.over_time.unpivot(
+                        index="after_run",
+                        on=["promoted", "evicted", "candidates"],
+                        variable_name="status",
+                        value_name="lessons",
+                    ).with_columns(pl.lit(name).alias("setting"))
+                )
+        data = (
+            pl.concat(parts)
+            if parts
+            else pl.DataFrame(
+                schema={
+                    "after_run": pl.Int64,
+                    "status": pl.String,
+                    "lessons": pl.Int64,
+                    "setting": pl.String,
+                }
+            )
+        )
+        return (
+            alt.Chart(data)
+            .mark_line(interpolate="step-after")
+            .encode(
+                x=alt.X("after_run:Q", title="after run"),
+                y=alt.Y("lessons:Q", title="lessons"),
+                color=alt.Color(
+                    "status:N",
+                    scale=alt.Scale(
+                        domain=["promoted", "evicted", "candidates"],
+                        range=["#54a24b", "#e45756", "#4c78a8"],
+                    ),
+                ),
+                strokeDash=alt.StrokeDash(
+                    "setting:N",
+                    scale=alt.Scale(domain=["tuned", "baseline"], range=[[1, 0], [4, 3]]),
+                ),
+                tooltip=["setting", "status", "after_run", "lessons"],
+            )
+            .properties(width=420, height=240, title="decisions over time (dashed: baseline)")
+        )
+
+
+def _diff(tuned: Replay, other: Replay) -> pl.DataFrame:
+    o = other.verdicts.select(
+        "fact_id",
+        pl.col("decision").alias("other_decision"),
+        pl.col("after_run").alias("other_after_run"),
+    )
+    return (
+        tuned.verdicts.select("fact_id", "decision", "after_run")
+        .join(o, on="fact_id", how="full", coalesce=True)
+        .filter(pl.col("decision").ne_missing(pl.col("other_decision")))
+        .sort("fact_id")
+    )
