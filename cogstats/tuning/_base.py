@@ -12,7 +12,22 @@ from cogstats.tuning.controls import Control, make_control, option_specs
 from cogstats.tuning.export import Chosen
 from cogstats.tuning.runner import LatestRunner
 
-__all__ = ["TunerBase", "gate_entry", "policy_entry"]
+__all__ = ["TunerBase", "gate_entry", "jupyter_chart", "policy_entry"]
+
+
+def jupyter_chart(chart: Any) -> Any:
+    """Wrap an altair chart in a ``JupyterChart`` whose JavaScript works offline.
+
+    vl-convert bundles Vega's JavaScript into the widget (``enable_offline``), so the
+    chart renders without the CDN altair loads it from by default.
+    """
+    import contextlib
+
+    import altair as alt
+
+    with contextlib.suppress(ImportError):  # no vl-convert: the CDN
+        alt.JupyterChart.enable_offline()
+    return alt.JupyterChart(chart)
 
 
 def gate_entry(gate: Any) -> tuple[Entry, dict[str, Any]]:

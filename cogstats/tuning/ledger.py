@@ -21,7 +21,7 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_int
 from cogstats.ledger import Ledger
-from cogstats.tuning._base import TunerBase, gate_entry
+from cogstats.tuning._base import TunerBase, gate_entry, jupyter_chart
 from cogstats.tuning.export import Chosen
 
 __all__ = ["LedgerTuner", "Replay", "replay"]
@@ -149,7 +149,6 @@ class LedgerTuner(TunerBase):
         debounce: float = 0.15,
         seed: int | None = None,
     ) -> None:
-        import altair as alt
         import ipywidgets as widgets
 
         if not isinstance(ledger, Ledger):
@@ -168,7 +167,7 @@ class LedgerTuner(TunerBase):
         self._previous: Replay | None = None
         self.latest: Replay | None = None
         self.baseline_result: Replay | None = None
-        self.chart = alt.JupyterChart(self._chart(None, None), offline=True)
+        self.chart = jupyter_chart(self._chart(None, None))
         self.changes_html = widgets.HTML("<i>waiting for the first replay...</i>")
         self.baseline_html = widgets.HTML(self._baseline_text())
         left = widgets.VBox(

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.tuning._base import TunerBase, gate_entry, policy_entry
+from cogstats.tuning._base import TunerBase, gate_entry, jupyter_chart, policy_entry
 from cogstats.tuning.export import Chosen
 
 __all__ = ["AGENT_METRICS", "SimulationTuner", "TuneResult", "scenario_of"]
@@ -203,7 +203,6 @@ class SimulationTuner(TunerBase):
         engine: str = "auto",
         max_replicates: int = 5000,
     ) -> None:
-        import altair as alt
         import ipywidgets as widgets
 
         scenario, spec_reps, spec_seed = scenario_of(spec)
@@ -241,8 +240,8 @@ class SimulationTuner(TunerBase):
         self._baseline_cache: dict[Any, TuneResult] = {}
         self.latest: TuneResult | None = None
         self.baseline_result: TuneResult | None = None
-        self.fitness_chart = alt.JupyterChart(self._fitness_chart(None, None), offline=True)
-        self.decisions_chart = alt.JupyterChart(self._decisions_chart(None, None), offline=True)
+        self.fitness_chart = jupyter_chart(self._fitness_chart(None, None))
+        self.decisions_chart = jupyter_chart(self._decisions_chart(None, None))
         self.metrics_html = widgets.HTML("<i>waiting for the first run...</i>")
         self.baseline_html = widgets.HTML(self._baseline_text())
         sim_box = [
