@@ -34,6 +34,7 @@ BENCHMARKS = {
     "s2_headroom": "benchmarks.s2_headroom",
     "recommended_frontier": "benchmarks.recommended_frontier",
     "sweep": "benchmarks.sweep_scaling",
+    "tune": "benchmarks.tune_latency",
 }
 
 
