@@ -40,6 +40,7 @@ _GATE_FLAGS = (
     "--delimiter",
     "--candidates",
     "--format",
+    "--raw-csv",
     "--seed",
     "--covariates",
     "--lessons",
@@ -50,9 +51,13 @@ _GATE_FLAGS = (
 
 
 # ---------------------------------------------------------------------- shared helpers
-def _emit(frame: pl.DataFrame, fmt: str, title: str | None = None) -> None:
-    if fmt == "csv":
-        sys.stdout.write(flat_frame(frame).write_csv())
+def _emit(
+    frame: pl.DataFrame, fmt: str, title: str | None = None, *, raw_csv: bool = False
+) -> None:
+    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats._csv)
+        from cogstats._csv import write_csv
+
+        sys.stdout.write(write_csv(flat_frame(frame), raw=raw_csv))
     elif fmt == "json":
         sys.stdout.write(json.dumps(frame.to_dicts(), indent=1, default=str) + "\n")
     else:
@@ -220,6 +225,7 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         help="'all' (every lesson in the ledger) or a file with one lesson id per line",
     )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _add_raw_csv(p)
     p.add_argument("--seed", type=int, help="seed for gates whose methods draw")
     _add_lesson_input(p)
     if gate is None:  # another subcommand runs: the gate's flags are not needed
@@ -273,7 +279,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                 "with 0 trials)",
             )
     report = gate.evaluate(ledger, candidates, rng=args.seed, **extra)
-    _emit(report.to_frame(), args.format, title=repr(report))
+    _emit(report.to_frame(), args.format, title=repr(report), raw_csv=args.raw_csv)
     return 0
 
 
@@ -285,7 +291,17 @@ def _attribute_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
     p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _add_raw_csv(p)
     _add_lesson_input(p)
+
+
+def _add_raw_csv(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--raw-csv",
+        action="store_true",
+        help="with --format csv: write cells starting with = + - @ as they are (by default "
+        "they get a leading ' so that a spreadsheet does not run them as formulas)",
+    )
 
 
 def _cmd_attribute(args: argparse.Namespace) -> int:
@@ -296,7 +312,7 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
     if args.covariates:
         options["covariates"] = args.covariates
     result = attribute(ledger, method=args.method, rng=args.seed, **options)
-    _emit(result.to_frame(), args.format, title=repr(result))
+    _emit(result.to_frame(), args.format, title=repr(result), raw_csv=args.raw_csv)
     return 0
 
 

@@ -433,12 +433,18 @@ class LedgerAudit:
         )
         return out
 
-    def write_tables(self, directory: str | Path, prefix: str = "ledger_audit") -> list[Path]:
+    def write_tables(
+        self, directory: str | Path, prefix: str = "ledger_audit", *, raw_csv: bool = False
+    ) -> list[Path]:
         """Write ``<prefix>_attribution`` and ``<prefix>_decisions`` as CSV and Parquet.
 
         An empty ``directory`` writes nothing.  List columns are written as
-        ``;``-joined text in the CSV files.
+        ``;``-joined text in the CSV files, and text cells that start with ``=``, ``+``,
+        ``-``, ``@``, a tab or a carriage return get a leading ``'`` there, so that a
+        spreadsheet shows them instead of running them (``raw_csv=True``: as they are).
         """
+        from cogstats._csv import write_csv
+
         if directory == "" or directory is None:
             return []
         folder = Path(directory)
@@ -452,7 +458,7 @@ class LedgerAudit:
                 for c, t in frame.schema.items()
                 if isinstance(t, pl.List)
             )
-            flat.write_csv(base.with_suffix(".csv"))
+            write_csv(flat, base.with_suffix(".csv"), raw=raw_csv)
             written += [base.with_suffix(".csv"), base.with_suffix(".parquet")]
         return written
 

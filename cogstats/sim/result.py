@@ -247,7 +247,9 @@ class SimulationResult:
             frame = getattr(self, name)
             if frame is not None:
                 frame.write_parquet(out / f"{name}.parquet")
-        self.summary_table().write_csv(out / "summary.csv")
+        from cogstats._csv import write_csv  # formula cells neutralised
+
+        write_csv(self.summary_table(), out / "summary.csv")
         return out
 
     def summary(self) -> str:
