@@ -19,7 +19,8 @@ def jupyter_chart(chart: Any) -> Any:
     """Wrap an altair chart in a ``JupyterChart`` whose JavaScript works offline.
 
     vl-convert bundles Vega's JavaScript into the widget (``enable_offline``), so the
-    chart renders without the CDN altair loads it from by default.
+    chart renders without the CDN altair loads it from by default.  Rendered as SVG (the
+    charts are small; their marks can then be read, e.g. by a browser test).
     """
     import contextlib
 
@@ -27,7 +28,7 @@ def jupyter_chart(chart: Any) -> Any:
 
     with contextlib.suppress(ImportError):  # no vl-convert: the CDN
         alt.JupyterChart.enable_offline()
-    return alt.JupyterChart(chart)
+    return alt.JupyterChart(chart, embed_options={"renderer": "svg", "actions": False})
 
 
 def gate_entry(gate: Any) -> tuple[Entry, dict[str, Any]]:
