@@ -1,16 +1,26 @@
-"""Registries of swappable parts: gates, retrieval policies, spending functions.
+"""Registries of swappable parts: one shape for all of them.
 
-One shape for all of them, after the estimator registry
-(:mod:`cogstats.estimators._base`): an entry holds a name, one class (or function), its
-options dataclass and a one-line description, validated once when it is registered.
-Lookups by name fail with the registered names and a near-miss suggestion.  A registry
-loads lazily: the built-in parts live in modules that are imported only when a name is
-asked for (one module for one name; all of them to list the registry), so importing a
-registry costs nothing.
+Gates, retrieval policies, spending functions, estimators, presets, reports, defences and
+vector indexes are each held by one :class:`Registry`: name -> value, where the value is
+an :class:`Entry` (gates, retrieval policies, spending functions: a class or function with
+its options dataclass), or the part's own record (an estimator's ``EstimatorSpec``, a
+``Preset``, a ``Report``) or class (a defence, an index).  Every registry
 
-A part of one's own registers itself with the registry's ``register`` decorator, and
-can always be named by import path, ``"package.module:Class"``: the module is imported
-(in a spawned sweep worker too, which is how such a worker finds it) and the class used,
+- validates a name once, when it is registered (lower-case letters, digits and
+  underscores; a name is registered once: the same object again is a re-import, fine);
+- loads lazily: the built-in parts live in modules that are imported only when a name is
+  asked for (one module for one name; all of them to list the registry), so importing a
+  registry costs nothing;
+- fails a lookup by name with the registered names and a near-miss suggestion
+  (:meth:`Registry.entry`: "unknown gate 'x' (did you mean ...)", or
+  :meth:`Registry.lookup`: "method must be one of [...]; got 'x' (did you mean ...)");
+- is a read-only mapping for listing (``sorted(GATES)``, ``GATES.items()``), whose
+  ``registry[name] = value`` and ``del registry[name]`` register and unregister.
+
+A part of one's own registers itself with the registry's ``register`` decorator (or the
+package's ``register_*`` function), and a gate, retrieval policy or spending function can
+always be named by import path, ``"package.module:Class"``: the module is imported (in a
+spawned sweep worker too, which is how such a worker finds it) and the class used,
 registered or not.
 """
 
@@ -23,11 +33,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
+from cogstats import _imports
 from cogstats._validation import ParameterError, suggest
 
 __all__ = ["Entry", "Registry", "resolve_import_path"]
+
+E = TypeVar("E")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -111,18 +124,24 @@ class Entry:
         return functools.partial(self.cls, **dataclasses.asdict(validated))
 
 
-class Registry(Mapping[str, Entry]):
-    """Name -> :class:`Entry`, with lazily imported built-in parts.
+class Registry(Mapping[str, E], Generic[E]):
+    """Name -> registered value (an :class:`Entry`, a record or a class), loaded lazily.
 
     Parameters
     ----------
     kind : str
         What it holds, for messages ("gate").
-    builtin : mapping
+    builtin : mapping, optional
         Built-in name -> the module that registers it (imported on first use).
     check : callable, optional
         ``check(obj)`` returns a complaint (a string) when ``obj`` cannot be such a part
-        (e.g. a gate without ``evaluate``), else None.
+        (e.g. a gate without ``evaluate``), else None.  Applied by :meth:`register`.
+    param : str, optional
+        The parameter that names a part, for :meth:`lookup`'s message (default: ``kind``).
+    values : mapping, optional
+        Parts registered at once (name -> value), in order.
+    sort : bool
+        Iterate in sorted name order (default) or in the order registered.
 
     Examples
     --------
@@ -138,20 +157,58 @@ class Registry(Mapping[str, Entry]):
     Traceback (most recent call last):
     ...
     cogstats._validation.ParameterError: unknown thing 'plian' (did you mean 'plain'?); ...
+
+    A registry of records or classes (no :class:`Entry`) is filled with :meth:`add`:
+
+    >>> COLOURS = Registry("colour", param="colour", values={"red": "#f00"})
+    >>> COLOURS.add("blue", "#00f")
+    '#00f'
+    >>> sorted(COLOURS), COLOURS.lookup("red")
+    (['blue', 'red'], '#f00')
+    >>> COLOURS.lookup("bleu")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: colour must be one of ['blue', 'red']; got 'bleu' (di...
     """
 
     def __init__(
         self,
         kind: str,
-        builtin: Mapping[str, str],
+        builtin: Mapping[str, str] | None = None,
         check: Callable[[Any], str | None] | None = None,
+        *,
+        param: str | None = None,
+        values: Mapping[str, E] | None = None,
+        sort: bool = True,
     ) -> None:
         self.kind = kind
-        self.builtin = MappingProxyType(dict(builtin))
+        self.param = param or kind
+        self.builtin = MappingProxyType(dict(builtin or {}))
+        self.sort = sort
         self._check = check
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[str, E] = {}
+        for name, value in (values or {}).items():
+            self.add(name, value)
 
     # ------------------------------------------------------------------ registration
+    def add(self, name: str, value: E) -> E:
+        """Register ``value`` under ``name`` (validated once); return ``value``.
+
+        The same object under the same name again (a module imported twice) is fine;
+        another object under a registered name is an error.
+        """
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise RuntimeError(
+                f"{self.kind} name must be lower-case letters, digits and underscores; got {name!r}"
+            )
+        old = self._entries.get(name)
+        if old is not None and not _same_object(_payload(old), _payload(value)):
+            raise RuntimeError(
+                f"{self.kind} {name!r} registered twice ({_payload(old)!r} and {_payload(value)!r})"
+            )
+        self._entries[name] = value
+        return value
+
     def register(
         self,
         name: str,
@@ -161,7 +218,7 @@ class Registry(Mapping[str, Entry]):
         options: type | None = None,
         compiled: bool = False,
     ) -> Any:
-        """Add a part; use as a class decorator or call with the object.
+        """Add a part as an :class:`Entry`; use as a class decorator or call with the object.
 
         Parameters
         ----------
@@ -179,7 +236,8 @@ class Registry(Mapping[str, Entry]):
         """
 
         def add(target: Any) -> Any:
-            self._entries[name] = self._validated(name, target, description, options, compiled)
+            entry = self._validated(name, target, description, options, compiled)
+            self.add(name, cast(E, entry))
             return target
 
         return add if obj is None else add(obj)
@@ -201,9 +259,6 @@ class Registry(Mapping[str, Entry]):
             complaint = self._check(obj)
             if complaint:
                 raise RuntimeError(f"{where}: {complaint}")
-        old = self._entries.get(name)
-        if old is not None and not _same_object(old.cls, obj):
-            raise RuntimeError(f"{where} registered twice ({old.cls!r} and {obj!r})")
         return Entry(name, obj, opts, description.strip(), bool(compiled), self.kind)
 
     def unregister(self, name: str) -> None:
@@ -216,14 +271,40 @@ class Registry(Mapping[str, Entry]):
             raise ParameterError(f"no {self.kind} {name!r} is registered")
         del self._entries[name]
 
+    def __setitem__(self, name: str, value: E) -> None:
+        self.add(name, value)
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._entries:
+            raise KeyError(name)
+        del self._entries[name]
+
     # ------------------------------------------------------------------ lookup
-    def load(self) -> Registry:
+    def load(self) -> Registry[E]:
         """Import every built-in module, so the registry is complete; return it."""
         for module in self.builtin.values():
             importlib.import_module(module)
         return self
 
-    def entry(self, name: str) -> Entry:
+    def names(self) -> list[str]:
+        """Return every registered name (the built-in ones loaded), in iteration order."""
+        return list(self)
+
+    def lookup(self, name: str) -> E:
+        """Return the value registered as ``name``; else an error naming the registered ones.
+
+        The message reads ``"<param> must be one of [...]; got 'x' (did you mean ...)"``.
+        """
+        if isinstance(name, str) and name in self:
+            try:
+                return self[name]
+            except KeyError:
+                pass
+        names = sorted(self)
+        hint = suggest(name, names) if isinstance(name, str) else ""
+        raise ParameterError(f"{self.param} must be one of {names}; got {name!r}{hint}")
+
+    def entry(self, name: str) -> E:
         """Return the entry of ``name``: a registered name or an import path ``"pkg.mod:Class"``."""
         if not isinstance(name, str):
             raise ParameterError(f"{self.kind} must be a name string; got {name!r}")
@@ -233,7 +314,7 @@ class Registry(Mapping[str, Entry]):
             importlib.import_module(self.builtin[name])
             return self._entries[name]
         if ":" in name:
-            return self._from_path(name)
+            return cast(E, self._from_path(name))
         self.load()
         names = sorted(self._entries)
         raise ParameterError(
@@ -243,12 +324,12 @@ class Registry(Mapping[str, Entry]):
 
     def make(self, name: str, **options: Any) -> Any:
         """Build the part ``name`` with ``options`` (validated by its class)."""
-        return self.entry(name).make(**options)
+        return cast(Any, self.entry(name)).make(**options)
 
     def _from_path(self, path: str) -> Entry:
         obj = resolve_import_path(path, self.kind)
         for entry in self._entries.values():
-            if _same_object(entry.cls, obj):
+            if isinstance(entry, Entry) and _same_object(entry.cls, obj):
                 return entry
         if self._check is not None:
             complaint = self._check(obj)
@@ -263,14 +344,14 @@ class Registry(Mapping[str, Entry]):
         return Entry(path, obj, obj, doc[0] if doc else path, False, self.kind)
 
     # ------------------------------------------------------------------ Mapping
-    def __getitem__(self, name: str) -> Entry:
+    def __getitem__(self, name: str) -> E:
         if name not in self._entries and name in self.builtin:
             importlib.import_module(self.builtin[name])
         return self._entries[name]
 
     def __iter__(self) -> Iterator[str]:
         self.load()
-        return iter(sorted(self._entries))
+        return iter(sorted(self._entries) if self.sort else list(self._entries))
 
     def __len__(self) -> int:
         self.load()
@@ -282,7 +363,7 @@ class Registry(Mapping[str, Entry]):
         return name in self._entries
 
     def __repr__(self) -> str:
-        return f"Registry({self.kind!r}, {sorted(self)})"
+        return f"Registry({self.kind!r}, {list(self)})"
 
 
 def resolve_import_path(path: str, kind: str = "object") -> Any:
@@ -298,8 +379,8 @@ def resolve_import_path(path: str, kind: str = "object") -> Any:
             f"{kind} import path must look like 'package.module:Class'; got {path!r}"
         )
     module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
+    try:  # a name from data imports only an allowed module (cogstats._imports)
+        module = _imports.import_module(module_name, f"{kind} {path!r}")
     except ImportError as exc:
         raise ParameterError(f"cannot import {kind} {path!r}: {exc}") from None
     obj: Any = module
@@ -310,10 +391,20 @@ def resolve_import_path(path: str, kind: str = "object") -> Any:
     return obj
 
 
+def _payload(value: Any) -> Any:
+    """Return what identifies a registered value: an entry's class, a spec's function."""
+    if isinstance(value, Entry):
+        return value.cls
+    function = getattr(value, "function", None)
+    return function if callable(function) else value
+
+
 def _same_object(a: Any, b: Any) -> bool:
     """Tell whether ``a`` and ``b`` are the same class or function, also across a re-import."""
     if a is b:
         return True
+    if not isinstance(a, type) and not callable(a):
+        return False
     key = (getattr(a, "__module__", None), getattr(a, "__qualname__", None))
     return key[1] is not None and key == (
         getattr(b, "__module__", None),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +42,7 @@ _GATE_FLAGS = (
     "--candidates",
     "--format",
     "--raw-csv",
+    "--allow-import",
     "--seed",
     "--covariates",
     "--lessons",
@@ -463,6 +465,14 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
     for name, text, add_arguments, run in SUBCOMMANDS:
         p = sub.add_parser(name, help=text, description=text)
         add_arguments(p, gate)
+        if not any("--allow-import" in a.option_strings for a in p._actions):
+            p.add_argument(
+                "--allow-import",
+                action="append",
+                metavar="MODULE",
+                help="let a 'module:Class' name from a spec, a state file or a report "
+                "parameter import MODULE (repeatable; --gate mod:Class needs none)",
+            )
         p.set_defaults(func=run)
     return parser
 
@@ -492,6 +502,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cogstats {argv[0] if argv else ''}: error: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    allowed = getattr(args, "allow_import", None) or []
+    if allowed:  # inherited by sweep workers and report kernels (cogstats._imports)
+        from cogstats._imports import ENV
+
+        os.environ[ENV] = ",".join([*filter(None, os.environ.get(ENV, "").split(",")), *allowed])
     try:
         return int(args.func(args))
     except (CogstatsError, FileNotFoundError) as exc:

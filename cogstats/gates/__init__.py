@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
-    from cogstats.gates._registry import GATES, Gate, get_gate, make_gate, register_gate
+    from cogstats.gates._registry import (
+        GATES,
+        Gate,
+        allow_imports,
+        get_gate,
+        make_gate,
+        register_gate,
+    )
     from cogstats.gates._report import DECISIONS, REPORT_COLUMNS, GateReport
     from cogstats.gates.audit import AUDIT_DECISION_COLUMNS, AuditGate, audit_entries_from_ledger
     from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
@@ -42,6 +49,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
 _LAZY: dict[str, str] = {
     "GATES": "cogstats.gates._registry",
     "Gate": "cogstats.gates._registry",
+    "allow_imports": "cogstats.gates._registry",
     "get_gate": "cogstats.gates._registry",
     "make_gate": "cogstats.gates._registry",
     "register_gate": "cogstats.gates._registry",

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from cogstats._imports import allow_imports
 from cogstats._registry import Entry, Registry
 
 if TYPE_CHECKING:
     from cogstats.gates._report import GateReport
     from cogstats.ledger import Ledger
 
-__all__ = ["GATES", "Gate", "get_gate", "make_gate", "register_gate"]
+__all__ = ["GATES", "Gate", "allow_imports", "get_gate", "make_gate", "register_gate"]
 
 
 @runtime_checkable
@@ -122,7 +123,11 @@ def make_gate(name: str, **options: Any) -> Any:
     """Build a gate from its registry name (or import path) and options.
 
     The options are validated by the gate's class; unknown names raise, naming the
-    allowed ones.
+    allowed ones.  An import path here is the caller's own decision: its module is
+    imported (the current directory appended to ``sys.path`` for that import only).
+    Names that come from data (a spec file, a state file, a report parameter) import
+    only the modules allowed by ``allow_import=``, ``--allow-import`` or
+    :func:`allow_imports` (see :mod:`cogstats._imports`).
 
     Examples
     --------

@@ -2348,11 +2348,15 @@ class StreamingGate:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> StreamingGate:
+    def load(
+        cls, path: str | os.PathLike[str], *, allow_import: Sequence[str] | None = None
+    ) -> StreamingGate:
         """Rebuild a streaming gate from :meth:`save`'s file (no history is re-read).
 
         The gate is rebuilt from its registry name and options (``make_gate``), the
         statistics are read back as saved, so reports are identical to the saved gate's.
+        A gate saved by import path (``"module:Class"``) imports its module only when
+        ``allow_import`` names it (or ``--allow-import``; see :mod:`cogstats._imports`).
 
         Raises
         ------
@@ -2394,7 +2398,11 @@ class StreamingGate:
                 for n in names
                 if n.endswith(".npy")
             }
-        gate = make_gate(manifest["gate"]["name"], **_decode(manifest["gate"]["options"]))
+        from cogstats._imports import from_data
+
+        # a "module:Class" gate named by the file imports only an allowed module
+        with from_data(f"the state file {path}", allow_import):
+            gate = make_gate(manifest["gate"]["name"], **_decode(manifest["gate"]["options"]))
         out = cls(gate, candidates=manifest["candidates"])
         out._restore(manifest, runs, arrays)
         return out

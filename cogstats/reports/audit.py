@@ -208,9 +208,11 @@ def _make_gate(name: str, *, covariates: Sequence[str] = (), **options: Any) -> 
     options have a ``covariates`` field, or an ``options`` mapping for its method (as the
     evidence gate's); other gates do not take them.
     """
+    from cogstats._imports import from_data
     from cogstats.gates import get_gate
 
-    entry = get_gate(name)
+    with from_data("a report parameter (gates)"):  # imports only --allow-import modules
+        entry = get_gate(name)
     settings: dict[str, Any] = dict(REPORT_GATE_SETTINGS.get(name, {}))
     if covariates:
         fields = {f.name for f in entry.fields()}
@@ -240,9 +242,11 @@ def _check_gates(gates: Any) -> tuple[str, ...]:
         )
     for g in gates:
         if isinstance(g, str) and ":" in g:  # a gate of one's own, by import path
+            from cogstats._imports import from_data
             from cogstats.gates import get_gate
 
-            get_gate(g)
+            with from_data("a report parameter (gates)"):  # only --allow-import modules
+                get_gate(g)
         elif g not in names:
             hint = suggest(g, names) if isinstance(g, str) else ""
             raise ParameterError(f"gates: each must be one of {list(names)}; got {g!r}{hint}")

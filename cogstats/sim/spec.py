@@ -576,7 +576,9 @@ class SimulationSpec:
         return out
 
 
-def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
+def load_spec(
+    path: str | Path, *, preset: str | None = None, allow_import: Sequence[str] | None = None
+) -> SimulationSpec:
     r"""Read a simulation spec (TOML): a scenario plus ``replicates``, ``seed``, ``[grid]``.
 
     Every cell of the grid is validated here, before anything runs.  ``preset`` (e.g.
@@ -592,8 +594,11 @@ def load_spec(path: str | Path, *, preset: str | None = None) -> SimulationSpec:
     >>> load_spec(p).replicates
     5
     """
+    from cogstats._imports import allow_imports
+
     path = Path(path)
-    return spec_from_dict(read_toml(path), source=str(path), preset=preset)
+    with allow_imports(allow_import):  # modules a 'module:Class' name may import
+        return spec_from_dict(read_toml(path), source=str(path), preset=preset)
 
 
 def with_preset_table(data: Mapping[str, Any], preset: str | None) -> dict[str, Any]:
@@ -797,9 +802,18 @@ def _parse_score(r: _Reader) -> ScoreSpec:
 
 
 def _lookup(find: Any, key: str, source: str | None) -> Any:
-    """Look up a registry entry; a failure names the spec key and file."""
+    """Look up a registry entry; a failure names the spec key and file.
+
+    A ``"module:Class"`` name in a spec file (``source`` given) comes from data: its
+    module is imported only when allowed (``allow_import=``, ``--allow-import``; see
+    :mod:`cogstats._imports`).  A mapping built in Python (no ``source``) is the user's
+    own code.
+    """
+    from cogstats._imports import from_data, trusted
+
     try:
-        return find()
+        with from_data(f"the spec's {key} in {source}") if source else trusted():
+            return find()
     except ParameterError as exc:
         raise SpecError(str(exc), key=key, source=source) from None
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,9 @@ class SweepSpec:
         return out
 
 
-def load_sweep(path: str | Path, *, preset: str | None = None) -> SweepSpec:
+def load_sweep(
+    path: str | Path, *, preset: str | None = None, allow_import: Sequence[str] | None = None
+) -> SweepSpec:
     r"""Read and validate a sweep spec (TOML); every cell is validated before anything runs.
 
     Parameters
@@ -253,6 +255,9 @@ def load_sweep(path: str | Path, *, preset: str | None = None) -> SweepSpec:
     preset : str, optional
         A preset (``--policy recommended``) replacing the scenario's retrieval and gate;
         grid axes on its own options tune it, axes on replaced settings are an error.
+    allow_import : sequence of str, optional
+        Modules a ``"module:Class"`` name in the file may import (none by default: a
+        name from a file imports nothing; see :mod:`cogstats._imports`).
 
     Returns
     -------
@@ -283,11 +288,14 @@ def load_sweep(path: str | Path, *, preset: str | None = None) -> SweepSpec:
     ...
     cogstats._validation.SpecError: ...bad.toml..., key 'grid.gate.min_trails': names no...
     """
+    from cogstats._imports import allow_imports
+
     path = Path(path)
     data = read_toml(path)
-    return sweep_from_dict(
-        data, source=str(path), base_dir=path.parent, stem=path.stem, preset=preset
-    )
+    with allow_imports(allow_import):
+        return sweep_from_dict(
+            data, source=str(path), base_dir=path.parent, stem=path.stem, preset=preset
+        )
 
 
 def sweep_from_dict(
