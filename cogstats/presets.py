@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from cogstats._validation import ParameterError, suggest
+from cogstats._registry import Registry
+from cogstats._validation import ParameterError
 
 __all__ = ["PRESETS", "Preset", "get_preset", "recommended", "register_preset"]
 
@@ -95,8 +96,8 @@ class Preset:
         return self.policy_entry().make(**p), self.gate_entry().make(**g)
 
 
-#: The presets: name -> :class:`Preset`.
-PRESETS: dict[str, Preset] = {}
+#: The presets: name -> :class:`Preset` (a :class:`~cogstats._registry.Registry`).
+PRESETS: Registry[Preset] = Registry("preset", param="preset")
 
 
 def register_preset(preset: Preset) -> Preset:
@@ -113,8 +114,7 @@ def register_preset(preset: Preset) -> Preset:
         raise ParameterError(f"register_preset takes a Preset; got {type(preset).__name__}")
     if preset.name in PRESETS:
         raise ParameterError(f"preset {preset.name!r} is registered already")
-    PRESETS[preset.name] = preset
-    return preset
+    return PRESETS.add(preset.name, preset)
 
 
 def get_preset(name: str) -> Preset:
@@ -129,10 +129,7 @@ def get_preset(name: str) -> Preset:
     ...
     cogstats._validation.ParameterError: preset must be one of ['recommended']; got 'recomended' ...
     """
-    if not isinstance(name, str) or name not in PRESETS:
-        hint = suggest(name, PRESETS) if isinstance(name, str) else ""
-        raise ParameterError(f"preset must be one of {sorted(PRESETS)}; got {name!r}{hint}")
-    return PRESETS[name]
+    return PRESETS.lookup(name)
 
 
 register_preset(

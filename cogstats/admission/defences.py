@@ -38,8 +38,9 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
+from cogstats._registry import Registry
 from cogstats._results import format_settings, frame_text
-from cogstats._validation import ParameterError, check_int, check_real, suggest
+from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.admission.world import POISON, SEED, World
 
 __all__ = [
@@ -452,8 +453,9 @@ class Defence(ABC):
         )
 
 
-#: The registry: defence name -> class.
-DEFENCES: dict[str, type[Defence]] = {}
+#: The registry: defence name -> class (a :class:`~cogstats._registry.Registry`, in the
+#: order registered: from no defence to the strongest).
+DEFENCES: Registry[type[Defence]] = Registry("defence", param="defence", sort=False)
 
 
 def register_defence(cls: type[Defence]) -> type[Defence]:
@@ -472,8 +474,7 @@ def register_defence(cls: type[Defence]) -> type[Defence]:
     """
     if not cls.name or cls.name in DEFENCES:
         raise RuntimeError(f"defence {cls.name!r} registered twice or without a name")
-    DEFENCES[cls.name] = cls
-    return cls
+    return DEFENCES.add(cls.name, cls)
 
 
 def get_defence(name: str) -> type[Defence]:
@@ -488,10 +489,7 @@ def get_defence(name: str) -> type[Defence]:
     ...
     cogstats._validation.ParameterError: defence must be one of [...]; got 'admision' (did you...
     """
-    if not isinstance(name, str) or name not in DEFENCES:
-        hint = suggest(name, DEFENCES) if isinstance(name, str) else ""
-        raise ParameterError(f"defence must be one of {sorted(DEFENCES)}; got {name!r}{hint}")
-    return DEFENCES[name]
+    return DEFENCES.lookup(name)
 
 
 def make_defence(name: str, options: Any = None) -> Defence:

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cogstats._validation import ParameterError, check_int, check_real, suggest
+from cogstats._registry import Registry
+from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.admission._faiss import faiss_threads
 
 __all__ = [
@@ -216,8 +217,8 @@ class VectorIndex(ABC):
         """Labels of the ``k`` nearest vectors per query, ``(n, k)``, -1 where none."""
 
 
-#: The registry: index name -> class.
-INDEXES: dict[str, type[VectorIndex]] = {}
+#: The registry: index name -> class (a :class:`~cogstats._registry.Registry`).
+INDEXES: Registry[type[VectorIndex]] = Registry("index", param="index", sort=False)
 
 
 def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
@@ -234,8 +235,7 @@ def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
     """
     if not cls.name or cls.name in INDEXES:
         raise RuntimeError(f"index {cls.name!r} registered twice or without a name")
-    INDEXES[cls.name] = cls
-    return cls
+    return INDEXES.add(cls.name, cls)
 
 
 def get_index(name: str) -> type[VectorIndex]:
@@ -250,10 +250,7 @@ def get_index(name: str) -> type[VectorIndex]:
     ...
     cogstats._validation.ParameterError: index must be one of ['flat', 'hnsw', 'ivf']; ...
     """
-    if not isinstance(name, str) or name not in INDEXES:
-        hint = suggest(name, INDEXES) if isinstance(name, str) else ""
-        raise ParameterError(f"index must be one of {sorted(INDEXES)}; got {name!r}{hint}")
-    return INDEXES[name]
+    return INDEXES.lookup(name)
 
 
 def make_index(

@@ -2,7 +2,8 @@
 
 Every estimator is a function ``fn(ledger, *, rng, **options) -> Attribution`` registered
 under a method name with its options and their defaults.  :func:`attribute` looks the
-method up in one dict, rejects unknown options (naming the allowed ones), and calls it.
+method up in :data:`METHODS` (a :class:`~cogstats._registry.Registry`), rejects unknown
+options (naming the allowed ones), and calls it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import polars as pl
 from scipy import special
 
+from cogstats._registry import Registry
 from cogstats._results import format_settings, frame_text
 from cogstats._validation import CogstatsError, ParameterError, check_probability, suggest
 from cogstats.ledger import Ledger
@@ -242,47 +244,53 @@ class EstimatorSpec:
     conservative: bool = False
 
 
-#: The registry: method name -> spec.  Filled by the estimator modules at import; use
-#: :func:`load_methods` (or ``cogstats.estimators.METHODS``) to have every method in it.
-METHODS: dict[str, EstimatorSpec] = {}
-
-#: the modules that register estimators
-ESTIMATOR_MODULES: tuple[str, ...] = (
-    "cogstats.estimators.lift",
-    "cogstats.estimators.permutation",
-    "cogstats.estimators.propensity",
-    "cogstats.estimators.regression",
-    "cogstats.estimators.confseq",
-    "cogstats.estimators.anytime_ols",
-    "cogstats.estimators.debiased_ridge",
+#: The registry: method name -> :class:`EstimatorSpec` (a :class:`~cogstats._registry.Registry`).
+#: A method's module is imported when the method is first asked for (a gate on ``welch``
+#: must not pay for statsmodels' regression stack); listing it imports every estimator
+#: module (``cogstats.estimators.METHODS`` is the complete registry).
+METHODS: Registry[EstimatorSpec] = Registry(
+    "estimator",
+    {
+        "lift": "cogstats.estimators.lift",
+        "welch": "cogstats.estimators.lift",
+        "permutation": "cogstats.estimators.permutation",
+        "freedman_lane": "cogstats.estimators.permutation",
+        "ipw": "cogstats.estimators.propensity",
+        "aipw": "cogstats.estimators.propensity",
+        "ols": "cogstats.estimators.regression",
+        "ridge": "cogstats.estimators.regression",
+        "fraclogit": "cogstats.estimators.regression",
+        "mixed": "cogstats.estimators.regression",
+        "confseq": "cogstats.estimators.confseq",
+        "anytime_ols": "cogstats.estimators.anytime_ols",
+        "debiased_ridge": "cogstats.estimators.debiased_ridge",
+    },
+    param="method",
 )
-#: method name -> the module that registers it, so that looking up one method imports
-#: only its module (a gate on ``welch`` must not pay for statsmodels' regression stack).
-#: tests/unit/test_import_hygiene.py checks it against the complete registry.
-METHOD_MODULES: dict[str, str] = {
-    "lift": "cogstats.estimators.lift",
-    "welch": "cogstats.estimators.lift",
-    "permutation": "cogstats.estimators.permutation",
-    "freedman_lane": "cogstats.estimators.permutation",
-    "ipw": "cogstats.estimators.propensity",
-    "aipw": "cogstats.estimators.propensity",
-    "ols": "cogstats.estimators.regression",
-    "ridge": "cogstats.estimators.regression",
-    "fraclogit": "cogstats.estimators.regression",
-    "mixed": "cogstats.estimators.regression",
-    "confseq": "cogstats.estimators.confseq",
-    "anytime_ols": "cogstats.estimators.anytime_ols",
-    "debiased_ridge": "cogstats.estimators.debiased_ridge",
+
+#: names that went away -> what replaces them (module ``__getattr__`` warns)
+_DEPRECATED = {
+    "METHOD_MODULES": "METHODS.builtin",
+    "ESTIMATOR_MODULES": "METHODS.builtin.values()",
 }
 
 
-def load_methods() -> dict[str, EstimatorSpec]:
-    """Import every estimator module, so that :data:`METHODS` is complete; return it."""
-    import importlib
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        warnings.warn(
+            f"cogstats.estimators._base.{name} is deprecated; use {_DEPRECATED[name]}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if name == "METHOD_MODULES":
+            return dict(METHODS.builtin)
+        return tuple(dict.fromkeys(METHODS.builtin.values()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    for module in ESTIMATOR_MODULES:
-        importlib.import_module(module)
-    return METHODS
+
+def load_methods() -> Registry[EstimatorSpec]:
+    """Import every estimator module, so that :data:`METHODS` is complete; return it."""
+    return METHODS.load()
 
 
 def register(
@@ -298,17 +306,18 @@ def register(
     """Add an estimator function to :data:`METHODS` (a decorator; see :class:`EstimatorSpec`)."""
 
     def deco(fn: Callable[..., Attribution]) -> Callable[..., Attribution]:
-        if name in METHODS:
-            raise RuntimeError(f"estimator {name!r} registered twice")
-        METHODS[name] = EstimatorSpec(
+        METHODS.add(
             name,
-            fn,
-            dict(defaults),
-            description,
-            uses_rng,
-            dict(invalid or {}),
-            tuple(requires),
-            conservative,
+            EstimatorSpec(
+                name,
+                fn,
+                dict(defaults),
+                description,
+                uses_rng,
+                dict(invalid or {}),
+                tuple(requires),
+                conservative,
+            ),
         )
         return fn
 
@@ -428,14 +437,14 @@ def get_spec(method: str) -> EstimatorSpec:
 
     Imports only the module that registers ``method`` when it is a known name; the whole
     registry otherwise (to list the choices).
-    """
-    if isinstance(method, str) and method not in METHODS and method in METHOD_MODULES:
-        import importlib
 
-        importlib.import_module(METHOD_MODULES[method])
-    if not isinstance(method, str) or method not in METHODS:
-        load_methods()
-    if not isinstance(method, str) or method not in METHODS:
-        hint = suggest(method, METHODS) if isinstance(method, str) else ""
-        raise ParameterError(f"method must be one of {sorted(METHODS)}; got {method!r}{hint}")
-    return METHODS[method]
+    Examples
+    --------
+    >>> get_spec("welch").uses_rng
+    False
+    >>> get_spec("lfit")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: method must be one of [...]; got 'lfit' (did you mean...
+    """
+    return METHODS.lookup(method)

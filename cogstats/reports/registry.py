@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cogstats._registry import Registry
 from cogstats._validation import CogstatsError, ParameterError, suggest
 
 __all__ = [
@@ -176,7 +177,7 @@ def _parameters(path: str) -> tuple[tuple[str, dict[str, Any]], ...]:
     )
 
 
-REPORTS: dict[str, Report] = {
+_BUILT_IN: dict[str, Report] = {
     r.name: r
     for r in (
         Report(
@@ -268,6 +269,9 @@ REPORTS: dict[str, Report] = {
     )
 }
 
+#: The reports: name -> :class:`Report` (a :class:`~cogstats._registry.Registry`).
+REPORTS: Registry[Report] = Registry("report", param="report", sort=False, values=_BUILT_IN)
+
 
 def report_names() -> list[str]:
     """Return the registered report names, sorted.
@@ -291,7 +295,4 @@ def get_report(name: str) -> Report:
     ...
     cogstats._validation.ParameterError: report must be one of [...]; got 'operating_char...
     """
-    if not isinstance(name, str) or name not in REPORTS:
-        hint = suggest(name, REPORTS) if isinstance(name, str) else ""
-        raise ParameterError(f"report must be one of {report_names()}; got {name!r}{hint}")
-    return REPORTS[name]
+    return REPORTS.lookup(name)

@@ -206,3 +206,90 @@ def test_spending_functions_are_registered_with_their_options() -> None:
     assert hsd(t, 0.025)[-1] == pytest.approx(0.025, abs=1e-15)
     assert [f.name for f in SPENDING["hsd"].fields()] == ["gamma"]
     assert SPENDING["pocock"].fields() == ()
+
+
+# ---------------------------------------------------------------- one registry shape
+def _all_registries() -> dict[str, Registry]:
+    from cogstats.admission import DEFENCES, INDEXES
+    from cogstats.estimators import METHODS
+    from cogstats.presets import PRESETS
+    from cogstats.reports import REPORTS
+
+    return {
+        "GATES": GATES,
+        "RETRIEVAL_POLICIES": RETRIEVAL_POLICIES,
+        "SPENDING": SPENDING,
+        "METHODS": METHODS,
+        "PRESETS": PRESETS,
+        "REPORTS": REPORTS,
+        "DEFENCES": DEFENCES,
+        "INDEXES": INDEXES,
+    }
+
+
+#: a lookup of a near miss per registry: (the call, the message it must carry)
+NEAR_MISSES = {
+    "GATES": (lambda r: r.entry("cycgrap"), r"unknown gate 'cycgrap' \(did you mean 'cycgraph'"),
+    "RETRIEVAL_POLICIES": (lambda r: r.entry("ucb2"), r"\(did you mean 'ucb1'"),
+    "SPENDING": (lambda r: r.entry("pocok"), r"\(did you mean 'pocock'"),
+    "METHODS": (lambda r: r.lookup("welsh"), r"method must be one of .*\(did you mean 'welch'"),
+    "PRESETS": (lambda r: r.lookup("recomended"), r"preset must be one of .*'recommended'"),
+    "REPORTS": (lambda r: r.lookup("tradeof"), r"report must be one of .*'tradeoffs'"),
+    "DEFENCES": (lambda r: r.lookup("admision"), r"defence must be one of .*'admission'"),
+    "INDEXES": (lambda r: r.lookup("hsnw"), r"index must be one of .*'hnsw'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_every_registry_is_a_registry_with_unique_names_and_near_miss_lookups(name: str) -> None:
+    registry = _all_registries()[name]
+    assert isinstance(registry, Registry)
+    names = list(registry)
+    assert names and len(set(names)) == len(names) == len(registry)
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", n) for n in names)
+    for n in names:
+        assert n in registry and registry[n] is registry[n]
+    call, message = NEAR_MISSES[name]
+    with pytest.raises(ParameterError, match=message):
+        call(registry)
+    # a second, different object under a registered name is refused
+    with pytest.raises(RuntimeError, match="registered twice"):
+        registry.add(names[0], object())
+
+
+def test_no_public_registry_outside_the_registry_class() -> None:
+    """A module-level public ``NAME: dict[str, ...] = {}`` filled by registration is a
+    registry of its own shape: there is none left (streaming's adapter table is going
+    away with its adapters, issue 17)."""
+    allowed = {"cogstats/gates/streaming.py": {"STREAMING_ADAPTERS"}}
+    pattern = re.compile(r"^([A-Z][A-Z0-9_]*)\s*:\s*dict\[str,[^=]*=\s*\{\}\s*$", re.M)
+    found = {}
+    for path in (ROOT / "cogstats").rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        names = set(pattern.findall(path.read_text(encoding="utf-8")))
+        names -= allowed.get(rel, set())
+        if names:
+            found[rel] = sorted(names)
+    assert found == {}
+
+
+def test_mapping_protocol_registers_and_unregisters() -> None:
+    reg: Registry[str] = Registry("colour", param="colour", sort=False)
+    reg["red"] = "#f00"
+    reg.add("blue", "#00f")
+    reg.add("blue", "#00f")  # the same object again: fine
+    assert list(reg) == ["red", "blue"] and reg.lookup("blue") == "#00f"
+    del reg["red"]
+    assert list(reg) == ["blue"]
+    with pytest.raises(KeyError):
+        del reg["red"]
+    with pytest.raises(RuntimeError, match="lower-case"):
+        reg["Not-A-Name"] = "x"
+    with pytest.raises(ParameterError, match=r"colour must be one of \['blue'\]; got 3"):
+        reg.lookup(3)  # type: ignore[arg-type]
+
+
+def test_estimator_methods_load_one_module_per_lookup() -> None:
+    mods = _modules("from cogstats.estimators._base import get_spec\nget_spec('welch')\n")
+    assert "cogstats.estimators.lift" in mods
+    assert "cogstats.estimators.regression" not in mods
