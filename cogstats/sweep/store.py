@@ -14,6 +14,17 @@ cell or no trace of it in the table; its file name carries the cell's index and 
 cell can never be counted twice.  Re-running the same command against the same ``DIR``
 skips the finished cells and runs the rest; a ``DIR`` whose manifest disagrees with the
 command (another spec, seed or number of replicates) is refused before anything runs.
+
+Recovery.  A part that does not read back as its cell (truncated, empty, garbage, another
+cell's row: a disk or a copy went wrong, since the store's own writes are atomic) is
+named in a :class:`StoreWarning`, moved aside to ``DIR/damaged/`` and run again when
+the sweep resumes; :func:`read_sweep` refuses to read a store holding one, naming the
+file.  A damaged ``manifest.json`` is a
+:class:`StoreCorruptError` saying how to recover: move it aside and run the same command
+again; the store then recomputes the manifest from the command and keeps the finished
+parts when every one carries the recomputed manifest's pin (a hidden ``store_pin``
+column: the hash of spec, seed and replicates) and its cell key, else refuses, so no
+finished cell is lost or counted for another sweep.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ import uuid
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -40,7 +51,9 @@ from cogstats.sweep.spec import CellTask, SweepSpec, canonical_json
 __all__ = [
     "FORMAT_VERSION",
     "TIMING_COLUMNS",
+    "StoreCorruptError",
     "StoreMismatchError",
+    "StoreWarning",
     "SweepStore",
     "make_manifest",
     "read_manifest",
@@ -49,6 +62,9 @@ __all__ = [
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+#: hidden column of every part: the hash of what the manifest pins (for recovery)
+PIN_COLUMN = "store_pin"
+DAMAGED = "damaged"
 SESSIONS = "sessions.jsonl"
 PARTS = "parts"
 #: per-cell wall-clock columns: kept in the parts, left out of the table by default
@@ -72,6 +88,14 @@ _VERSIONED = (
 
 class StoreMismatchError(CogstatsError):
     """The store folder belongs to another sweep (spec, seed or replicates differ)."""
+
+
+class StoreCorruptError(CogstatsError):
+    """A store file does not read (a damaged manifest or part); the message says what to do."""
+
+
+class StoreWarning(UserWarning):
+    """A damaged part was moved aside (its cell runs again)."""
 
 
 def versions() -> dict[str, str | None]:
@@ -151,6 +175,15 @@ def make_manifest(spec: SweepSpec, *, replicates: int, seed: int) -> dict[str, A
     }
 
 
+def pin_hash(manifest: Mapping[str, Any]) -> str:
+    """Return the SHA-256 of what a manifest pins (format, spec, seed, replicates).
+
+    Every part carries it, so a store whose manifest was lost can be told to be this
+    sweep's, part by part.
+    """
+    return _sha(canonical_json({k: manifest.get(k) for k in PINNED}))
+
+
 def _sha(text: str) -> str:
     import hashlib
 
@@ -198,8 +231,34 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.exists():
         raise FileNotFoundError(f"no sweep store at {directory} (no {MANIFEST})")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+    return _load_manifest(path)
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    """Return the manifest, or raise a StoreCorruptError naming the file and the way back."""
+    problem = None
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = f"{type(exc).__name__}: {str(exc)[:120]}"
+    else:
+        keys = data.get("cell_keys") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            problem = f"it holds a {type(data).__name__}, not the manifest object"
+        elif not (isinstance(keys, list) and all(isinstance(k, str) for k in keys)):
+            problem = "it has no list of cell keys"
+        elif not all(k in data for k in (*PINNED, "column_types", "n_cells")):
+            missing = [k for k in (*PINNED, "column_types", "n_cells") if k not in data]
+            problem = f"it lacks {missing}"
+    if problem is None:
+        return cast(dict[str, Any], data)
+    directory = path.parent
+    raise StoreCorruptError(
+        f"{path} is damaged ({problem}). The finished cells in {directory / PARTS} are "
+        f"intact. To recover, move the manifest aside (mv {path} {path}.damaged) and run "
+        f"the same sweep command with --out {directory} again: the manifest is recomputed "
+        "from the command and every finished cell whose key it pins is kept, the rest run"
+    )
 
 
 class SweepStore:
@@ -236,7 +295,7 @@ class SweepStore:
         directory = Path(directory)
         path = directory / MANIFEST
         if path.exists():
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = _load_manifest(path)
             problems = []
             for key in PINNED:
                 if key == "spec":
@@ -254,16 +313,55 @@ class SweepStore:
             store = cls(directory, stored)
         else:
             if directory.exists() and any(directory.iterdir()):
-                raise StoreMismatchError(
-                    f"{directory} exists, is not empty and has no {MANIFEST}: not a sweep "
-                    "store; pass a new --out folder"
-                )
+                _check_adoptable(directory, manifest)
             directory.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, (json.dumps(dict(manifest), indent=1) + "\n").encode())
             store = cls(directory, manifest)
         store.parts.mkdir(exist_ok=True)
         store._clean_temporaries()
+        store._set_aside_damaged()
         return store
+
+    def _set_aside_damaged(self) -> list[Path]:
+        """Move parts that do not read back as their cell to ``damaged/`` (they run again)."""
+        import warnings
+
+        moved = []
+        for p in self.part_files():
+            problem = self._part_problem(p)
+            if problem is None:
+                continue
+            aside = self.directory / DAMAGED
+            aside.mkdir(exist_ok=True)
+            target = aside / f"{p.name}.{uuid.uuid4().hex[:8]}"
+            os.replace(p, target)
+            moved.append(target)
+            warnings.warn(
+                StoreWarning(
+                    f"the cell part {p} does not read ({problem}); moved to {target}, and "
+                    "the cell runs again"
+                ),
+                stacklevel=3,
+            )
+            self.log(event="damaged_part", part=p.name, moved_to=str(target), problem=problem)
+        return moved
+
+    def _part_problem(self, path: Path) -> str | None:
+        """Why ``path`` is not its cell's one-row table (None when it is)."""
+        m = _PART.match(path.name)
+        if m is None:  # pragma: no cover - part_files lists matching names only
+            return "not a part name"
+        try:
+            frame = pl.read_parquet(path)
+        except Exception as exc:  # polars raises several types; all mean "cannot read it"
+            text = str(exc).strip().splitlines()
+            return f"{type(exc).__name__}: {text[0][:120] if text else ''}"
+        index, key = int(m.group(1)), m.group(2)
+        if frame.height != 1 or not {"cell", "cell_key"} <= set(frame.columns):
+            return f"{frame.height} rows with columns {frame.columns[:4]}, not a cell's row"
+        if frame["cell"][0] != index or frame["cell_key"][0] != key:
+            return f"it holds cell {frame['cell'][0]!r} ({frame['cell_key'][0]!r})"
+        return None
 
     def _clean_temporaries(self) -> None:
         """Delete temporary parts left by runs that died (their process is gone)."""
@@ -310,6 +408,7 @@ class SweepStore:
         frame = frame.with_columns(
             pl.lit(float(elapsed_s), dtype=pl.Float64).alias("elapsed_s"),
             pl.lit(str(worker), dtype=pl.String).alias("worker"),
+            pl.lit(pin_hash(self.manifest), dtype=pl.String).alias(PIN_COLUMN),
         )
         buf = io.BytesIO()
         frame.write_parquet(buf)
@@ -332,7 +431,18 @@ class SweepStore:
             schema.update({a: _DTYPES[t] for a, t in self.manifest["column_types"].items()})
             schema.update({"seed": pl.String, "replicates": pl.Int64})
             return pl.DataFrame(schema=schema)
-        table = pl.concat([pl.read_parquet(f) for f in files], how="diagonal").sort("cell")
+        frames = []
+        for f in files:
+            problem = self._part_problem(f)
+            if problem is not None:
+                raise StoreCorruptError(
+                    f"the cell part {f} does not read ({problem}); run the same sweep "
+                    f"command with --out {self.directory} again: it moves the part aside to "
+                    f"{self.directory / DAMAGED} and runs that cell again"
+                )
+            frames.append(pl.read_parquet(f))
+        table = pl.concat(frames, how="diagonal").sort("cell")
+        table = table.drop([c for c in (PIN_COLUMN,) if c in table.columns])
         if not timings:
             table = table.drop([c for c in TIMING_COLUMNS if c in table.columns])
         return table
@@ -345,6 +455,42 @@ _DTYPES: dict[str, Any] = {
     "str": pl.String,
     "json": pl.String,
 }
+
+
+def _check_adoptable(directory: Path, manifest: Mapping[str, Any]) -> None:
+    """Allow a store folder without a manifest only when it is this sweep's (recovery).
+
+    Its contents must be a store's (parts, the session log, set-aside files) and every
+    part's key the new manifest's key for that cell; anything else is refused.
+    """
+    known = {PARTS, SESSIONS, DAMAGED}
+    odd = [
+        p.name
+        for p in directory.iterdir()
+        if p.name not in known and not p.name.startswith(MANIFEST)
+    ]
+    if odd or not (directory / PARTS).is_dir():
+        raise StoreMismatchError(
+            f"{directory} exists, is not empty and has no {MANIFEST}: not a sweep "
+            "store; pass a new --out folder"
+        )
+    keys = manifest["cell_keys"]
+    pin = pin_hash(manifest)
+    for p in (directory / PARTS).iterdir():
+        m = _PART.match(p.name)
+        if m is None:
+            continue
+        index, key = int(m.group(1)), m.group(2)
+        try:
+            stored = pl.read_parquet(p, columns=[PIN_COLUMN])[PIN_COLUMN].to_list()
+        except Exception:  # unreadable, or written before the pin: cannot be vouched for
+            stored = []
+        if index >= len(keys) or keys[index] != key or stored != [pin]:
+            raise StoreMismatchError(
+                f"{directory} has no {MANIFEST} and its part {p.name} is not a cell of this "
+                "sweep (another spec, seed or replicates made it, or it does not read); "
+                "pass a new --out folder, or move that part aside"
+            )
 
 
 def _alive(pid: int) -> bool:
