@@ -224,6 +224,9 @@ def export_html(
         exclude_output_prompt=True,
     )
     nb = nbformat.read(str(notebook), as_version=4)
+    # the saved state of live widgets (cogstats.tune's) is of no use on an offline page,
+    # whose widget scripts are not loaded; JupyterChart's alone is megabytes of JavaScript
+    nb.metadata.pop("widgets", None)
     body, _ = exporter.from_notebook_node(nb)
     remote = _REMOTE.search(body)
     if remote:

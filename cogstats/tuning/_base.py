@@ -15,6 +15,11 @@ from cogstats.tuning.runner import LatestRunner
 __all__ = ["TunerBase", "gate_entry", "jupyter_chart", "policy_entry"]
 
 
+def _text(value: str) -> str:
+    """Escape text for HTML content (quotes kept: they are not in an attribute)."""
+    return html.escape(value, quote=False)
+
+
 def jupyter_chart(chart: Any) -> Any:
     """Wrap an altair chart in a ``JupyterChart`` whose JavaScript works offline.
 
@@ -187,7 +192,7 @@ class TunerBase:
         if problem is not None:
             self.error.value = (
                 f"<div class='cogstats-tune-error' style='color:#b00020'>refused: "
-                f"{html.escape(problem)}</div>"
+                f"{_text(problem)}</div>"
             )
             self.status.value = "<i>not run: fix the setting above</i>"
             return
@@ -199,7 +204,7 @@ class TunerBase:
         if error is not None:
             self.error.value = (
                 f"<div class='cogstats-tune-error' style='color:#b00020'>failed: "
-                f"{html.escape(str(error))}</div>"
+                f"{_text(str(error))}</div>"
             )
             self.status.value = ""
             with self._lock:
@@ -211,7 +216,7 @@ class TunerBase:
             self.updates += 1
         self.status.value = (
             f"<span class='cogstats-tune-status'>updated in {seconds:.2f} s "
-            f"({html.escape(self._describe(request, result))})</span>"
+            f"({_text(self._describe(request, result))})</span>"
         )
 
     def _describe(self, request: Any, result: Any) -> str:
@@ -248,7 +253,7 @@ class TunerBase:
             if entry is None or not self.controls[part]:
                 continue
             title = f"{entry.kind} {entry.name!r}: {entry.description}"
-            boxes.append(widgets.HTML(f"<b>{html.escape(title)}</b>"))
+            boxes.append(widgets.HTML(f"<b>{_text(title)}</b>"))
             boxes += [c.widget for c in self.controls[part].values()]
         return boxes
 

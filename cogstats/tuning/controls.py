@@ -380,4 +380,4 @@ def _step(low: float, high: float) -> float:
 def _escape(text: str) -> str:
     import html
 
-    return html.escape(text.replace("``", ""))
+    return html.escape(text.replace("``", ""), quote=False)

@@ -27,6 +27,11 @@ from cogstats.tuning.export import Chosen
 __all__ = ["LedgerTuner", "Replay", "replay"]
 
 
+def _text(value: str) -> str:
+    """Escape text for HTML content (quotes kept: they are not in an attribute)."""
+    return html.escape(value, quote=False)
+
+
 @dataclass(frozen=True)
 class Replay:
     """A gate replayed over a ledger.
@@ -193,8 +198,7 @@ class LedgerTuner(TunerBase):
         name, opts = self._baseline
         shown = ", ".join(f"{k}={v!r}" for k, v in opts.items() if v is not None)
         return (
-            f"<span style='color:#666'>baseline (grey): gate {html.escape(name)} "
-            f"({html.escape(shown)})</span>"
+            f"<span style='color:#666'>baseline (grey): gate {_text(name)} ({_text(shown)})</span>"
         )
 
     def pin(self) -> None:
@@ -261,7 +265,7 @@ class LedgerTuner(TunerBase):
                 continue
             diff = _diff(tuned, other)
             rows = "".join(
-                f"<tr><td>{html.escape(r['fact_id'])}</td>"
+                f"<tr><td>{_text(r['fact_id'])}</td>"
                 f"<td>{r['decision']} @ {r['after_run'] or '-'}</td>"
                 f"<td style='color:#888'>{r['other_decision']} @ {r['other_after_run'] or '-'}"
                 "</td></tr>"
@@ -276,7 +280,7 @@ class LedgerTuner(TunerBase):
             )
         counts = tuned.verdicts["decision"].value_counts().sort("decision").rows()
         head = "verdicts at the end: " + ", ".join(f"{d} {n}" for d, n in counts)
-        return f"<div class='cogstats-tune-metrics'>{html.escape(head)}</div>" + "".join(parts)
+        return f"<div class='cogstats-tune-metrics'>{_text(head)}</div>" + "".join(parts)
 
     def _chart(self, tuned: Replay | None, base: Replay | None) -> Any:
         import altair as alt

@@ -30,6 +30,12 @@ from cogstats.tuning.export import Chosen
 
 __all__ = ["AGENT_METRICS", "SimulationTuner", "TuneResult", "scenario_of"]
 
+
+def _text(value: str) -> str:
+    """Escape text for HTML content (quotes kept: they are not in an attribute)."""
+    return html.escape(value, quote=False)
+
+
 #: The agent metrics shown first (those the simulator has, in this order); every other
 #: metric of :data:`cogstats.sim.METRIC_COLUMNS` follows.
 AGENT_METRICS: tuple[str, ...] = (
@@ -266,7 +272,7 @@ class SimulationTuner(TunerBase):
         self.widget = widgets.VBox(
             [
                 widgets.HTML(
-                    f"<b>cogstats.tune</b>: {html.escape(scenario.name)} ({scenario.runs} runs)"
+                    f"<b>cogstats.tune</b>: {_text(scenario.name)} ({scenario.runs} runs)"
                 ),
                 widgets.HBox([left, right], layout=widgets.Layout(flex_flow="row wrap")),
                 self.kept,
@@ -299,8 +305,8 @@ class SimulationTuner(TunerBase):
         name, opts, pol, _ = self._baseline
         shown = ", ".join(f"{k}={v!r}" for k, v in opts.items() if v is not None)
         return (
-            f"<span style='color:#666'>baseline (grey): gate {html.escape(name)} "
-            f"({html.escape(shown)}), retrieval {html.escape(pol)}</span>"
+            f"<span style='color:#666'>baseline (grey): gate {_text(name)} "
+            f"({_text(shown)}), retrieval {_text(pol)}</span>"
         )
 
     def pin(self) -> None:
@@ -378,7 +384,7 @@ class SimulationTuner(TunerBase):
         frame = _metrics_frame(tuned, base)
         rows = "".join(
             "<tr>"
-            f"<td>{html.escape(r['metric'])}</td>"
+            f"<td>{_text(r['metric'])}</td>"
             f"<td class='tuned'>{_pm(r['tuned'], r['tuned_mcse'])}</td>"
             f"<td style='color:#888'>{_pm(r['baseline'], r['baseline_mcse'])}</td>"
             f"<td>{_pm(r['difference'], r['difference_mcse'])}</td>"
