@@ -27,7 +27,15 @@ from types import ModuleType
 
 from cogstats._validation import ParameterError
 
-__all__ = ["ENV", "allow_imports", "from_data", "import_module", "trusted"]
+__all__ = [
+    "ENV",
+    "EXTRAS",
+    "allow_imports",
+    "from_data",
+    "import_module",
+    "missing_extra",
+    "trusted",
+]
 
 #: Environment variable holding the allowed modules (comma-separated), set by
 #: ``--allow-import`` so that worker processes and report kernels inherit it.
@@ -134,3 +142,39 @@ def import_module(module: str, what: str) -> ModuleType:
     finally:
         with contextlib.suppress(ValueError):
             sys.path.remove(cwd)
+
+
+#: Optional packages -> the extra of cogstats that installs them.
+EXTRAS = {
+    "numba": "sim",
+    "tqdm": "sim",
+    "papermill": "notebook",
+    "nbformat": "notebook",
+    "nbconvert": "notebook",
+    "nbclient": "notebook",
+    "ipykernel": "notebook",
+    "jupyter_client": "notebook",
+    "jupyterlab": "notebook",
+    "altair": "notebook",
+    "vl_convert": "notebook",
+    "dask": "scale",
+    "distributed": "scale",
+    "faiss": "admission",
+    "ipywidgets": "tune",
+    "anywidget": "tune",
+}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """Return what to install for a missing optional package (None: not an extra's).
+
+    Examples
+    --------
+    >>> missing_extra(ModuleNotFoundError("No module named 'papermill'", name="papermill"))
+    "the optional package 'papermill' is not installed: pip install 'cogstats[notebook]'"
+    """
+    name = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(name)
+    if extra is None:
+        return None
+    return f"the optional package {name!r} is not installed: pip install 'cogstats[{extra}]'"

@@ -212,7 +212,7 @@ def _default_covariates(gate: Any, ledger: Any, args: argparse.Namespace) -> Any
 
 # ---------------------------------------------------------------------- gate
 def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
-    from cogstats.gates._registry import GATES, get_gate
+    from cogstats.gates import GATES, get_gate
 
     _add_ledger_input(p)
     p.add_argument(
@@ -511,6 +511,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (CogstatsError, FileNotFoundError) as exc:
         print(f"cogstats {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # a minimal install: name the extra to install
+        from cogstats._imports import missing_extra
+
+        what = missing_extra(exc)
+        if what is None:
+            raise
+        print(f"cogstats {args.command}: error: {what}", file=sys.stderr)
         return 2
 
 

@@ -18,13 +18,30 @@ its options dataclass and a description), like the gates' and the retrieval poli
 
 Each function maps information fractions ``t`` in (0, 1] and a one-sided error ``a`` to
 the cumulative one-sided error spent by ``t`` (``a`` at ``t = 1``).
+
+**Cache.**  Solving for 100 looks takes seconds (a root search over a numerical
+integration per look), which a gate would pay at its first decision in every fresh
+process.  So :func:`spending_boundaries` keeps each solution, keyed on every input (the
+fractions and alpha bit for bit, the spending function and its options, the sides and
+the grid points), in three places, looked up in order: this process's memory; the table
+shipped with cogstats (``spending_table.json`` beside this module: the defaults of the
+built-in gates, rebuilt by ``python docs/scripts/spending_table.py``); and a per-user
+folder (``$COGSTATS_CACHE_DIR``, else ``$XDG_CACHE_HOME/cogstats``, else
+``~/.cache/cogstats``; ``spending/<key>.json``, written atomically, skipped when it cannot
+be written).  An entry is used only when its inputs equal the call's and its numbers are
+well formed; anything else is recomputed.  ``cache=False`` always computes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -333,6 +350,7 @@ def spending_boundaries(
     *,
     grid_points: int = 801,
     spending_options: Mapping[str, Any] | None = None,
+    cache: bool = True,
 ) -> SpendingBoundaries:
     """Lan-DeMets error-spending boundaries for group-sequential looks at a planned maximum.
 
@@ -362,6 +380,9 @@ def spending_boundaries(
     spending_options : mapping, optional
         Options of the spending function (``{"gamma": -2.0}`` for ``hsd``; validated by
         its options dataclass).
+    cache : bool
+        Look the solution up (and keep it) in the module's cache (see the module notes);
+        False always computes.
 
     Returns
     -------
@@ -405,6 +426,42 @@ def spending_boundaries(
         raise ParameterError(f"sides must be 1 or 2; got {sides!r}")
     points = cast(int, check_int("grid_points", grid_points, minimum=101))
     points += 1 - points % 2  # Simpson needs an odd count
+    inputs = _inputs(t, a, spending, int(sides), points, options)
+    if cache:
+        z = _cached(inputs)
+        if z is not None:
+            return _result(t, z, spent, a, spending, int(sides), points, options)
+    c = _solve(t, a, spent, int(sides), points)
+    if cache:
+        _keep(inputs, c)
+    return _result(t, c, spent, a, spending, int(sides), points, options)
+
+
+def _result(
+    t: np.ndarray,
+    c: np.ndarray,
+    spent: Any,
+    a: float,
+    spending: str,
+    sides: int,
+    points: int,
+    options: dict[str, Any],
+) -> SpendingBoundaries:
+    cum = sides * np.asarray(spent(t, a / sides), dtype=float)
+    return SpendingBoundaries(
+        information_fractions=tuple(float(v) for v in t),
+        z_boundaries=tuple(float(v) for v in c),
+        cumulative_alpha=tuple(float(v) for v in cum),
+        alpha=a,
+        spending=spending,
+        sides=int(sides),
+        grid_points=points,
+        spending_options=options,
+    )
+
+
+def _solve(t: np.ndarray, a: float, spent: Any, sides: int, points: int) -> np.ndarray:
+    """Solve for the boundaries: recursive integration and a root search (the slow part)."""
     cum = sides * np.asarray(spent(t, a / sides), dtype=float)
     inc = np.diff(np.concatenate([[0.0], cum]))
     from scipy.optimize import brentq  # solving for boundaries: not on the gates' start path
@@ -426,16 +483,130 @@ def spending_boundaries(
 
             c[k] = brentq(excess, 0.0, 40.0, xtol=1e-12, rtol=1e-14)
         z, w, f = _continuation(t[k], c[k], sides, 0.0, points, (z, g, t[k - 1]))
-    return SpendingBoundaries(
-        information_fractions=tuple(float(v) for v in t),
-        z_boundaries=tuple(float(v) for v in c),
-        cumulative_alpha=tuple(float(v) for v in cum),
-        alpha=a,
-        spending=spending,
-        sides=int(sides),
-        grid_points=points,
-        spending_options=options,
-    )
+    return c
+
+
+# ---------------------------------------------------------------------- the cache
+#: The solutions shipped with cogstats (built-in gates' defaults).
+TABLE = Path(__file__).with_name("spending_table.json")
+#: Part of every cache key: bump it when :func:`_solve` changes, and rebuild the table.
+SOLVER_VERSION = 1
+_MEMO: dict[str, tuple[dict[str, Any], tuple[float, ...]]] = {}
+_TABLE: dict[str, Any] | None = None
+
+
+def _inputs(
+    t: np.ndarray, a: float, spending: str, sides: int, points: int, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Every input of a solution, floats as exact hex strings (the cache key's content)."""
+
+    def exact(v: Any) -> Any:
+        return float(v).hex() if isinstance(v, float) else v
+
+    return {
+        "solver": SOLVER_VERSION,
+        "fractions": [float(v).hex() for v in t],
+        "alpha": float(a).hex(),
+        "spending": spending,
+        "sides": sides,
+        "grid_points": points,
+        "options": {k: exact(v) for k, v in sorted(options.items())},
+    }
+
+
+def _key(inputs: Mapping[str, Any]) -> str:
+    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def cache_dir() -> Path:
+    """Return the per-user folder of the boundary cache (see the module notes).
+
+    Examples
+    --------
+    >>> cache_dir().name
+    'spending'
+    """
+    root = os.environ.get("COGSTATS_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = str(Path(xdg) / "cogstats") if xdg else str(Path.home() / ".cache" / "cogstats")
+    return Path(root) / "spending"
+
+
+def _valid(entry: Any, inputs: Mapping[str, Any]) -> np.ndarray | None:
+    """Return a stored entry's boundaries when it is this call's and well formed."""
+    if not isinstance(entry, Mapping) or entry.get("inputs") != inputs:
+        return None
+    z = entry.get("z")
+    n = len(inputs["fractions"])
+    if not isinstance(z, list) or len(z) != n or not all(isinstance(v, str) for v in z):
+        return None
+    try:
+        c = np.array([float.fromhex(v) for v in z], dtype=np.float64)
+    except (ValueError, OverflowError):
+        return None
+    if np.isnan(c).any() or (c < 0).any():
+        return None
+    return c
+
+
+def _cached(inputs: dict[str, Any]) -> np.ndarray | None:
+    global _TABLE
+    key = _key(inputs)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] == inputs:
+        return np.asarray(hit[1], dtype=np.float64)
+    if _TABLE is None:
+        try:
+            loaded = json.loads(TABLE.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = {}
+        _TABLE = loaded if isinstance(loaded, dict) else {}
+    c = _valid(_TABLE.get(key), inputs)
+    if c is None:
+        try:
+            data = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        c = _valid(data, inputs)
+    if c is not None:
+        _MEMO[key] = (inputs, tuple(float(v) for v in c))
+    return c
+
+
+def _keep(inputs: dict[str, Any], c: np.ndarray) -> None:
+    key = _key(inputs)
+    _MEMO[key] = (inputs, tuple(float(v) for v in c))
+    entry = {"inputs": inputs, "z": [float(v).hex() for v in c]}
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh)
+            os.replace(tmp, folder / f"{key}.json")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:  # a read-only home: the memory cache still holds it
+        pass
+
+
+def memo_entries() -> dict[str, dict[str, Any]]:
+    """Return this process's solutions as table entries (for building ``spending_table.json``).
+
+    Examples
+    --------
+    >>> _ = spending_boundaries([0.5, 1.0], alpha=0.05, cache=True)
+    >>> all(set(e) == {"inputs", "z"} for e in memo_entries().values())
+    True
+    """
+    return {
+        key: {"inputs": inputs, "z": [float(v).hex() for v in z]}
+        for key, (inputs, z) in _MEMO.items()
+    }
 
 
 def _check_fractions(values: Any) -> np.ndarray:
