@@ -97,7 +97,7 @@ class TunerBase:
             value="", layout=widgets.Layout(width="100%", height="220px", display="none")
         )
         self.keep_button = widgets.Button(
-            description="Keep these settings", icon="check", button_style="success"
+            description="Keep settings", icon="check", button_style="success"
         )
         self.pin_button = widgets.Button(
             description="Pin as baseline", icon="thumb-tack", tooltip="compare later moves with"

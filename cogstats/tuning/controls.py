@@ -271,7 +271,7 @@ class Control:
 
         self.spec = spec
         style = {"description_width": "150px"}
-        layout = widgets.Layout(width="420px")
+        layout = widgets.Layout(width="340px")
         common = {"description": spec.name, "style": style, "tooltip": spec.help}
         self._optional: _Optional | None = None
         self._text = False
@@ -312,8 +312,8 @@ class Control:
                 value=show_text(spec.default), continuous_update=False, layout=layout, **common
             )
         help_text = widgets.HTML(
-            f"<span style='color:#666;font-size:85%'>{_escape(spec.help)}</span>",
-            layout=widgets.Layout(width="520px"),
+            f"<span style='color:#666;font-size:75%;line-height:1.2'>{_escape(spec.help)}</span>",
+            layout=widgets.Layout(width="200px"),
         )
         main = self._optional.box if self._optional is not None else self._widget
         self.widget = widgets.HBox([main, help_text])

@@ -32,6 +32,9 @@ def _text(value: str) -> str:
     return html.escape(value, quote=False)
 
 
+_TABLE_STYLE = "font-size:85%;line-height:1.3;white-space:nowrap"
+
+
 @dataclass(frozen=True)
 class Replay:
     """A gate replayed over a ledger.
@@ -177,10 +180,11 @@ class LedgerTuner(TunerBase):
         self.baseline_html = widgets.HTML(self._baseline_text())
         left = widgets.VBox(
             [*self._option_boxes(), widgets.HBox([self.keep_button, self.pin_button])],
-            layout=widgets.Layout(min_width="560px"),
+            layout=widgets.Layout(width="540px"),
         )
         right = widgets.VBox(
-            [self.status, self.error, self.baseline_html, self.chart, self.changes_html]
+            [self.status, self.error, self.baseline_html, self.chart, self.changes_html],
+            layout=widgets.Layout(width="480px"),
         )
         self.widget = widgets.VBox(
             [
@@ -212,7 +216,7 @@ class LedgerTuner(TunerBase):
         return Chosen(self.gate_entry.name, self.options("gate"))
 
     def keep(self) -> Chosen:
-        """Return the current settings (what the "Keep these settings" button shows)."""
+        """Return the current settings (what the "Keep settings" button shows)."""
         return self.chosen()
 
     def _request(self) -> Any:
@@ -274,7 +278,8 @@ class LedgerTuner(TunerBase):
             more = f" (first 30 of {diff.height})" if diff.height > 30 else ""
             parts.append(
                 f"<b>{diff.height} lesson(s) change verdict {title}{more}</b>"
-                "<table class='cogstats-tune-changes' style='font-size:90%'><thead><tr>"
+                "<table class='cogstats-tune-changes' style='"
+                f"{_TABLE_STYLE}'><thead><tr>"
                 "<th>lesson</th><th>tuned</th><th>other</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>"
             )
@@ -327,7 +332,7 @@ class LedgerTuner(TunerBase):
                 ),
                 tooltip=["setting", "status", "after_run", "lessons"],
             )
-            .properties(width=420, height=240, title="decisions over time (dashed: baseline)")
+            .properties(width=340, height=240, title="decisions over time (dashed: baseline)")
         )
 
 

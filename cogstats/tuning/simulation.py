@@ -36,6 +36,9 @@ def _text(value: str) -> str:
     return html.escape(value, quote=False)
 
 
+_TABLE_STYLE = "font-size:85%;line-height:1.3;white-space:nowrap"
+
+
 #: The agent metrics shown first (those the simulator has, in this order); every other
 #: metric of :data:`cogstats.sim.METRIC_COLUMNS` follows.
 AGENT_METRICS: tuple[str, ...] = (
@@ -257,7 +260,7 @@ class SimulationTuner(TunerBase):
         ]
         left = widgets.VBox(
             [*self._option_boxes(), *sim_box, widgets.HBox([self.keep_button, self.pin_button])],
-            layout=widgets.Layout(min_width="560px"),
+            layout=widgets.Layout(width="540px"),
         )
         right = widgets.VBox(
             [
@@ -267,7 +270,8 @@ class SimulationTuner(TunerBase):
                 self.fitness_chart,
                 self.metrics_html,
                 self.decisions_chart,
-            ]
+            ],
+            layout=widgets.Layout(width="480px"),
         )
         self.widget = widgets.VBox(
             [
@@ -334,7 +338,7 @@ class SimulationTuner(TunerBase):
         )
 
     def keep(self) -> Chosen:
-        """Return the current settings (what the "Keep these settings" button shows)."""
+        """Return the current settings (what the "Keep settings" button shows)."""
         return self.chosen()
 
     # ------------------------------------------------------------------ work
@@ -392,7 +396,8 @@ class SimulationTuner(TunerBase):
             for r in frame.iter_rows(named=True)
         )
         return (
-            "<table class='cogstats-tune-metrics' style='font-size:90%'>"
+            "<table class='cogstats-tune-metrics' style='"
+            f"{_TABLE_STYLE}'>"
             "<thead><tr><th>metric (mean ± Monte Carlo error)</th><th>tuned</th>"
             "<th>baseline</th><th>tuned − baseline</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
@@ -440,7 +445,7 @@ class SimulationTuner(TunerBase):
             )
         )
         return (band + line).properties(
-            width=420, height=220, title="fitness over runs (band: ± 2 Monte Carlo errors)"
+            width=340, height=220, title="fitness over runs (band: ± 2 Monte Carlo errors)"
         )
 
     def _decisions_chart(self, tuned: TuneResult | None, base: TuneResult | None) -> Any:
@@ -481,7 +486,7 @@ class SimulationTuner(TunerBase):
                 row=alt.Row("kind:N", title="first decision by lesson kind"),
                 tooltip=["kind", "setting", "outcome", alt.Tooltip("rate:Q", format=".3f")],
             )
-            .properties(width=360, height=50)
+            .properties(width=300, height=50)
         )
 
 

@@ -213,6 +213,9 @@ def test_moving_a_control_updates_the_chart_and_the_metrics(lab: str) -> None:
             )
             assert "updated in" in status.inner_text()
             assert not page.locator(".cogstats-tune-error").count()
+            shot = os.environ.get("COGSTATS_TUNE_SCREENSHOT")
+            if shot:  # for looking at the widget (docs, reviews)
+                page.screenshot(path=shot, full_page=True)
         finally:
             context.close()
             shutil.rmtree(profile, ignore_errors=True)
