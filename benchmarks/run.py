@@ -35,6 +35,7 @@ BENCHMARKS = {
     "recommended_frontier": "benchmarks.recommended_frontier",
     "sweep": "benchmarks.sweep_scaling",
     "tune": "benchmarks.tune_latency",
+    "d1": "benchmarks.d1_start_recommended",
 }
 
 
