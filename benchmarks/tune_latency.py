@@ -59,7 +59,7 @@ def _latencies(replicates: int, moves: int) -> dict[str, Any]:
             "median_s": statistics.median(times),
             "max_s": max(times),
             "min_s": min(times),
-            "debounce_s": t._runner.debounce,
+            "debounce_s": t.debounce,
             "last_simulation_s": sims,
             "latencies_s": [round(x, 4) for x in times],
         }
@@ -95,7 +95,7 @@ def _left_behind(replicates: int, debounce: float, changes: int = 30) -> dict[st
         shown = t.latest.metrics.select("metric", "mean")
         same = shown.equals(direct.metrics.select("metric", "mean"))
         started = stats.started - before
-        ok = same and started < 2 * changes and t._runner.idle
+        ok = same and started < 2 * changes and t.idle
         return {
             "replicates": replicates,
             "debounce_s": debounce,
@@ -105,7 +105,7 @@ def _left_behind(replicates: int, debounce: float, changes: int = 30) -> dict[st
             "runs_started": started,
             "results_dropped": stats.dropped,
             "shown_equals_last_change": same,
-            "idle_after": t._runner.idle,
+            "idle_after": t.idle,
             "ok": ok,
         }
     finally:

@@ -227,6 +227,16 @@ class TunerBase:
         return self._runner.wait(timeout)
 
     @property
+    def idle(self) -> bool:
+        """Whether no run is in progress or waiting."""
+        return self._runner.idle
+
+    @property
+    def debounce(self) -> float:
+        """Seconds without a newer change before a run starts."""
+        return self._runner.debounce
+
+    @property
     def runner_stats(self) -> Any:
         """The background runner's counters (submitted, started, published, dropped)."""
         return self._runner.stats
