@@ -16,6 +16,9 @@ showing the answer to the last change (equal, metric for metric, to a direct sim
 of the final settings), with fewer runs started than changes made and none running
 afterwards.
 
+Last, how responsive the kernel stays: the longest gap between 1 ms ticks of the main
+thread while a 1,000-replicate run is in progress in the background.
+
 Run: ``python -m benchmarks.tune_latency [--quick]`` (or ``python -m benchmarks.run
 --only tune``).
 """
@@ -112,6 +115,32 @@ def _left_behind(replicates: int, debounce: float, changes: int = 30) -> dict[st
         t.close()
 
 
+def _responsive(replicates: int = 1000) -> dict[str, Any]:
+    """The longest the kernel's own thread waits while a run is in progress.
+
+    The main thread ticks every millisecond during a run; the longest gap between ticks
+    is how long a notebook's kernel would not answer (the GIL held by the run).
+    """
+    t = tune(SPEC, replicates=replicates, seed=5, debounce=0.0)
+    try:
+        assert t.wait(300)
+        t.set(min_trials=3)
+        gaps, last = [], time.perf_counter()
+        while not t.idle:
+            time.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+        return {
+            "replicates": replicates,
+            "ticks": len(gaps),
+            "longest_gap_s": max(gaps) if gaps else None,
+            "median_gap_s": statistics.median(gaps) if gaps else None,
+        }
+    finally:
+        t.close()
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     """Median change-to-chart latency at 200 and 1,000 replicates; the left-behind check."""
     moves = 5 if quick else 15
@@ -127,6 +156,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "s2_1000": r1000,
         "met": r200["median_s"] <= GOAL_S,
         "no_run_left_behind": behind,
+        "kernel_responsive": _responsive(),
         "machine": machine(),
     }
     print(
