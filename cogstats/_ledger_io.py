@@ -478,7 +478,7 @@ def load_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """
     check_json_limits(text, max_depth=max_depth)
     try:
-        return json.loads(text, object_pairs_hook=_object)
+        return _DECODER.decode(text)
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise JsonLimitError("nested too deep to parse") from None
 
@@ -568,12 +568,18 @@ class _DuplicateKey(Exception):
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):  # a key repeated: name the first repeat
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return out
+
+
+# one decoder for every line (json.loads builds one per call when given a hook)
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:

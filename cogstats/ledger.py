@@ -893,7 +893,7 @@ def _aggregate(y: np.ndarray) -> Baseline:
 def _validate_record(
     rec: Mapping[str, Any], *, row: int, source: str | None, fact_ids_required: bool
 ) -> tuple[str, float, list[str], dict[str, Any]]:
-    if not isinstance(rec, Mapping):
+    if type(rec) is not dict and not isinstance(rec, Mapping):
         raise LedgerError(
             f"a run must be a mapping; got {type(rec).__name__}", row=row, source=source
         )
@@ -921,6 +921,28 @@ def _validate_record(
             source=source,
         )
     score = rec["score"]
+    if type(score) is not float or not 0.0 <= score <= 1.0:  # (NaN fails it too)
+        score = _validate_score(score, row, source)
+    facts = _validate_id_list(rec.get("fact_ids", []), "fact_ids", row, source)
+    covs: dict[str, Any] = {}
+    for key, value in rec.items():
+        if key in REQUIRED_COLUMNS:
+            continue
+        if not isinstance(key, str) or not key:
+            raise LedgerError(
+                f"column names must be non-empty strings; got {key!r}", row=row, source=source
+            )
+        if key == "eligible_ids":
+            covs[key] = None if value is None else _validate_id_list(value, key, row, source)
+        elif key == "propensities":
+            covs[key] = None if value is None else _validate_propensities(value, row, source)
+        else:
+            covs[key] = _validate_covariate(key, value, row, source)
+    _check_propensity_record(facts, covs, row, source)
+    return run_id, score, facts, covs
+
+
+def _validate_score(score: Any, row: int, source: str | None) -> float:
     if isinstance(score, bool) or not isinstance(score, numbers.Real):
         raise LedgerError(
             f"score must be a number in [0, 1]; got {score!r}"
@@ -944,28 +966,16 @@ def _validate_record(
             field="score",
             source=source,
         )
-    facts = _validate_id_list(rec.get("fact_ids", []), "fact_ids", row, source)
-    covs: dict[str, Any] = {}
-    for key, value in rec.items():
-        if key in REQUIRED_COLUMNS:
-            continue
-        if not isinstance(key, str) or not key:
-            raise LedgerError(
-                f"column names must be non-empty strings; got {key!r}", row=row, source=source
-            )
-        if key == "eligible_ids":
-            covs[key] = None if value is None else _validate_id_list(value, key, row, source)
-        elif key == "propensities":
-            covs[key] = None if value is None else _validate_propensities(value, row, source)
-        else:
-            covs[key] = _validate_covariate(key, value, row, source)
-    _check_propensity_record(facts, covs, row, source)
-    return run_id, score, facts, covs
+    return score
 
 
 def _validate_id_list(value: Any, field: str, row: int, source: str | None) -> list[str]:
     if value is None:
         return []
+    if type(value) is list and all(
+        type(f) is str and f.isascii() and not f.isspace() and f for f in value
+    ):
+        return list(value)  # the common case: plain ASCII ids (nothing to normalise)
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         hint = (
             " (only CSV cells are split into ids; JSON and Parquet hold a list)"
@@ -1037,7 +1047,12 @@ def _validate_propensities(value: Any, row: int, source: str | None) -> list[flo
 
 
 def _validate_covariate(key: str, value: Any, row: int, source: str | None) -> Any:
-    if value is None or isinstance(value, bool):
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is float and math.isfinite(value):
+        return value
+    if isinstance(value, bool):
         return value
     if isinstance(value, str):
         return str(value)  # numpy str_ and other subclasses become plain str
