@@ -241,6 +241,10 @@ def test_a_change_updates_chart_data_and_metrics_beside_the_baseline() -> None:
     try:
         assert t.wait(120)
         first = t.metrics_frame()
+        # every metric the simulator computes is shown (new ones too), the agent's first
+        from cogstats.sim import METRIC_COLUMNS
+
+        assert set(first["metric"]) == set(METRIC_COLUMNS)
         # S2's own gate is the margin rule: the default baseline equals it at first
         assert first.filter(pl.col("metric") == "regret")["difference"].item() == 0.0
         spec_before = t.fitness_chart.spec
