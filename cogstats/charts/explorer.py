@@ -168,12 +168,15 @@ def threshold_explorer(
         alt.Chart()
         .transform_filter(chosen)
         .transform_fold(list[Any](short.values()), as_=["metric", "value"])
+        .transform_calculate(
+            shown="isValid(datum.value) ? format(datum.value, '.3f') : 'no verdict'"
+        )
         .mark_text(align="left", fontSize=13)
         .encode(
             y=alt.Y(
                 "metric:N", title=None, sort=list(short.values()), axis=alt.Axis(labelLimit=260)
             ),
-            text=alt.Text("value:Q", format=".3f"),
+            text=alt.Text("shown:N"),
         )
         .properties(width=80, height=height, title="chosen cell")
     )

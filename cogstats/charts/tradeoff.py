@@ -135,7 +135,12 @@ def tradeoff(
     if color is not None:
         kind = _kind(cells, color)
         scale = alt.Scale(scheme=_ORDERED) if kind == "O" else alt.Undefined
-        enc_color = alt.Color(f"color:{kind}", title=axis_title(color), scale=scale)
+        enc_color = alt.Color(
+            f"color:{kind}",
+            title=axis_title(color),
+            scale=scale,
+            legend=alt.Legend(titleLimit=400, labelLimit=400),
+        )
         enc_fill = alt.Fill(f"color:{kind}", legend=None, scale=scale)
     tooltip: list[Any] = [alt.Tooltip("x:Q", title=x), alt.Tooltip("y:Q", title=y)]
     if color is not None:
