@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,24 @@ def _cell(value: Any, digits: int) -> tuple[str, bool]:
     return str(value), False
 
 
+#: Raw expression or path -> what a reader sees in a table header.
+_HEADERS = {
+    "len": "count",
+    "count": "count",
+    "lessons.listed[0].effect": "lesson effect",
+}
+
+
+def _header(column: str) -> str:
+    """Return a readable header for a column (no raw ``len``, dotted path or brackets)."""
+    if column in _HEADERS:
+        return _HEADERS[column]
+    name = re.sub(r"\[\d+\]", "", column)
+    if "." in name:
+        name = name.split(".")[-1]
+    return name.replace("_", " ")
+
+
 @dataclass(frozen=True)
 class Table:
     """A frame rendered for a report page (see :func:`show_table`)."""
@@ -81,7 +100,7 @@ class Table:
     def _repr_html_(self) -> str:
         head = "".join(
             f'<th style="{_CELL.format(align="left")};border-bottom:2px solid #444">'
-            f"{html.escape(c)}</th>"
+            f"{html.escape(_header(c))}</th>"
             for c in self.frame.columns
         )
         rows = []
@@ -145,6 +164,10 @@ def show_table(
     >>> page = t._repr_html_()
     >>> "0.1235" in page, "&quot;a&quot;" in page, "f64" in page, ">yes<" in page
     (True, False, False, True)
+    >>> page = show_table(pl.DataFrame({"len": [3], "lessons.listed[0].effect": [0.1]}))
+    >>> page = page._repr_html_()
+    >>> ">count<" in page, ">lesson effect<" in page, ">len<" in page, "[0]" in page
+    (True, True, False, False)
     """
     if not isinstance(frame, pl.DataFrame):
         raise ParameterError(f"frame must be a polars DataFrame; got {type(frame).__name__}")
