@@ -19,8 +19,13 @@ __all__ = [
     "KINDS",
     "LESSON_STATUSES",
     "LIVE_STATUSES",
+    "OUTCOMES",
+    "OUTCOME_CODES",
+    "OUTCOME_STATUS",
     "REASONS",
     "WHY",
+    "outcome_code",
+    "outcome_of_code",
 ]
 
 # ---------------------------------------------------------------------- decisions
@@ -28,7 +33,8 @@ __all__ = [
 DECISIONS: tuple[str, ...] = ("promote", "evict", "hold", "retire")
 PROMOTE, EVICT, HOLD, RETIRE = DECISIONS
 
-#: Decision codes inside the kernel's gate passes.
+#: Decision codes inside the kernel's gate passes (the same values as the lifecycle
+#: block's ``OUTCOME_*`` codes below; a test holds them equal).
 DECISION_HOLD = 0
 DECISION_PROMOTE = 1
 DECISION_EVICT_HARMFUL = 2
@@ -133,24 +139,149 @@ KIND_CODES: MappingProxyType[str, int] = MappingProxyType({k: i for i, k in enum
 #: Statuses of a lesson in a store (a lesson table's ``status``; null counts as verified):
 #: ``candidate`` (on trial), ``admitted`` (in the prompt's verified block without a claim
 #: that it helps: screened and not shown harmful, still under test), ``verified``
-#: (promoted), ``evicted`` (soft-deleted with a reason; it stays readable), ``retired``.
+#: (promoted), ``evicted`` (soft-deleted with a reason; it stays readable), ``retired``,
+#: ``suspended`` (out of the prompt on a lenient test, re-tested).
 CANDIDATE = "candidate"
 ADMITTED = "admitted"
 VERIFIED = "verified"
 EVICTED = "evicted"
 RETIRED = "retired"
-LESSON_STATUSES: tuple[str, ...] = (CANDIDATE, ADMITTED, VERIFIED, EVICTED, RETIRED)
+SUSPENDED = "suspended"
+LESSON_STATUSES: tuple[str, ...] = (CANDIDATE, ADMITTED, VERIFIED, EVICTED, RETIRED, SUSPENDED)
 #: The statuses retrieval may inject (null counts as verified).
 LIVE_STATUSES: tuple[str, ...] = (CANDIDATE, ADMITTED, VERIFIED)
 
 #: Lesson status codes inside the simulator (a store's candidate / verified / evicted /
-#: retired; "future" lessons have not arrived yet).
+#: retired / admitted / suspended; "future" lessons have not arrived yet).
 STATUS_FUTURE = 0
 STATUS_CANDIDATE = 1
 STATUS_VERIFIED = 2
 STATUS_EVICTED = 3
 STATUS_RETIRED = 4
-STATUS_NAMES: tuple[str, ...] = ("future", "candidate", "verified", "evicted", "retired")
+STATUS_ADMITTED = 5
+STATUS_SUSPENDED = 6
+STATUS_NAMES: tuple[str, ...] = (
+    "future",
+    CANDIDATE,
+    VERIFIED,
+    EVICTED,
+    RETIRED,
+    ADMITTED,
+    SUSPENDED,
+)
+
+# ---------------------------------------------------------------------- lifecycle
+# The one extensible set of outputs a gate's rule writes for a lesson at a look, with
+# the store status each one leads to.  The kernel's decision codes and the simulator's
+# event outputs are generated from it (``OUTCOME_CODES``), so a new output (a new entry
+# below) needs no new plumbing: append it, never reorder (the codes are positions).
+#
+# ``hold`` keeps the status; ``promote`` -> verified (shown to help); ``admit`` ->
+# admitted (screened, not shown harmful: in the prompt's verified block, still under
+# test); ``suspend`` -> suspended (out of the prompt on a lenient test, re-tested);
+# ``release`` -> candidate (back on trial after a suspension); ``evict`` -> evicted
+# (always with a reason, one of ``EVICT_REASONS``); ``retire`` -> retired.
+ADMIT = "admit"
+SUSPEND = "suspend"
+RELEASE = "release"
+#: Every output of a gate's rule, in code order (the first four keep today's codes).
+OUTCOMES: tuple[str, ...] = (HOLD, PROMOTE, EVICT, RETIRE, ADMIT, SUSPEND, RELEASE)
+#: The store status each output leads to (None: unchanged).
+OUTCOME_STATUS: MappingProxyType[str, str | None] = MappingProxyType(
+    {
+        HOLD: None,
+        PROMOTE: VERIFIED,
+        EVICT: EVICTED,
+        RETIRE: RETIRED,
+        ADMIT: ADMITTED,
+        SUSPEND: SUSPENDED,
+        RELEASE: CANDIDATE,
+    }
+)
+#: The reasons an eviction carries, in code order (each is its own output code).
+EVICT_REASONS: tuple[str, ...] = (HARMFUL, NO_LIFT)
+
+
+def _outcome_table() -> tuple[tuple[str, str | None], ...]:
+    """(output, reason) pairs in code order: hold, promote, evict per reason, the rest."""
+    rows: list[tuple[str, str | None]] = []
+    for name in OUTCOMES:
+        if name == EVICT:
+            rows.extend((EVICT, r) for r in EVICT_REASONS)
+        else:
+            rows.append((name, None))
+    return tuple(rows)
+
+
+#: ``(output, reason) -> integer code`` for the kernel and the simulator's events; the
+#: codes of hold, promote and the two evictions are today's ``DECISION_*`` values.
+OUTCOME_CODES: MappingProxyType[tuple[str, str | None], int] = MappingProxyType(
+    {row: i for i, row in enumerate(_outcome_table())}
+)
+OUTCOME_HOLD = OUTCOME_CODES[(HOLD, None)]
+OUTCOME_PROMOTE = OUTCOME_CODES[(PROMOTE, None)]
+OUTCOME_EVICT_HARMFUL = OUTCOME_CODES[(EVICT, HARMFUL)]
+OUTCOME_EVICT_NO_LIFT = OUTCOME_CODES[(EVICT, NO_LIFT)]
+OUTCOME_RETIRE = OUTCOME_CODES[(RETIRE, None)]
+OUTCOME_ADMIT = OUTCOME_CODES[(ADMIT, None)]
+OUTCOME_SUSPEND = OUTCOME_CODES[(SUSPEND, None)]
+OUTCOME_RELEASE = OUTCOME_CODES[(RELEASE, None)]
+#: Simulator status codes after each output (kernel-side; -1: unchanged).
+OUTCOME_SIM_STATUS: tuple[int, ...] = tuple(
+    -1 if OUTCOME_STATUS[name] is None else STATUS_NAMES.index(str(OUTCOME_STATUS[name]))
+    for name, _ in _outcome_table()
+)
+
+
+def outcome_code(outcome: str, reason: str | None = None) -> int:
+    """Return the integer code of a rule's output (an eviction needs its reason).
+
+    Parameters
+    ----------
+    outcome : str
+        One of :data:`OUTCOMES`.
+    reason : str or None
+        For ``"evict"``, one of :data:`EVICT_REASONS`; None otherwise.
+
+    Returns
+    -------
+    int
+        The code the kernel and the simulator's events use.
+
+    Examples
+    --------
+    >>> outcome_code("hold"), outcome_code("promote"), outcome_code("evict", "eval-gate:no_lift")
+    (0, 1, 3)
+    >>> outcome_code("suspend") == OUTCOME_SUSPEND
+    True
+    """
+    key = (outcome, reason)
+    if key not in OUTCOME_CODES:
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {list(OUTCOMES)}; got {outcome!r}")
+        if outcome == EVICT:
+            raise ValueError(
+                f"reason must be one of {list(EVICT_REASONS)} for 'evict'; got {reason!r}"
+            )
+        raise ValueError(f"reason must be None for {outcome!r}; got {reason!r}")
+    return OUTCOME_CODES[key]
+
+
+def outcome_of_code(code: int) -> tuple[str, str | None]:
+    """Return the ``(output, reason)`` pair of an integer code.
+
+    Examples
+    --------
+    >>> outcome_of_code(2)
+    ('evict', 'eval-gate:harmful')
+    >>> outcome_of_code(OUTCOME_ADMIT)
+    ('admit', None)
+    """
+    table = _outcome_table()
+    if not 0 <= code < len(table):
+        raise ValueError(f"code must be in [0, {len(table)}); got {code!r}")
+    return table[code]
+
 
 # ---------------------------------------------------------------------- policies
 #: Retrieval policy codes in the kernel (registry names in cogstats.retrieval).
