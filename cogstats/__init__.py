@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cogstats._lazy import attach
+from cogstats._version import __version__
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.estimators import Attribution, attribute
@@ -28,8 +29,6 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.sweep import read_sweep, sweep_spec
     from cogstats.tuning import tune
 
-
-__version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
     "Ledger": "cogstats.ledger",

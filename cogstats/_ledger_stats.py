@@ -47,6 +47,7 @@ __all__ = [
     "exact_stats",
     "fact_arrays",
     "facts_index",
+    "first_in_run",
     "group_arrays",
     "uncertainty",
 ]
@@ -77,14 +78,21 @@ def facts_index(
     cols = np.fromiter(map(pos.__getitem__, flat), dtype=np.int64, count=len(flat))
     rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
     if cols.size:
-        keep = _first_in_run(rows, cols, lengths)
+        keep = first_in_run(rows, cols, lengths)
         if keep is not None:
             rows, cols = rows[keep], cols[keep]
     return ids, rows, cols, pos
 
 
-def _first_in_run(rows: np.ndarray, cols: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
-    """Mask keeping the first listing of each lesson in each run (None: no duplicates)."""
+def first_in_run(rows: np.ndarray, cols: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """Return a mask keeping the first listing of each lesson in each run (None: no duplicates).
+
+    Examples
+    --------
+    >>> rows, cols = np.array([0, 0, 0, 1]), np.array([2, 5, 2, 2])
+    >>> first_in_run(rows, cols, np.array([3, 1])).tolist()
+    [True, True, False, True]
+    """
     longest = int(lengths.max())
     if longest <= 1:
         return None
@@ -101,6 +109,9 @@ def _first_in_run(rows: np.ndarray, cols: np.ndarray, lengths: np.ndarray) -> np
     keep = np.zeros(cols.size, dtype=bool)
     keep[first] = True
     return keep
+
+
+_first_in_run = first_in_run  # the former private name
 
 
 @dataclass(frozen=True)

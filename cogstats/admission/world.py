@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from cogstats._results import frame_text
 from cogstats._validation import check_int
-from cogstats.admission.spec import AdmissionSpec, WorldSpec
+
+if TYPE_CHECKING:  # annotations only: the spec module imports the defences, which import this
+    from cogstats.admission.spec import AdmissionSpec, WorldSpec
 
 __all__ = [
     "KINDS",

@@ -12,6 +12,7 @@ Save a chart offline with ``chart.save("x.svg")`` / ``.png`` (vl-convert), or se
 Needs the ``notebook`` extra (altair, vl-convert-python).
 """
 
+from cogstats.charts._frames import natural_key, require_columns
 from cogstats.charts.admission import admission_roc, monitor_statistic, recall_by_defence
 from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
 from cogstats.charts.comparison import (
@@ -46,8 +47,10 @@ __all__ = [
     "lesson_timeline",
     "missed_poison_tradeoff",
     "monitor_statistic",
+    "natural_key",
     "operating_characteristics",
     "recall_by_defence",
+    "require_columns",
     "rule_operating_characteristics",
     "threshold_explorer",
     "tradeoff",

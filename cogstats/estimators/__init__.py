@@ -23,14 +23,15 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
         METHODS,
         Attribution,
         EstimatorSpec,
-        attribute,
+        get_spec,
     )
     from cogstats.estimators.anytime_ols import anytime_ols_paths, anytime_ols_sequence
+    from cogstats.estimators.attribution import attribute
     from cogstats.estimators.confseq import SequencePaths, confidence_sequence, confseq_paths
     from cogstats.estimators.identifiability import check_identifiability
     from cogstats.estimators.lift import WelchResult, required_trials, student_t_cdf, welch_lift
     from cogstats.estimators.lineage import (
-        LineageGate,
+        apply_lessons,
         evicted_lessons,
         exclude_lessons,
         lineage_ancestors,
@@ -54,13 +55,14 @@ _LAZY: dict[str, str] = {
     "ATTRIBUTION_COLUMNS": "cogstats.estimators._base",
     "Attribution": "cogstats.estimators._base",
     "EstimatorSpec": "cogstats.estimators._base",
-    "attribute": "cogstats.estimators._base",
+    "get_spec": "cogstats.estimators._base",
+    "attribute": "cogstats.estimators.attribution",
     "check_identifiability": "cogstats.estimators.identifiability",
     "WelchResult": "cogstats.estimators.lift",
     "required_trials": "cogstats.estimators.lift",
     "student_t_cdf": "cogstats.estimators.lift",
     "welch_lift": "cogstats.estimators.lift",
-    "LineageGate": "cogstats.estimators.lineage",
+    "apply_lessons": "cogstats.estimators.lineage",
     "evicted_lessons": "cogstats.estimators.lineage",
     "exclude_lessons": "cogstats.estimators.lineage",
     "lineage_ancestors": "cogstats.estimators.lineage",
@@ -86,11 +88,25 @@ _LAZY: dict[str, str] = {
 
 __all__ = sorted([*_LAZY, "METHODS"])
 
+#: names that moved out of this package -> their new home (a DeprecationWarning names it)
+_MOVED = {"LineageGate": "cogstats.gates"}
+
 
 _getattr, __dir__ = attach("cogstats.estimators", _LAZY, globals())
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"cogstats.estimators.{name} moved to {_MOVED[name]}.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        # a string import: the estimators layer does not depend on the gates layer
+        return getattr(importlib.import_module(_MOVED[name]), name)
     if name == "METHODS":  # the registry, complete
         from cogstats.estimators._base import load_methods
 

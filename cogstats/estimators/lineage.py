@@ -15,20 +15,19 @@ unchanged:
   lesson's evidence (its trials and its baseline alike).  An evicted lesson then stops
   shaping the verdicts on the lessons it shared prompts with.
 
-:class:`LineageGate` applies them inside a gate pass, so the simulator (whose reference
-engine hands the lesson table, statuses included, to gates that set ``uses_lessons``) and
-the command line (``cogstats gate LEDGER --lessons FILE --exclude-evicted``) can measure
-and use them.  Both are options, off by default: cycgraph's gate on the plain ledger stays
-exactly cycgraph's.  Retrieval already leaves evicted lessons out
-(:func:`cogstats.lessons.live_lessons`), and so should a consolidation job: summarise the
-live lessons only.
+:func:`apply_lessons` applies both; :class:`cogstats.gates.LineageGate` applies them
+inside a gate pass, so the simulator (whose reference engine hands the lesson table,
+statuses included, to gates that set ``uses_lessons``) and the command line (``cogstats
+gate LEDGER --lessons FILE --exclude-evicted``) can measure and use them. Both are
+options, off by default: cycgraph's gate on the plain ledger stays exactly cycgraph's.
+Retrieval already leaves evicted lessons out (:func:`cogstats.lessons.live_lessons`),
+and so should a consolidation job: summarise the live lessons only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import polars as pl
 
@@ -37,7 +36,7 @@ from cogstats._validation import ParameterError
 from cogstats.ledger import Ledger
 
 __all__ = [
-    "LineageGate",
+    "apply_lessons",
     "evicted_lessons",
     "exclude_lessons",
     "lineage_ancestors",
@@ -236,92 +235,65 @@ def exclude_lessons(
     return _rebuild(ledger.frame.filter(~hit.fill_null(False)))
 
 
-@dataclass(frozen=True)
-class LineageGate:
-    """A gate that first applies the lesson table: evicted lessons out, lineage pooled.
+def apply_lessons(
+    ledger: Ledger,
+    lessons: pl.DataFrame | Iterable[Mapping[str, Any]],
+    *,
+    exclude_evicted: bool = True,
+    pool_parents: bool = False,
+) -> tuple[Ledger, pl.DataFrame]:
+    """Apply a lesson table to a ledger: lineage pooled, then evicted lessons' runs out.
 
     Parameters
     ----------
-    gate : str or gate object
-        The gate that decides: a registered name or import path (built with
-        ``options``), or a gate object.
-    options : mapping
-        Options for a named ``gate``.
+    ledger : Ledger
+        The run outcomes.
+    lessons : polars.DataFrame or iterable of mappings
+        A lesson table (see :func:`cogstats.lessons.lesson_table`).
     exclude_evicted : bool
-        Leave out the runs that carried a lesson the table marks evicted
-        (:func:`exclude_lessons`).
+        Leave out the runs that carried an evicted lesson (:func:`exclude_lessons`).
     pool_parents : bool
-        Give each lesson its ancestors' evidence (:func:`pool_lineage`).
+        Give each lesson its ancestors' evidence (:func:`pool_lineage`), first.
 
-    Notes
-    -----
-    ``uses_lessons = True``: the simulator's reference engine passes the lesson table of
-    every lesson that has arrived (statuses included) on every pass, and so does
-    ``cogstats gate --lessons FILE``.  Without a table the inner gate decides on the
-    ledger as it is.  With both options off it is the inner gate exactly.
+    Returns
+    -------
+    tuple
+        The ledger to decide on and the validated lesson table.
 
     Examples
     --------
-    >>> ledger = Ledger.from_records(
-    ...     [{"run_id": f"p{i}", "score": 0.1, "fact_ids": ["P", "L"]} for i in range(2)]
-    ...     + [{"run_id": f"l{i}", "score": 0.8, "fact_ids": ["L"]} for i in range(2)]
-    ...     + [{"run_id": f"n{i}", "score": 0.6, "fact_ids": []} for i in range(4)])
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": "r1", "score": 0.1, "fact_ids": ["P", "L"]},
+    ...     {"run_id": "r2", "score": 0.8, "fact_ids": ["L"]}])
     >>> table = [{"id": "P", "status": "evicted", "created_at": 1},
     ...          {"id": "L", "status": "candidate", "created_at": 1}]
-    >>> policy = {"decision_rule": "margin", "min_trials": 2}
-    >>> plain = LineageGate("cycgraph", policy, exclude_evicted=False)
-    >>> plain.evaluate(ledger, ["L"], lessons=table).to_frame()["decision"].to_list()
-    ['evict']
-    >>> LineageGate("cycgraph", policy).evaluate(ledger, ["L"], lessons=table
-    ...     ).to_frame()["decision"].to_list()
-    ['promote']
+    >>> kept, t = apply_lessons(ledger, table)
+    >>> kept.run_ids, t.height
+    (('r2',), 2)
     """
+    table = _table(lessons)
+    if pool_parents:
+        ledger = pool_lineage(ledger, table)
+    if exclude_evicted:
+        ledger = exclude_lessons(ledger, table)
+    return ledger, table
 
-    gate: Any = "cycgraph"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    exclude_evicted: bool = True
-    pool_parents: bool = False
-    uses_lessons: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        """Build the inner gate once."""
-        for name in ("exclude_evicted", "pool_parents"):
-            if not isinstance(getattr(self, name), bool):
-                raise ParameterError(f"{name} must be True or False; got {getattr(self, name)!r}")
-        if isinstance(self.gate, str):
-            from cogstats.gates import make_gate
+#: names that moved -> their new home (the module ``__getattr__`` warns)
+_MOVED = {"LineageGate": "cogstats.gates.lineage"}
 
-            inner = make_gate(self.gate, **dict(self.options))
-        else:
-            if self.options:
-                raise ParameterError("options apply to a gate given by name, not to an object")
-            inner = self.gate
-        if not callable(getattr(inner, "evaluate", None)):
-            raise ParameterError(f"gate must be a gate name or a gate object; got {inner!r}")
-        object.__setattr__(self, "_inner", inner)
 
-    @property
-    def judges_verified(self) -> bool:
-        """Whether the inner gate judges verified lessons too (as the audit does)."""
-        return bool(getattr(self._inner, "judges_verified", False))  # type: ignore[attr-defined]
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+        import warnings
 
-    def evaluate(
-        self,
-        ledger: Ledger,
-        candidates: Sequence[str] | None = None,
-        *,
-        rng: Any = None,
-        lessons: Any = None,
-    ) -> Any:
-        """Judge the candidates on the ledger with the lesson table applied."""
-        inner = self._inner  # type: ignore[attr-defined]
-        extra: dict[str, Any] = {}
-        if lessons is not None:
-            table = _table(lessons)
-            if self.pool_parents:
-                ledger = pool_lineage(ledger, table)
-            if self.exclude_evicted:
-                ledger = exclude_lessons(ledger, table)
-            if getattr(inner, "uses_lessons", False):
-                extra["lessons"] = table
-        return inner.evaluate(ledger, candidates, rng=rng, **extra)
+        warnings.warn(
+            f"cogstats.estimators.lineage.{name} moved to {_MOVED[name]} "
+            f"(import it from cogstats.gates)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        # a string import: the estimators layer does not depend on the gates layer
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -195,7 +195,7 @@ def _lesson_codes(frame: pl.DataFrame, src: str) -> tuple[list[str], np.ndarray,
     order (a polars ``unique`` over (row, id) pairs costs ten times more), and an id
     listed twice in one run is dropped after coding, on the integer pairs.
     """
-    from cogstats._ledger_stats import _first_in_run
+    from cogstats._ledger_stats import first_in_run
 
     pairs = (
         frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"), pl.col("fact_ids"))
@@ -212,7 +212,7 @@ def _lesson_codes(frame: pl.DataFrame, src: str) -> tuple[list[str], np.ndarray,
     codes = names.cast(pl.Enum(ids.to_list())).to_physical().cast(pl.Int64).to_numpy()
     rows = pairs["row"].to_numpy()
     if rows.size:
-        keep = _first_in_run(rows, codes, np.bincount(rows, minlength=frame.height))
+        keep = first_in_run(rows, codes, np.bincount(rows, minlength=frame.height))
         if keep is not None:
             rows, codes = rows[keep], codes[keep]
     return ids.to_list(), rows, codes

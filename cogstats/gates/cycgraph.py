@@ -28,7 +28,7 @@ from cogstats._validation import (
     check_real,
     suggest,
 )
-from cogstats.estimators.multiplicity import _bh_reject
+from cogstats.estimators.multiplicity import bh_step_up
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
@@ -305,8 +305,8 @@ class CycgraphGate:
         down = np.zeros(k, dtype=bool)
         if idx.size:
             if self.multiple_comparison == "bh":
-                up[idx] = _bh_reject(up_p[idx], q_up)
-                down[idx] = _bh_reject(down_p[idx], q_down)
+                up[idx] = bh_step_up(up_p[idx], q_up)
+                down[idx] = bh_step_up(down_p[idx], q_down)
             else:
                 up[idx] = up_p[idx] <= q_up
                 down[idx] = down_p[idx] <= q_down

@@ -44,7 +44,7 @@ from cogstats._validation import (
 
 # only the registry core here: the estimator modules (statsmodels for regression, ...) load
 # when a gate uses them, so a welch/lift gate starts fast (benchmark P1)
-from cogstats.estimators._base import attribute, get_spec, load_methods
+from cogstats.estimators import attribute, get_spec
 from cogstats.estimators.spending import SPENDING, spending_boundaries
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
@@ -192,7 +192,9 @@ class EvidenceGate:
                 f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}"
             )
         if self.sequential == "anytime" and not spec.conservative:
-            anytime = sorted(m for m, s in load_methods().items() if s.conservative)
+            from cogstats.estimators import METHODS  # the complete registry
+
+            anytime = sorted(m for m, s in METHODS.items() if s.conservative)
             raise ParameterError(
                 f"sequential='anytime' needs an anytime-valid method, one of {anytime}; "
                 f"got method {self.method!r}"

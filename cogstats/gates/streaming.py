@@ -2751,7 +2751,7 @@ def _key(k: list[Any]) -> tuple[Any, ...]:
 
 def _version() -> str:
     try:
-        from cogstats import __version__
+        from cogstats._version import __version__
 
         return __version__
     except ImportError:  # pragma: no cover

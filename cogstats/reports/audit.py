@@ -33,7 +33,7 @@ import polars as pl
 
 from cogstats._codes import HARMFUL
 from cogstats._validation import ParameterError, check_int, suggest
-from cogstats.charts._frames import natural_key
+from cogstats.charts import natural_key
 from cogstats.estimators import check_identifiability
 from cogstats.ledger import Ledger
 from cogstats.reports.evaluation import compare_attributions
@@ -611,7 +611,7 @@ def recorded_ledger(runs: pl.DataFrame) -> Ledger:
     >>> recorded_ledger(runs).frame.rows()
     [('2', 0.9, ['a', 'b'])]
     """
-    from cogstats.charts._frames import require_columns
+    from cogstats.charts import require_columns
 
     require_columns(
         runs,
@@ -680,7 +680,7 @@ def replay_gates(
     >>> out.filter(pl.col("decision") != "hold").select("after_run", "fact_id", "decision").rows()
     [(2, 'b', 'evict'), (3, 'a', 'promote')]
     """
-    from cogstats.charts._frames import require_columns
+    from cogstats.charts import require_columns
 
     require_columns(
         runs,

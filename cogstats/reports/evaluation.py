@@ -20,8 +20,7 @@ import numpy as np
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.estimators import ATTRIBUTION_COLUMNS, attribute
-from cogstats.estimators._base import get_spec
+from cogstats.estimators import ATTRIBUTION_COLUMNS, attribute, get_spec
 from cogstats.ledger import Ledger
 
 if TYPE_CHECKING:  # the simulator (numba) is imported only by callers that have a result

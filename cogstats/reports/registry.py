@@ -280,7 +280,8 @@ def report_names() -> list[str]:
     --------
     >>> report_names()  # doctest: +NORMALIZE_WHITESPACE
     ['gate_comparison', 'ledger_audit', 'operating_characteristics', 'poison_crater',
-     'poison_replay', 'quickstart', 'threshold_explorer', 'tradeoffs', 'write_path_admission']
+     'poison_replay', 'quickstart', 'threshold_explorer', 'tradeoffs', 'tuning',
+     'write_path_admission']
     """
     return sorted(REPORTS)
 

@@ -4,7 +4,7 @@ Runs ``simulations/poison_crater.toml`` (S2) in the reference engine with cycgra
 gate (the spec's margin rule, and the inference rule) three ways:
 
 - ``plain``: cycgraph's gate on the whole ledger (the compiled engine's numbers);
-- ``exclude runs``: :class:`cogstats.estimators.LineageGate` with ``exclude_evicted``:
+- ``exclude runs``: :class:`cogstats.gates.LineageGate` with ``exclude_evicted``:
   the runs that carried an evicted lesson leave every other lesson's evidence (trials and
   baseline);
 - ``exclude baselines``: those runs leave only the *baselines* of the other lessons (each
@@ -25,8 +25,8 @@ from typing import Any
 
 import polars as pl
 
-from cogstats.estimators.lineage import LineageGate, evicted_lessons
-from cogstats.gates import GateReport, make_gate
+from cogstats.estimators.lineage import evicted_lessons
+from cogstats.gates import GateReport, LineageGate, make_gate
 from cogstats.ledger import Ledger
 from cogstats.reports.resources import resource_path
 from cogstats.sim import load_spec, simulate

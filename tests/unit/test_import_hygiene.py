@@ -9,9 +9,11 @@ with cycgraph's gate stays free of statsmodels.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 FORBIDDEN = (
     "altair",
@@ -158,3 +160,262 @@ def test_streaming_gate_loads_no_heavy_module() -> None:
     mods = _modules(STREAMING)
     assert _loaded(mods, HEAVY_ON_FIRST_DECISION) == []
     assert "cogstats.gates.streaming" in mods
+
+
+# ---------------------------------------------------------------- the import rules
+# (house style: no private name imported across packages; imports run one way)
+ROOT_DIR = Path(__file__).resolve().parents[2]
+
+#: private top-level modules shared by every package on purpose, with the reason
+SHARED_PRIVATE = {
+    "cogstats._codes": "the one set of decision, reason and status codes",
+    "cogstats._validation": "the errors and the parameter checks every module raises",
+    "cogstats._registry": "the one registry class of every swappable part",
+    "cogstats._toml": "the one typed TOML reader of the simulation, sweep and admission specs",
+    "cogstats._progress": "the one progress bar",
+    "cogstats._lazy": "the lazy (PEP 562) namespace of every package's face",
+    "cogstats._results": "the shared text rendering of result frames and settings",
+    "cogstats._rng": "the one seeding rule",
+    "cogstats._csv": "the one CSV writer that neutralises formula cells",
+    "cogstats._imports": "the one rule for importing a 'module:Class' named in data",
+    "cogstats._cli_options": "the command-line flags shared by the sub-commands",
+    "cogstats._version": "the package version, a leaf",
+    "cogstats._ledger_stats": "the ledger's per-lesson sufficient statistics, which the "
+    "gates and the partitioned path reduce (issue 17's statistics package replaces it)",
+}
+
+#: modules being rewritten by issue 17's streaming split (helper-17a), which removes
+#: their private imports; an empty set once it has landed
+TEMPORARY = {"cogstats/gates/streaming.py"}
+
+
+def _modname(path: Path) -> str:
+    parts = list(path.relative_to(ROOT_DIR).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    return {_modname(p): p for p in sorted((ROOT_DIR / "cogstats").rglob("*.py"))}
+
+
+def _home(module: str, sources: dict[str, Path]) -> str:
+    """The package a module belongs to (a package's face belongs to the package)."""
+    return module if sources[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _private_owner(target: str, sources: dict[str, Path]) -> str | None:
+    """The package that owns the first private component of a dotted name, if any: the
+    package holding a private module, or the package of the module holding a name."""
+    parts = target.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not part.startswith("__"):
+            holder = ".".join(parts[:i])
+            is_package = holder == "cogstats" or (
+                holder in sources and sources[holder].name == "__init__.py"
+            )
+            return holder if is_package else holder.rpartition(".")[0]
+    return None
+
+
+def _may_use(importer: str, owner: str, sources: dict[str, Path]) -> bool:
+    home = _home(importer, sources)
+    return home == owner or (owner != "cogstats" and home.startswith(owner + "."))
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(tree: ast.AST, with_type_checking: bool) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every absolute cogstats import (names [] for ``import``)."""
+    skip: set[int] = set()
+    if not with_type_checking:
+        for node in ast.walk(tree):
+            if _is_type_checking(node):
+                skip.update(id(n) for n in ast.walk(node))
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] == "cogstats":
+                out.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out.extend(
+                (node.lineno, a.name, []) for a in node.names if a.name.split(".")[0] == "cogstats"
+            )
+    return out
+
+
+def private_imports(sources: dict[str, Path]) -> list[str]:
+    """Every import of another package's underscore module or name, and every use of an
+    underscore attribute of another package's module bound by an import."""
+    found = []
+    for me, path in sources.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules: dict[str, str] = {}  # local name -> cogstats module it is bound to
+
+        def check(target: str, line: int, text: str, me: str = me) -> None:
+            if target in SHARED_PRIVATE:
+                return
+            owner = _private_owner(target, sources)
+            if owner is not None and not _may_use(me, owner, sources):
+                found.append(f"{me}:{line}: {text}")
+
+        for line, module, names in _imports(tree, with_type_checking=True):
+            check(module, line, f"import of {module}")
+            for name in names:
+                full = f"{module}.{name}"
+                if full in sources:  # a module
+                    check(full, line, f"import of module {full}")
+                    modules[name] = full
+                elif name.startswith("_") and not name.startswith("__"):
+                    check(full, line, f"from {module} import {name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname and a.name in sources:
+                        modules[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in modules
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                target = f"{modules[node.value.id]}.{node.attr}"
+                check(target, node.lineno, f"use of {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_is_imported_across_packages() -> None:
+    sources = _sources()
+    temporary = {m for m, p in sources.items() if p.relative_to(ROOT_DIR).as_posix() in TEMPORARY}
+    found = [f for f in private_imports(sources) if f.split(":")[0] not in temporary]
+    assert found == []
+
+
+def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
+    """The check finds each kind of violation (and spares a package's own privates)."""
+    (tmp_path / "fake.py").write_text(
+        "from cogstats.ledger import _validate_record\n"
+        "from cogstats.estimators._base import get_spec\n"
+        "from cogstats.gates import cycgraph\n"
+        "import cogstats.estimators.regression as reg\n"
+        "x = cycgraph._decide_core, reg._wald, cycgraph.CycgraphGate\n"
+        "from cogstats.sim import _kernel\n"
+        "from cogstats._codes import KINDS\n"
+    )
+    (tmp_path / "empty.py").write_text("")
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "sim" / "__init__.py").write_text("")
+    sources = {
+        "cogstats.sim": tmp_path / "sim" / "__init__.py",
+        "cogstats.sim.fake": tmp_path / "fake.py",
+        "cogstats.gates.cycgraph": tmp_path / "empty.py",
+        "cogstats.estimators.regression": tmp_path / "empty.py",
+        "cogstats.sim._kernel": tmp_path / "empty.py",
+    }
+    found = [f.split(": ", 1)[1] for f in private_imports(sources)]
+    assert sorted(found) == [
+        "from cogstats.ledger import _validate_record",
+        "import of cogstats.estimators._base",
+        "use of cycgraph._decide_core",
+        "use of reg._wald",
+    ]
+
+
+def import_graph(sources: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the cogstats modules it imports when it runs (not under TYPE_CHECKING).
+
+    ``from package import module`` is an arrow to the module only.
+    """
+    graph: dict[str, set[str]] = {m: set() for m in sources}
+    for me, path in sources.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for _, module, names in _imports(tree, with_type_checking=False):
+            subs = {f"{module}.{n}" for n in names if f"{module}.{n}" in sources}
+            if module in sources and (not names or len(subs) < len(names)):
+                graph[me].add(module)
+            graph[me] |= subs
+        graph[me].discard(me)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles() -> None:
+    assert circles(import_graph(_sources())) == []
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_imports_run_down_the_layers() -> None:
+    """The two arrows that ran back up: the estimators layer imports nothing of the gates,
+    and nothing imports the package's face for its version."""
+    graph = import_graph(_sources())
+    up = sorted(
+        (m, t)
+        for m, ts in graph.items()
+        if m.startswith("cogstats.estimators")
+        for t in ts
+        if t.startswith(("cogstats.gates", "cogstats.sim", "cogstats.reports"))
+    )
+    assert up == []
+    assert sorted(m for m, ts in graph.items() if "cogstats" in ts) == []
+
+
+#: the most lines a module of cogstats/ may hold (architecture.md)
+MAX_LINES = 1200
+#: modules being split by others' work, with the issue that splits them
+BEING_SPLIT = {
+    "cogstats/gates/streaming.py": "issue 17 (streaming split by concern, helper-17a)",
+    "cogstats/sim/_kernel.py": "issue 17 item 4 (per-gate kernel pieces, helper-18)",
+    "cogstats/estimators/regression.py": "issue 17 item 6 (split not finished: 1,225 lines)",
+    "cogstats/_ledger_io.py": "issue 19's hardened reader grew it to 1,216 lines: to split",
+}
+
+
+def test_no_module_above_the_line_limit() -> None:
+    long = {}
+    for path in sorted((ROOT_DIR / "cogstats").rglob("*.py")):
+        rel = path.relative_to(ROOT_DIR).as_posix()
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES and rel not in BEING_SPLIT:
+            long[rel] = n
+    assert long == {}
