@@ -180,33 +180,30 @@ def _warn(command: str, message: str) -> None:
 
 
 def _default_covariates(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
-    """Return the gate, adjusted for a ``difficulty`` column where its covariates are absent.
+    """Return the gate with the covariates of the one covariate rule, with its note on stderr.
 
-    With a note on stderr; other difficulty-like columns get a hint.  The recommended
-    gate's default is ``difficulty_proxy``; a ledger of one's own often calls its proxy
-    ``difficulty``, and the command line uses that column when present (``--covariates``
-    names another, or none with an empty list).
+    The rule is :func:`cogstats.covariates.choose_covariates` (the recommended gate's
+    default ``difficulty_proxy``; a ledger of one's own often calls its proxy
+    ``difficulty``, used when present; a hint names other difficulty-like columns; the
+    simulator's ``true_difficulty`` is never chosen).  ``--covariates`` names others, or
+    none with an empty list.
     """
+    from cogstats.covariates import choose_covariates
+
     wanted = getattr(gate, "covariates", None)
-    if not isinstance(wanted, tuple) or not wanted or getattr(args, "covariates", None):
+    if not isinstance(wanted, tuple) or getattr(args, "covariates", None):
         return gate
-    have = list(ledger.covariates)
-    if any(c in have for c in wanted):
-        return gate
-    if "difficulty" in have and dataclasses.is_dataclass(gate) and not isinstance(gate, type):
-        _warn(
-            "gate",
-            f"the ledger has no {list(wanted)}; adjusting for its 'difficulty' column "
-            "(--covariates names another)",
-        )
-        return dataclasses.replace(gate, covariates=("difficulty",))
-    looks = [c for c in have if any(k in c.lower() for k in ("difficult", "hard", "proxy"))]
-    if looks:
-        _warn(
-            "gate",
-            f"the gate adjusts for {list(wanted)} where the ledger has them, and it has none; "
-            f"it has {looks}: pass --covariates {looks[0]} to adjust for it",
-        )
+    default = None
+    if dataclasses.is_dataclass(gate) and not isinstance(gate, type):
+        fields = {f.name: f for f in dataclasses.fields(gate)}
+        f = fields.get("covariates")
+        if f is not None and f.default is not dataclasses.MISSING:
+            default = tuple(f.default)
+    choice = choose_covariates(wanted, ledger.covariates, default=default)
+    if choice.note:
+        _warn("gate", choice.note)
+    if choice.fallback:
+        return dataclasses.replace(gate, covariates=choice.columns)
     return gate
 
 

@@ -469,4 +469,4 @@ def test_cli_uses_a_difficulty_column_or_hints_at_one(tmp_path: Any, capsys: Any
     other = tmp_path / "other.parquet"
     ledger.frame.rename({"prox": "hardness"}).write_parquet(other)
     assert main(["gate", str(other), "--gate", "recommended", "--format", "json"]) == 0
-    assert "pass --covariates hardness" in capsys.readouterr().err
+    assert "(--covariates hardness)" in capsys.readouterr().err
