@@ -34,6 +34,8 @@ import polars as pl
 from cogstats._codes import HARMFUL
 from cogstats._validation import ParameterError, check_int, suggest
 from cogstats.charts import natural_key
+from cogstats.covariates import DIFFICULTY_COLUMNS as _DIFFICULTY_COLUMNS
+from cogstats.covariates import choose_covariates
 from cogstats.estimators import check_identifiability
 from cogstats.ledger import Ledger
 from cogstats.reports.evaluation import compare_attributions
@@ -63,8 +65,9 @@ PREFERRED_COMPARISON_GATE = "recommended"
 REPORT_GATE_SETTINGS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {"evidence": {"method": "ols", "alpha": 0.05, "multiplicity": "bh", "min_trials": 3}}
 )
-#: Covariate names taken as the run difficulty when the caller names none.
-DIFFICULTY_COLUMNS: tuple[str, ...] = ("difficulty_proxy", "difficulty")
+#: Covariate names taken as the run difficulty when the caller names none (the one
+#: covariate rule's, :data:`cogstats.covariates.DIFFICULTY_COLUMNS`).
+DIFFICULTY_COLUMNS: tuple[str, ...] = _DIFFICULTY_COLUMNS
 #: The common columns of every gate's rows, in order.
 DECISION_COLUMNS: tuple[str, ...] = (
     "fact_id",
@@ -480,7 +483,8 @@ class LedgerAudit:
 
 def _covariates(ledger: Ledger, covariates: Sequence[str] | None) -> tuple[str, ...]:
     if covariates is None or (not isinstance(covariates, str) and len(covariates) == 0):
-        return tuple(c for c in DIFFICULTY_COLUMNS if c in ledger.covariates)[:1]
+        # the one covariate rule (cogstats.covariates), as the CLI and the gates use it
+        return choose_covariates(DIFFICULTY_COLUMNS[:1], ledger.covariates).columns
     if isinstance(covariates, str) or not all(isinstance(c, str) for c in covariates):
         raise ParameterError(f"covariates must be a list of column names; got {covariates!r}")
     missing = [c for c in covariates if c not in ledger.covariates]
