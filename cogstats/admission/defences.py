@@ -38,9 +38,9 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from cogstats._registry import Registry
 from cogstats._results import format_settings, frame_text
 from cogstats._validation import ParameterError, check_int, check_real
+from cogstats.admission.registry import DEFENCES as _DEFENCES
 from cogstats.admission.world import POISON, SEED, World
 
 __all__ = [
@@ -455,7 +455,8 @@ class Defence(ABC):
 
 #: The registry: defence name -> class (a :class:`~cogstats._registry.Registry`, in the
 #: order registered: from no defence to the strongest).
-DEFENCES: Registry[type[Defence]] = Registry("defence", param="defence", sort=False)
+#: (:data:`cogstats.admission.registry.DEFENCES`, below the spec that checks names.)
+DEFENCES = _DEFENCES
 
 
 def register_defence(cls: type[Defence]) -> type[Defence]:
@@ -472,7 +473,8 @@ def register_defence(cls: type[Defence]) -> type[Defence]:
     True
     >>> del DEFENCES["oracle_doc"]  # (keep the registry as shipped)
     """
-    if not cls.name or cls.name in DEFENCES:
+    # names() lists what is registered so far (the built-in module loading now included)
+    if not cls.name or cls.name in DEFENCES.names():
         raise RuntimeError(f"defence {cls.name!r} registered twice or without a name")
     return DEFENCES.add(cls.name, cls)
 

@@ -34,9 +34,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cogstats._registry import Registry
 from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.admission._faiss import faiss_threads
+from cogstats.admission.registry import INDEXES as _INDEXES
 
 __all__ = [
     "INDEXES",
@@ -218,7 +218,8 @@ class VectorIndex(ABC):
 
 
 #: The registry: index name -> class (a :class:`~cogstats._registry.Registry`).
-INDEXES: Registry[type[VectorIndex]] = Registry("index", param="index", sort=False)
+#: (:data:`cogstats.admission.registry.INDEXES`, below the spec that checks names.)
+INDEXES = _INDEXES
 
 
 def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
@@ -233,7 +234,8 @@ def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
     True
     >>> del INDEXES["exact_doc"]  # (keep the registry as shipped)
     """
-    if not cls.name or cls.name in INDEXES:
+    # names() lists what is registered so far (the built-in module loading now included)
+    if not cls.name or cls.name in INDEXES.names():
         raise RuntimeError(f"index {cls.name!r} registered twice or without a name")
     return INDEXES.add(cls.name, cls)
 

@@ -295,8 +295,7 @@ class AdmissionSpec:
     def __post_init__(self) -> None:
         """Fill in the options of every registered defence and index type."""
         # every registered defence and index type has options (defaults unless given)
-        from cogstats.admission.defences import DEFENCES
-        from cogstats.admission.index import INDEXES
+        from cogstats.admission.registry import DEFENCES, INDEXES
 
         for attr, registry in (("defence_options", DEFENCES), ("index_options", INDEXES)):
             given = dict(getattr(self, attr))
@@ -306,8 +305,7 @@ class AdmissionSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> AdmissionSpec:
         """Validate a spec mapping (as read from TOML); errors name the key and the file."""
-        from cogstats.admission.defences import DEFENCES
-        from cogstats.admission.index import INDEXES
+        from cogstats.admission.registry import DEFENCES, INDEXES
 
         r = _Table(data, "", source)
         name = r.string("name", "write-path-admission", empty=True)
