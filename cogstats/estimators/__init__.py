@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
         Attribution,
         EstimatorSpec,
         get_spec,
+        make_table,
     )
     from cogstats.estimators.anytime_ols import anytime_ols_paths, anytime_ols_sequence
     from cogstats.estimators.attribution import attribute
@@ -56,6 +57,7 @@ _LAZY: dict[str, str] = {
     "Attribution": "cogstats.estimators._base",
     "EstimatorSpec": "cogstats.estimators._base",
     "get_spec": "cogstats.estimators._base",
+    "make_table": "cogstats.estimators._base",
     "attribute": "cogstats.estimators.attribution",
     "check_identifiability": "cogstats.estimators.identifiability",
     "WelchResult": "cogstats.estimators.lift",

@@ -92,6 +92,8 @@ __all__ = [
     "confidence_sequence",
     "confseq_paths",
     "mixture_rho",
+    "resolve_rho",
+    "studentised_sequence",
 ]
 
 PROPENSITY_MODES = ("auto", "logged", "none")
@@ -289,7 +291,7 @@ def confseq_paths(
     (True, True)
     """
     level = check_probability("confidence_level", confidence_level)
-    rho_used = _resolve_rho(rho, target_runs, level)
+    rho_used = resolve_rho(rho, target_runs, level)
     model = check_choice("outcome_model", outcome_model, OUTCOME_MODELS)
     x = np.asarray(injected)
     if x.ndim != 2:
@@ -314,7 +316,7 @@ def confseq_paths(
                 f"propensities must have the shape of injected {x.shape}; got {p.shape}"
             )
         est, v, n, n1, n0, ready = _pseudo_outcome_stats(y, x, p, model == "running_means")
-    lo, hi, pval, se = _studentised_sequence(est, v, n, ready, rho_used, alpha)
+    lo, hi, pval, se = studentised_sequence(est, v, n, ready, rho_used, alpha)
     settings = {
         "confidence_level": level,
         "target_runs": target_runs,
@@ -336,7 +338,14 @@ def confseq_paths(
     )
 
 
-def _resolve_rho(rho: float | None, target_runs: int, level: float) -> float:
+def resolve_rho(rho: float | None, target_runs: int, level: float) -> float:
+    """Return the mixture parameter: ``rho`` checked, or :func:`mixture_rho` when None.
+
+    Examples
+    --------
+    >>> resolve_rho(None, 100, 0.05) == mixture_rho(100, 0.05), resolve_rho(2.0, 100, 0.05)
+    (True, 2.0)
+    """
     if rho is None:
         return mixture_rho(target_runs, level)
     check_int("target_runs", target_runs, minimum=1)
@@ -400,7 +409,7 @@ def _two_sample_stats(
     return est, v, n.astype(np.int64), n1.astype(np.int64), n0.astype(np.int64), ready
 
 
-def _studentised_sequence(
+def studentised_sequence(
     est: np.ndarray,
     v: np.ndarray,
     n: np.ndarray,
@@ -472,7 +481,7 @@ def _ledger_confseq(
     outcome_model: str,
 ) -> tuple[SequencePaths, str]:
     level = check_probability("confidence_level", confidence_level)
-    _resolve_rho(rho, target_runs, level)
+    resolve_rho(rho, target_runs, level)
     check_choice("outcome_model", outcome_model, OUTCOME_MODELS)
     mode = _resolve_propensity_mode(ledger, propensity)
     x = ledger.design(list(fact_ids)).dense() > 0
@@ -659,3 +668,8 @@ def confseq(
         "pvalue": "anytime-valid, two-sided, at the current run",
     }
     return Attribution("confseq", table, settings, extras={"paths": paths})
+
+
+# the names of these faces before they were public (callers being moved)
+_resolve_rho = resolve_rho
+_studentised_sequence = studentised_sequence

@@ -45,7 +45,9 @@ __all__ = [
     "check_identifiability",
     "covariate_design",
     "group_codes",
+    "identify",
     "lesson_identifiability",
+    "weak_from_cross_products",
 ]
 
 #: Relative singular value below which a direction of the centred, unit-column design
@@ -334,10 +336,10 @@ def lesson_identifiability(
     def weak(reps: list[int]) -> tuple[np.ndarray, np.ndarray | None, list[str], bool]:
         return _weak_directions(csc, reps, z, sources, n, vif_threshold)
 
-    return _identify(ids, n, counts, keys, weak, tol, vif_threshold)
+    return identify(ids, n, counts, keys, weak, tol, vif_threshold)
 
 
-def _identify(
+def identify(
     ids: list[str],
     n: int,
     counts: np.ndarray,
@@ -479,11 +481,11 @@ def _weak_directions(
     mu = np.asarray(lessons.sum(axis=0)).ravel() / n
     c_ll = _gram(sparse.csr_array(lessons)) - n * np.outer(mu, mu)
     c_lz = np.asarray(lessons.T @ zc)  # zc is centred: no mean correction
-    s_g, vt_g = _weak_from_cross_products(c_ll, c_lz, zc.T @ zc, vif_threshold)
+    s_g, vt_g = weak_from_cross_products(c_ll, c_lz, zc.T @ zc, vif_threshold)
     return s_g, vt_g, col_sources, True
 
 
-def _weak_from_cross_products(
+def weak_from_cross_products(
     c_ll: np.ndarray, c_lz: np.ndarray, c_zz: np.ndarray, vif_threshold: float
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Find the weak directions of the design from its centred cross-products.
@@ -578,3 +580,8 @@ def check_identifiability(
         tol=tol,
         vif_threshold=vif_threshold,
     )
+
+
+# the names of these faces before they were public (callers being moved)
+_identify = identify
+_weak_from_cross_products = weak_from_cross_products

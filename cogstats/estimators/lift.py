@@ -25,7 +25,14 @@ from cogstats._validation import ParameterError, check_probability, check_real
 from cogstats.estimators._base import Attribution, make_table, register
 from cogstats.ledger import Ledger
 
-__all__ = ["WelchResult", "required_trials", "student_t_cdf", "welch_lift"]
+__all__ = [
+    "WelchResult",
+    "lift_from_stats",
+    "required_trials",
+    "student_t_cdf",
+    "welch_from_stats",
+    "welch_lift",
+]
 
 
 @dataclass(frozen=True)
@@ -226,10 +233,10 @@ def lift(ledger: Ledger, *, confidence_level: float) -> Attribution:
     (0.25, 0.198727)
     """
     level = check_probability("confidence_level", confidence_level)
-    return _lift_from_stats(_group_stats(ledger), level)
+    return lift_from_stats(_group_stats(ledger), level)
 
 
-def _lift_from_stats(g: dict[str, np.ndarray], level: float) -> Attribution:
+def lift_from_stats(g: dict[str, np.ndarray], level: float) -> Attribution:
     """Compute the ``lift`` attribution from per-lesson group statistics (:func:`_group_stats`)."""
     est, se, df = _welch_arrays(g, 0.0)
     lo, hi = _interval(est, se, df, level)
@@ -300,10 +307,10 @@ def welch(
     floor = cast(float, check_real("noise_floor_sd", noise_floor_sd, minimum=0.0))
     pm = cast(float, check_real("promote_margin", promote_margin, minimum=0.0))
     em = cast(float, check_real("evict_margin", evict_margin, minimum=0.0))
-    return _welch_from_stats(_group_stats(ledger), level, floor, pm, em)
+    return welch_from_stats(_group_stats(ledger), level, floor, pm, em)
 
 
-def _welch_from_stats(
+def welch_from_stats(
     g: dict[str, np.ndarray], level: float, floor: float, pm: float, em: float
 ) -> Attribution:
     """Compute the ``welch`` attribution from per-lesson group statistics."""
@@ -341,3 +348,8 @@ def _p_exceeds(est: np.ndarray, se: np.ndarray, df: np.ndarray, margin: float) -
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 1.0 - special.stdtr(df, (margin - est) / se)
     return np.asarray(np.where(se == 0, np.where(est > margin, 1.0, 0.0), p))
+
+
+# the names of these faces before they were public (callers being moved)
+_lift_from_stats = lift_from_stats
+_welch_from_stats = welch_from_stats

@@ -66,7 +66,17 @@ from cogstats.estimators.identifiability import (
 )
 from cogstats.ledger import Ledger
 
-__all__ = ["MixedFallbackWarning", "fraclogit", "mixed", "ols", "ridge"]
+__all__ = [
+    "SINGULAR_PIVOT",
+    "MixedFallbackWarning",
+    "fraclogit",
+    "mixed",
+    "ols",
+    "regression_settings",
+    "regression_table",
+    "ridge",
+    "wald",
+]
 
 OLS_COV = ("nonrobust", "HC3", "cluster")
 RIDGE_COV = ("HC0", "HC3")
@@ -166,7 +176,7 @@ def _expand(values: Any, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-def _table(
+def regression_table(
     method: str,
     d: Any,  # a _Design, or anything with fact_ids, trials, n and ident
     keep: np.ndarray,
@@ -241,7 +251,14 @@ def _constant_scores(k: int) -> tuple[np.ndarray, ...]:
     return zero, zero, zero, zero, np.ones(k)
 
 
-def _settings(**kwargs: Any) -> dict[str, Any]:
+def regression_settings(**kwargs: Any) -> dict[str, Any]:
+    """Return an attribution's settings mapping (``covariates`` as a tuple).
+
+    Examples
+    --------
+    >>> regression_settings(method="ols", covariates=["difficulty"])
+    {'method': 'ols', 'covariates': ('difficulty',)}
+    """
     out = dict(kwargs)
     if "covariates" in out:
         out["covariates"] = tuple(out["covariates"])
@@ -309,7 +326,7 @@ def normal_solution(xtx: np.ndarray, xty: np.ndarray) -> tuple[np.ndarray, np.nd
         # is a combination of the earlier ones to 12 digits): singular, as numpy's
         # matrix_rank on the design would say; rounding lets Cholesky pass such matrices
         kept = np.diag(chol) ** 2 / np.maximum(np.diag(xtx), np.finfo(float).tiny)
-        if kept.min() > _SINGULAR_PIVOT:
+        if kept.min() > SINGULAR_PIVOT:
             tri, info = linalg.lapack.dpotri(chol, lower=1)  # (X'X)^-1 from the factor
             if info == 0:
                 inv = np.tril(tri) + np.tril(tri, -1).T
@@ -355,14 +372,14 @@ def sandwich(
 
 
 #: relative Cholesky pivot below which ``X'X`` counts as singular (then the pseudo-inverse)
-_SINGULAR_PIVOT = 1e-12
+SINGULAR_PIVOT = 1e-12
 
 #: ``sparse_ols`` forms the full covariance matrix of the coefficients up to this many
 #: columns; above, only its diagonal (the standard errors) and the pieces (bread, meat).
 FULL_COV_LIMIT = 1000
 
 
-def _wald(
+def wald(
     est: np.ndarray, se: np.ndarray, df: float, level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Interval, two-sided p-value and statistic with the t (finite df) or normal reference."""
@@ -519,8 +536,8 @@ def ols(
         else:
             est = fit.params[lesson]
             se = fit.bse[lesson]
-            lo, hi, pvalue, statistic = _wald(est, se, df, level)
-    table = _table(
+            lo, hi, pvalue, statistic = wald(est, se, df, level)
+    table = regression_table(
         "ols",
         d,
         d.keep,
@@ -531,7 +548,7 @@ def ols(
         pvalue,
         {"df": np.full(d.keep.size, df), "statistic": statistic},
     )
-    settings = _settings(
+    settings = regression_settings(
         covariates=d.controls.covariates,
         cov=cov,
         cluster=cluster,
@@ -724,9 +741,9 @@ def ridge(
     if constant:
         p = np.ones_like(est)  # an effect known to be exactly 0 (as for lift)
     d = _Design(y, x, design.fact_ids, (x > 0).sum(axis=0).astype(np.int64), controls, ident, keep)
-    table = _table("ridge", d, keep, est, se, lo, hi, p)
+    table = regression_table("ridge", d, keep, est, se, lo, hi, p)
     effective_df = float(q.shape[1] + np.sum(s**2 / (s**2 + lam)))
-    settings = _settings(
+    settings = regression_settings(
         penalty=penalty if fixed is None else fixed,
         covariates=controls.covariates,
         cov=cov,
@@ -948,7 +965,7 @@ def fraclogit(
     if d.n and np.ptp(d.y) == 0:
         p = np.ones(n_keep)
     log_odds_se = np.sqrt(np.diag(vcov))[columns]
-    table = _table(
+    table = regression_table(
         "fraclogit",
         d,
         d.keep,
@@ -959,7 +976,7 @@ def fraclogit(
         p,
         {"log_odds": params[columns], "log_odds_se": log_odds_se},
     )
-    settings = _settings(
+    settings = regression_settings(
         covariates=d.controls.covariates,
         cov=cov,
         confidence_level=level,
@@ -1190,7 +1207,7 @@ def mixed(
         df = float(len(levels) - 1)
         group_variance = None
     fallback = reason is not None
-    table = _table(
+    table = regression_table(
         "mixed",
         d,
         d.keep,
@@ -1201,7 +1218,7 @@ def mixed(
         p,
         {"df": np.full(d.keep.size, df), "fallback": [fallback] * d.keep.size},
     )
-    settings = _settings(
+    settings = regression_settings(
         groups=groups,
         covariates=d.controls.covariates,
         confidence_level=level,
@@ -1223,3 +1240,10 @@ def mixed(
         "n_groups": len(levels),
     }
     return Attribution("mixed", table, settings, extras=extras)
+
+
+# the names of these faces before they were public (callers being moved)
+_SINGULAR_PIVOT = SINGULAR_PIVOT
+_wald = wald
+_table = regression_table
+_settings = regression_settings
