@@ -95,6 +95,14 @@ WHY_CONFIDENCE_DECAY = "confidence_decay"
 WHY_CONTRADICTION = "contradiction"
 WHY_SUPERSEDED = "superseded"
 WHY_INACTIVE = "inactive"
+# the lifecycle (the second-version recommended gate, docs/recommended.md)
+WHY_HARM_MARGIN = "harm_margin"
+WHY_PROMOTE_MARGIN = "promote_margin"
+WHY_FUTILITY = "futility"
+WHY_NON_INFERIOR = "non_inferior"
+WHY_SUSPECT = "suspect"
+WHY_CRATER = "crater"
+WHY_CLEARED = "cleared"
 
 #: The ``why`` vocabulary: every value a built-in gate writes, with its meaning.
 WHY: MappingProxyType[str, str] = MappingProxyType(
@@ -125,6 +133,19 @@ WHY: MappingProxyType[str, str] = MappingProxyType(
         "it contradicts",
         WHY_SUPERSEDED: "retire (audit:superseded): another entry supersedes it",
         WHY_INACTIVE: "hold (audit): already flagged or retired; not judged again",
+        WHY_HARM_MARGIN: "evict (eval-gate:harmful), tier 1: the effect is shown to be below "
+        "minus a margin (in units of the estimated noise) at a lenient level",
+        WHY_PROMOTE_MARGIN: "promote, tier 1: the effect is shown to exceed a margin (in units "
+        "of the estimated noise) at a lenient level",
+        WHY_FUTILITY: "evict (eval-gate:no_lift): the effect is shown to be below the "
+        "usefulness margin (a futility bound), not for running out of looks",
+        WHY_NON_INFERIOR: "admit: the effect is shown not to be harmful beyond a margin (a "
+        "non-inferiority bound); no claim that it helps",
+        WHY_SUSPECT: "suspend: a lenient test finds the lesson suspect of harm; out of the "
+        "prompt except for re-tests",
+        WHY_CRATER: "suspend: the lesson arrived with a drop in the score (a lenient test of "
+        "the runs it shares with the crater)",
+        WHY_CLEARED: "release: re-tests no longer find the suspended lesson suspect",
     }
 )
 
