@@ -10,13 +10,20 @@ from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
-from cogstats._codes import LIVE_STATUSES
+from cogstats._codes import ADMITTED, LIVE_STATUSES, SUSPENDED
 from cogstats._validation import ParameterError
 from cogstats.ledger import Ledger
 from cogstats.lessons import lesson_table as validate_lesson_table
 from cogstats.lessons import live_lessons
 
-__all__ = ["STATUSES", "RetrievalPolicy", "Selection", "lesson_table"]
+__all__ = [
+    "STATUSES",
+    "RetrievalPolicy",
+    "Selection",
+    "lesson_table",
+    "retest_pick",
+    "split_lessons",
+]
 
 #: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
 #: backward compatibility for stores written before eval-gating).
@@ -103,3 +110,89 @@ def check_slots(max_facts: Any, candidate_slots: Any) -> tuple[int, int]:
     if mf is None or cs is None:  # pragma: no cover - not optional
         raise ParameterError("max_facts and candidate_slots are required")
     return mf, min(cs, mf)
+
+
+def split_lessons(
+    lessons: pl.DataFrame | Iterable[Mapping[str, Any]],
+) -> tuple[pl.DataFrame, list[str]]:
+    """Validate a lesson table once: (its live lessons, the suspended ids oldest first).
+
+    Suspended lessons are out of the prompt; a policy with a re-test slot
+    (:func:`retest_pick`) may inject one of them per run, at random.
+
+    Examples
+    --------
+    >>> live, sus = split_lessons([{"id": "a", "status": "suspended", "created_at": 2},
+    ...     {"id": "b", "status": "candidate", "created_at": 1}])
+    >>> live["id"].to_list(), sus
+    (['b'], ['a'])
+    """
+    table = validate_lesson_table(lessons)
+    suspended = (
+        table.filter((pl.col("status") == SUSPENDED).fill_null(False))
+        .sort(["created_at", "id"], maintain_order=True)["id"]
+        .to_list()
+    )
+    return live_lessons(table), suspended
+
+
+def retest_pick(suspended: list[str], u: float, prob: float) -> tuple[str | None, dict[str, float]]:
+    """Draw the re-test slot: at most one suspended lesson a run, with a known propensity.
+
+    With ``m`` suspended lessons, a run re-tests one of them with probability ``prob``,
+    each equally likely: every suspended lesson's propensity is ``prob / m``.  One
+    uniform ``u`` decides both (``u < prob`` re-tests; then ``u / prob`` is uniform
+    and picks the lesson), so that suspects are kept apart: never two in one run.
+
+    Returns
+    -------
+    (str or None, dict)
+        The lesson re-tested (None: none this run) and every suspended lesson's
+        propensity (empty when none is suspended).
+
+    Examples
+    --------
+    >>> retest_pick(["a", "b"], 0.3, 0.5)
+    ('b', {'a': 0.25, 'b': 0.25})
+    >>> retest_pick(["a", "b"], 0.7, 0.5)
+    (None, {'a': 0.25, 'b': 0.25})
+    >>> retest_pick([], 0.1, 0.5)
+    (None, {})
+    """
+    m = len(suspended)
+    if m == 0:
+        return None, {}
+    props = {f: prob / m for f in suspended}
+    if u < prob:
+        return suspended[min(int(u / prob * m), m - 1)], props
+    return None, props
+
+
+def verified_block(
+    table: pl.DataFrame, ledger: Ledger | None, *, newest_first: bool = True
+) -> pl.DataFrame:
+    """Return the non-candidate live lessons in prompt-fill order: verified, then admitted.
+
+    Verified (and untagged) lessons come first, newest first (cycgraph's order;
+    ``newest_first=False`` keeps store order); admitted lessons, screened but not shown
+    to help, fill what room is left in rotation: fewest trials in ``ledger`` first, then
+    oldest, then id, so that over runs every admitted lesson gets its turn.  Without
+    admitted lessons this is the verified block cycgraph builds.
+    """
+    is_cand = (pl.col("status") == "candidate").fill_null(False)
+    is_adm = (pl.col("status") == ADMITTED).fill_null(False)
+    ver = table.filter(~is_cand & ~is_adm)
+    if newest_first:
+        ver = ver.sort(["created_at", "id"], descending=[True, False], maintain_order=True)
+    adm = table.filter(is_adm)
+    if adm.height == 0:
+        return ver
+    if ledger is not None and len(ledger):
+        stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
+        adm = adm.join(stats, on="id", how="left", maintain_order="left").with_columns(
+            pl.col("trials").fill_null(0)
+        )
+    else:
+        adm = adm.with_columns(pl.lit(0).alias("trials"))
+    adm = adm.sort(["trials", "created_at", "id"], maintain_order=True).drop("trials")
+    return pl.concat([ver, adm], how="diagonal_relaxed")

@@ -14,20 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from cogstats._validation import check_int
+from cogstats._validation import check_int, check_real
 from cogstats.ledger import Ledger
-from cogstats.retrieval._base import Selection, check_slots, lesson_table
+from cogstats.retrieval._base import (
+    Selection,
+    check_slots,
+    retest_pick,
+    split_lessons,
+    verified_block,
+)
 from cogstats.retrieval._registry import register_policy
 
 __all__ = ["FewestTrialsFirst", "InProgressFirst", "NewestFirst"]
-
-
-def _split(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(candidates, verified-or-untagged) in store order."""
-    is_cand = pl.col("status") == "candidate"
-    return table.filter(is_cand.fill_null(False)), table.filter(~is_cand.fill_null(False))
 
 
 def _newest_first(frame: pl.DataFrame) -> pl.DataFrame:
@@ -46,6 +47,10 @@ class _Gated(ABC):
     max_facts: int = 10
     candidate_slots: int = 2
     rest_after_trials: int | None = None
+    retest_prob: float = 0.5
+
+    #: the simulator's reference engine shows this policy its suspended lessons
+    retests_suspended = True
 
     def __post_init__(self) -> None:
         mf, cs = check_slots(self.max_facts, self.candidate_slots)
@@ -53,6 +58,8 @@ class _Gated(ABC):
         object.__setattr__(self, "candidate_slots", cs)
         rest = check_int("rest_after_trials", self.rest_after_trials, minimum=1, optional=True)
         object.__setattr__(self, "rest_after_trials", rest)
+        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
+        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
 
     @abstractmethod
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
@@ -66,17 +73,37 @@ class _Gated(ABC):
         rng: Any = None,
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """Choose the lessons for the next run (deterministic; ``rng`` and ``context`` unused).
+        """Choose the lessons for the next run (``context`` unused).
 
-        The output is the verified block (newest first) followed by the chosen
-        candidates; verified lessons fill ``max_facts`` minus the candidates taken.
+        The output is the verified block (verified newest first, then admitted lessons
+        in rotation) followed by the chosen candidates; the block fills ``max_facts``
+        minus the candidates taken.  Deterministic unless lessons are suspended: then
+        one uniform from ``rng`` draws the re-test slot (see the class notes).
         """
-        table = lesson_table(lessons)
-        cands, verified = _split(table)
-        chosen = self._order_candidates(cands, ledger).head(self.candidate_slots)
-        room = self.max_facts - chosen.height
-        ver = _newest_first(verified).head(room)
-        return Selection(tuple(ver["id"].to_list()) + tuple(chosen["id"].to_list()))
+        table, suspended = split_lessons(lessons)
+        u0 = float(np.random.default_rng(rng).random()) if suspended else 1.0
+        return self._select(table, suspended, ledger, u0)
+
+    def _select(
+        self, table: pl.DataFrame, suspended: list[str], ledger: Ledger | None, u0: float
+    ) -> Selection:
+        is_cand = (pl.col("status") == "candidate").fill_null(False)
+        cands = table.filter(is_cand)
+        pick: str | None = None
+        props: dict[str, float] = {}
+        if self.candidate_slots > 0:
+            pick, props = retest_pick(suspended, u0, self.retest_prob)
+        slots = self.candidate_slots - (pick is not None)
+        chosen = self._order_candidates(cands, ledger).head(slots)
+        room = self.max_facts - chosen.height - (pick is not None)
+        ver = verified_block(table.filter(~is_cand), ledger).head(room)
+        fact_ids = tuple(ver["id"].to_list()) + tuple(chosen["id"].to_list())
+        if pick is not None:
+            fact_ids += (pick,)
+        if not props:
+            return Selection(fact_ids)
+        # the rest of the prompt is deterministic given the re-test draw: propensity 1
+        return Selection(fact_ids, {**{f: 1.0 for f in fact_ids}, **props})
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Pre-drawn uniforms a simulated run needs: the two coins only (deterministic)."""
@@ -90,8 +117,13 @@ class _Gated(ABC):
         *,
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """As :meth:`select` (the policy is deterministic: ``uniforms`` are unused)."""
-        return self.select(lessons, ledger)
+        """As :meth:`select`, with the run's uniforms given.
+
+        Only ``uniforms[0]`` is used, and only when lessons are suspended: it draws the
+        re-test slot.
+        """
+        table, suspended = split_lessons(lessons)
+        return self._select(table, suspended, ledger, float(uniforms[0]) if suspended else 1.0)
 
 
 @register_policy(
@@ -113,9 +145,22 @@ class InProgressFirst(_Gated):
     rest_after_trials : int or None
         With a ledger: bench candidates once they have this many trials, so their
         leave-one-out baseline can form.
+    retest_prob : float
+        The re-test slot's probability per run (default 0.5; in [0, 1]).
 
     Notes
     -----
+    Lesson statuses (:data:`cogstats._codes.LESSON_STATUSES`): verified (and untagged)
+    lessons fill the verified block newest first, then admitted lessons in rotation
+    (fewest trials first); suspended lessons are injected only through the re-test
+    slot: when ``m >= 1`` lessons are suspended, each run re-tests one of them with
+    probability ``retest_prob``, each with propensity ``retest_prob / m``, in one of
+    the candidate slots (:func:`cogstats.retrieval._base.retest_pick`); the
+    propensities are logged (``Selection.propensities``: the suspects', and 1 for the
+    rest of the prompt, which is deterministic given the re-test draw), so that a gate
+    can weigh the re-test runs.  Never two suspended lessons in one run.  With no
+    suspended lesson the selection is cycgraph's, deterministic.
+
     With a ledger, candidates are ordered by trials (most first), then oldest first,
     then id; without one, newest first, then id.  Ids compare by code point (cycgraph
     uses ``localeCompare``, which differs only for ids that differ in letter case).
@@ -134,6 +179,10 @@ class InProgressFirst(_Gated):
     >>> InProgressFirst(max_facts=2, candidate_slots=1, rest_after_trials=1).select(
     ...     lessons, ledger).fact_ids
     ('v1', 'c2')
+    >>> sus = lessons + [{"id": "s1", "status": "suspended", "created_at": 4}]
+    >>> sel = InProgressFirst(max_facts=3, candidate_slots=2, retest_prob=1.0).select(sus, ledger)
+    >>> sel.fact_ids, sel.propensities["s1"]
+    (('v1', 'c1', 's1'), 1.0)
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:

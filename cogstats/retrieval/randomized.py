@@ -16,6 +16,10 @@ A capped pool admits newcomers only when a pool lesson is decided, so pair a cap
 gate that always reaches a verdict (``max_trials`` or ``max_baseline_runs``), or the
 pool can stall on lessons of small effect.
 
+Both keep suspended lessons out except for a re-test slot (``retest_prob``: at most one
+suspended lesson per run, at random, its propensity logged) and put admitted lessons in
+the verified block after the verified ones, in rotation.
+
 Both consume a fixed number of uniforms per run (one per pool position), in pool order, so
 the simulator's compiled engine and its plain-Python reference draw the same schedule.
 """
@@ -32,19 +36,24 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_choice, check_int, check_real
 from cogstats.ledger import Ledger
-from cogstats.retrieval._base import Selection, check_slots, lesson_table
+from cogstats.retrieval._base import (
+    Selection,
+    check_slots,
+    retest_pick,
+    split_lessons,
+    verified_block,
+)
 from cogstats.retrieval._registry import register_policy
 
 __all__ = ["Designed", "Randomized", "bernoulli_capped_propensity"]
 
 
-def _pool_and_verified(table: pl.DataFrame, pool_size: int) -> tuple[list[str], pl.DataFrame]:
+def _pool_and_verified(
+    table: pl.DataFrame, pool_size: int, ledger: Ledger | None
+) -> tuple[list[str], pl.DataFrame]:
     is_cand = (pl.col("status") == "candidate").fill_null(False)
     cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)
-    verified = table.filter(~is_cand).sort(
-        ["created_at", "id"], descending=[True, False], maintain_order=True
-    )
-    return cands["id"].to_list()[:pool_size], verified
+    return cands["id"].to_list()[:pool_size], verified_block(table.filter(~is_cand), ledger)
 
 
 def _smallest(u: np.ndarray, k: int) -> np.ndarray:
@@ -57,12 +66,18 @@ class _Pooled:
     max_facts: int = 10
     candidate_slots: int = 2
     pool: int | None = None
+    retest_prob: float = 0.5
+
+    #: the simulator's reference engine shows this policy its suspended lessons
+    retests_suspended = True
 
     def __post_init__(self) -> None:
         mf, cs = check_slots(self.max_facts, self.candidate_slots)
         object.__setattr__(self, "max_facts", mf)
         object.__setattr__(self, "candidate_slots", cs)
         object.__setattr__(self, "pool", check_int("pool", self.pool, minimum=1, optional=True))
+        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
+        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
 
     def _pool_size(self, table: pl.DataFrame) -> int:
         n_cand = int((table["status"] == "candidate").fill_null(False).sum())
@@ -76,10 +91,14 @@ class _Pooled:
         rng: Any = None,
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
-        """Choose the lessons for the next run, drawing one uniform per pool lesson."""
-        table = lesson_table(lessons)
-        u = np.random.default_rng(rng).random(self._pool_size(table))
-        return self._select_pool(table, ledger, u)
+        """Choose the lessons for the next run, drawing one uniform per pool lesson.
+
+        With suspended lessons one more uniform (drawn last) decides the re-test slot.
+        """
+        table, suspended = split_lessons(lessons)
+        size = self._pool_size(table)
+        u = np.random.default_rng(rng).random(size + bool(suspended))
+        return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]))
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Pre-drawn uniforms a simulated run needs: two coins and one per pool position."""
@@ -95,29 +114,45 @@ class _Pooled:
     ) -> Selection:
         """Select as :meth:`select` does, with the run's uniforms given.
 
-        ``uniforms[2 + i]`` is pool position ``i``'s draw (the two coins in front are
-        unused).
+        ``uniforms[2 + i]`` is pool position ``i``'s draw; ``uniforms[0]`` decides the
+        re-test slot when lessons are suspended (``uniforms[1]`` is unused).
         """
-        return self._select_pool(lesson_table(lessons), ledger, np.asarray(uniforms)[2:])
+        table, suspended = split_lessons(lessons)
+        u = np.asarray(uniforms, dtype=float)
+        return self._select_pool(table, ledger, u[2:], suspended, float(u[0]))
 
-    def _select_pool(self, table: pl.DataFrame, ledger: Ledger | None, uniforms: Any) -> Selection:
+    def _select_pool(
+        self,
+        table: pl.DataFrame,
+        ledger: Ledger | None,
+        uniforms: Any,
+        suspended: list[str] | None = None,
+        u_retest: float = 1.0,
+    ) -> Selection:
         u = np.asarray(uniforms, dtype=float)
         size = self._pool_size(table)
         if u.shape[0] < size:
             raise ParameterError(f"uniforms must hold {size} values; got {u.shape[0]}")
-        pool, verified = _pool_and_verified(table, size)
-        chosen, props = self._choose(pool, ledger, u[: len(pool)])
-        room = self.max_facts - len(chosen)
+        pool, verified = _pool_and_verified(table, size, ledger)
+        pick: str | None = None
+        retest: dict[str, float] = {}
+        if self.candidate_slots > 0:
+            pick, retest = retest_pick(suspended or [], u_retest, self.retest_prob)
+        slots = self.candidate_slots - (pick is not None)
+        chosen, props = self._choose(pool, ledger, u[: len(pool)], slots)
+        room = self.max_facts - len(chosen) - (pick is not None)
         ver = verified["id"].to_list()[:room]
-        fact_ids = tuple(ver) + tuple(chosen)
-        if props is None:
+        fact_ids = tuple(ver) + tuple(chosen) + ((pick,) if pick is not None else ())
+        if props is None and not retest:
             return Selection(fact_ids)
-        logged = dict(props)
+        # a deterministic choice (Designed) given the re-test draw: propensity 1
+        logged = dict(props) if props is not None else {f: 1.0 for f in chosen}
         logged.update({f: 1.0 for f in ver})
+        logged.update(retest)
         return Selection(fact_ids, logged)
 
     def _choose(
-        self, pool: list[str], ledger: Ledger | None, u: np.ndarray
+        self, pool: list[str], ledger: Ledger | None, u: np.ndarray, slots: int
     ) -> tuple[list[str], dict[str, float] | None]:
         raise ParameterError("abstract")  # pragma: no cover
 
@@ -180,6 +215,12 @@ class Randomized(_Pooled):
         identified.
     inclusion_prob : float
         The Bernoulli draw probability (default 0.5).
+    retest_prob : float
+        The re-test slot's probability per run (default 0.5): with ``m >= 1`` suspended
+        lessons a run re-tests one of them, each with propensity ``retest_prob / m``, in
+        one of the candidate slots (:func:`cogstats.retrieval._base.retest_pick`; the
+        draw is ``uniforms[0]``, logged with the pool's propensities).  Admitted lessons
+        fill the verified block after verified ones, in rotation.
 
     Examples
     --------
@@ -203,17 +244,17 @@ class Randomized(_Pooled):
         )
 
     def _choose(
-        self, pool: list[str], ledger: Ledger | None, u: np.ndarray
+        self, pool: list[str], ledger: Ledger | None, u: np.ndarray, slots: int
     ) -> tuple[list[str], dict[str, float] | None]:
         n = len(pool)
         if n == 0:
             return [], {}
         if self.inclusion == "bernoulli":
             p = float(self.inclusion_prob)
-            k = min(self.candidate_slots, int(np.sum(u < p)))
-            prop = bernoulli_capped_propensity(n, self.candidate_slots, p)
+            k = min(slots, int(np.sum(u < p)))
+            prop = bernoulli_capped_propensity(n, slots, p)
         else:
-            k = min(self.candidate_slots, n)
+            k = min(slots, n)
             prop = k / n
         picked = _smallest(u, k)
         return [pool[i] for i in picked], {f: prop for f in pool}
@@ -248,14 +289,14 @@ class Designed(_Pooled):
     """
 
     def _choose(
-        self, pool: list[str], ledger: Ledger | None, u: np.ndarray
+        self, pool: list[str], ledger: Ledger | None, u: np.ndarray, slots: int
     ) -> tuple[list[str], dict[str, float] | None]:
         n = len(pool)
         recorded = 0 if ledger is None else len(ledger)
         if recorded % 2 == 0 or ledger is None:
-            k = min(self.candidate_slots, math.ceil(n / 2))
+            k = min(slots, math.ceil(n / 2))
             return [pool[i] for i in _smallest(u, k)], None
         last = set(ledger.frame["fact_ids"][-1].to_list())
         rest = [i for i, f in enumerate(pool) if f not in last]
-        picked = _smallest(u[rest], min(self.candidate_slots, len(rest)))
+        picked = _smallest(u[rest], min(slots, len(rest)))
         return [pool[rest[i]] for i in picked], None

@@ -33,7 +33,13 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.ledger import Ledger
-from cogstats.retrieval._base import Selection, check_slots, lesson_table
+from cogstats.retrieval._base import (
+    Selection,
+    check_slots,
+    retest_pick,
+    split_lessons,
+    verified_block,
+)
 from cogstats.retrieval._registry import register_policy
 
 __all__ = ["SuspectFirst", "welch_z"]
@@ -105,6 +111,13 @@ class SuspectFirst:
         fresh ones (>= 0).
     fresh_trials : int
         Candidates with fewer trials come next (>= 0).
+    retest_prob : float
+        The re-test slot's probability per run (default 0.5): with ``m >= 1`` suspended
+        lessons (status ``suspended``, out of the prompt) a run re-tests one of them, each
+        with propensity ``retest_prob / m``, in one of the candidate slots
+        (:func:`cogstats.retrieval._base.retest_pick`, drawn from ``uniforms[0]``); the
+        suspects' propensities are logged.  Admitted lessons fill the verified block
+        after verified ones, in rotation.
 
     Examples
     --------
@@ -119,6 +132,10 @@ class SuspectFirst:
     inclusion_prob: float = 0.5
     suspect_z: float = 2.0
     fresh_trials: int = 2
+    retest_prob: float = 0.5
+
+    #: the simulator's reference engine shows this policy its suspended lessons
+    retests_suspended = True
 
     def __post_init__(self) -> None:
         """Validate the options."""
@@ -139,6 +156,8 @@ class SuspectFirst:
         object.__setattr__(
             self, "fresh_trials", check_int("fresh_trials", self.fresh_trials, minimum=0)
         )
+        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
+        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Return how many pre-drawn uniforms a simulated run needs.
@@ -156,10 +175,10 @@ class SuspectFirst:
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
         """Choose the lessons for the next run (draws from ``rng``)."""
-        table = lesson_table(lessons)
+        table, suspended = split_lessons(lessons)
         n = int((table["status"] == "candidate").fill_null(False).sum())
         u = np.random.default_rng(rng).random(2 + n)
-        return self._choose(table, ledger, u)
+        return self._choose(table, ledger, u, suspended)
 
     def select_with_uniforms(
         self,
@@ -171,16 +190,23 @@ class SuspectFirst:
     ) -> Selection:
         """Choose as :meth:`select` does, with the run's uniforms given.
 
-        ``uniforms[2 + i]`` is the draw of candidate ``i`` (candidates oldest first).
+        ``uniforms[2 + i]`` is the draw of candidate ``i`` (candidates oldest first);
+        ``uniforms[0]`` decides the re-test slot when lessons are suspended.
         """
-        return self._choose(lesson_table(lessons), ledger, np.asarray(uniforms, dtype=float))
+        table, suspended = split_lessons(lessons)
+        return self._choose(table, ledger, np.asarray(uniforms, dtype=float), suspended)
 
-    def _choose(self, table: pl.DataFrame, ledger: Ledger | None, u: np.ndarray) -> Selection:
+    def _choose(
+        self, table: pl.DataFrame, ledger: Ledger | None, u: np.ndarray, suspended: list[str]
+    ) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)["id"]
-        verified = table.filter(~is_cand).sort(
-            ["created_at", "id"], descending=[True, False], maintain_order=True
-        )["id"]
+        verified = verified_block(table.filter(~is_cand), ledger)["id"]
+        pick: str | None = None
+        retest: dict[str, float] = {}
+        if self.candidate_slots > 0:
+            pick, retest = retest_pick(suspended, float(u[0]), self.retest_prob)
+        slots = self.candidate_slots - (pick is not None)
         sums, tot_n, tot_s, tot_ss = _sums(ledger)
         suspects: list[int] = []
         fresh: list[int] = []
@@ -200,10 +226,17 @@ class SuspectFirst:
         rest.sort(key=lambda i: (z[i], i))
         chosen: list[int] = []
         for i in (*suspects, *fresh, *rest):
-            if len(chosen) >= self.candidate_slots:
+            if len(chosen) >= slots:
                 break
             if u[2 + i] < self.inclusion_prob:
                 chosen.append(i)
-        room = self.max_facts - len(chosen)
+        room = self.max_facts - len(chosen) - (pick is not None)
         ver = verified.to_list()[: max(room, 0)]
-        return Selection(tuple(ver) + tuple(ids[i] for i in sorted(chosen)))
+        fact_ids = tuple(ver) + tuple(ids[i] for i in sorted(chosen))
+        if pick is None and not retest:
+            return Selection(fact_ids)
+        # the rest is logged with propensity 1 (the ledger asks a propensity of every
+        # injected lesson; the suspect-first order is not a known design)
+        logged = {f: 1.0 for f in fact_ids}
+        logged.update(retest)
+        return Selection(fact_ids + ((pick,) if pick is not None else ()), logged)

@@ -22,15 +22,39 @@ Definitions (one replicate):
 - ``regret``: mean over runs of (oracle score - score), where the oracle injects the best
   ``max_facts`` helpful lessons that have arrived, under the same difficulty and noise.
 
+The lesson lifecycle (issue 18; from the status events, :meth:`RawChunk.status_events`,
+and the injections; a lesson's status during run ``r`` is the one after the gate's looks
+through run ``r - 1``):
+
+- ``poison_exposure``: mean over poisons of the runs from the poison's arrival through its
+  last injection, both counted (``last injection run - arrival + 1``; 0 when never
+  injected).  Re-test injections of a suspended poison count.
+- ``poison_out_last5``: poisons not injected in any of the last 5 runs / poisons.
+- ``false_conviction_rate``: lessons of true effect >= 0 evicted as harmful / lessons of
+  effect >= 0 with at least one trial (the goal that replaces ``false_eviction_rate``).
+- ``helpful_lost_rate``: helpful lessons (true effect >= 0.05, :data:`HELPFUL_EFFECT`)
+  retired, evicted, or still suspended after the last run / helpful lessons that arrived.
+- ``genuine_suspended_runs``: median over the non-poison lessons ever suspended of the
+  runs each spent suspended (a suspension after run ``s`` ended by a change after run
+  ``t`` covers runs ``s + 1 .. t``, ``t - s`` runs; one still open at the end runs to the
+  last run); NaN when no non-poison lesson was suspended.  :func:`pooled_median_suspended`
+  pools the lessons over replicates.
+- ``suspensions``: suspend events; ``retest_injections``: injections of a lesson while it
+  was suspended (the re-test slot's).
+
 Undefined values (no poison, no lesson tried, ...) are NaN, and averages skip them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
 from cogstats._codes import (
+    ADMITTED,
+    EVICTED,
     KIND_POISON,
     KINDS,
     REASON_BY_CODE,
@@ -38,17 +62,45 @@ from cogstats._codes import (
     REASON_CODE_NO_LIFT,
     REASON_CODE_NONE,
     REASON_CODE_RETIRE,
+    RETIRED,
+    STATUS_NAMES,
+    SUSPENDED,
 )
 from cogstats.sim.draws import LessonTable
 from cogstats.sim.raw import RawChunk
 
 __all__ = [
+    "HELPFUL_EFFECT",
+    "LIFECYCLE_COLUMNS",
     "METRIC_COLUMNS",
+    "Lifecycle",
     "lesson_outcomes",
+    "lifecycle",
     "pooled_median_delay",
+    "pooled_median_suspended",
     "removal_delays",
     "replicate_metrics",
+    "status_event_frame",
 ]
+
+#: A lesson at least this helpful counts in ``helpful_lost_rate``.
+HELPFUL_EFFECT = 0.05
+#: The runs at the end in which ``poison_out_last5`` asks that no poison be injected.
+LAST_RUNS = 5
+_SUS = STATUS_NAMES.index(SUSPENDED)
+_ADM = STATUS_NAMES.index(ADMITTED)
+_EVI = STATUS_NAMES.index(EVICTED)
+_RET = STATUS_NAMES.index(RETIRED)
+#: The lifecycle metrics (issue 18), also in :data:`METRIC_COLUMNS`.
+LIFECYCLE_COLUMNS: tuple[str, ...] = (
+    "poison_exposure",
+    "poison_out_last5",
+    "false_conviction_rate",
+    "helpful_lost_rate",
+    "genuine_suspended_runs",
+    "suspensions",
+    "retest_injections",
+)
 
 METRIC_COLUMNS: tuple[str, ...] = (
     "poison_recall",
@@ -67,6 +119,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "regret",
     "promotions",
     "evictions",
+    *LIFECYCLE_COLUMNS,
 )
 
 
@@ -79,6 +132,89 @@ def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     n = mask.sum(axis=1)
     s = np.where(mask, values, 0.0).sum(axis=1)
     return _ratio(s, n)
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """Per-lesson lifecycle arrays of a chunk, (n, L) each (run 0: never).
+
+    ``final``: status code after the last run (:data:`cogstats._codes.STATUS_NAMES`;
+    arrived lessons start as candidates); ``last_injected``: run of the last injection;
+    ``suspended_runs``: runs spent suspended; ``suspensions``: suspend events;
+    ``retests``: injections while suspended; ``admitted``: first admit run;
+    ``suspended_at`` / ``released_at``: per (replicate, lesson), the runs after which it
+    was suspended / left suspension.
+    """
+
+    final: np.ndarray
+    last_injected: np.ndarray
+    suspended_runs: np.ndarray
+    suspensions: np.ndarray
+    retests: np.ndarray
+    admitted: np.ndarray
+    suspended_at: dict[tuple[int, int], list[int]]
+    released_at: dict[tuple[int, int], list[int]]
+
+
+def lifecycle(raw: RawChunk, lessons: LessonTable) -> Lifecycle:
+    """Derive each lesson's lifecycle from the status events and the injections.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cogstats.sim import Scenario
+    >>> from cogstats.sim.draws import lesson_table
+    >>> from cogstats.sim.raw import empty_raw
+    >>> s = Scenario.from_dict({"runs": 6, "gate": {"type": "none"},
+    ...     "lessons": {"listed": [{"id": "a", "effect": -0.2, "kind": "poison"}]}})
+    >>> les = lesson_table(s)
+    >>> raw = empty_raw(s, les, 1)
+    >>> raw.inj[0, [0, 1, 4], 0] = 0; raw.ninj[0, [0, 1, 4]] = 1
+    >>> raw.events = [(0, 2, 0, 1, 6, None, "suspect")]  # suspended after run 2
+    >>> lc = lifecycle(raw, les)
+    >>> int(lc.last_injected[0, 0]), int(lc.suspended_runs[0, 0]), int(lc.retests[0, 0])
+    (5, 4, 1)
+    """
+    n, runs = raw.score.shape
+    n_les = len(lessons.ids)
+    rep_idx, run_idx, slot = np.nonzero(raw.inj >= 0)
+    keep = slot < raw.ninj[rep_idx, run_idx]
+    rep_idx, run_idx, les_idx = rep_idx[keep], run_idx[keep], raw.inj[rep_idx, run_idx, slot][keep]
+    last = np.zeros((n, n_les), dtype=np.int64)
+    np.maximum.at(last, (rep_idx, les_idx), run_idx + 1)
+    final = np.repeat((lessons.arrival <= runs).astype(np.int64)[None, :], n, axis=0)
+    sus_runs = np.zeros((n, n_les), dtype=np.int64)
+    sus_count = np.zeros((n, n_les), dtype=np.int64)
+    retests = np.zeros((n, n_les), dtype=np.int64)
+    admitted = np.zeros((n, n_les), dtype=np.int64)
+    suspended_at: dict[tuple[int, int], list[int]] = {}
+    released_at: dict[tuple[int, int], list[int]] = {}
+    open_since: dict[tuple[int, int], int] = {}
+    intervals: list[tuple[int, int, int, int]] = []
+    for rep, run, j, frm, to, _reason, _why in raw.status_events():
+        key = (rep, j)
+        final[rep, j] = to
+        if to == _ADM and admitted[rep, j] == 0:
+            admitted[rep, j] = run
+        if to == _SUS:
+            open_since[key] = run
+            sus_count[rep, j] += 1
+            suspended_at.setdefault(key, []).append(run)
+        elif frm == _SUS and key in open_since:
+            start = open_since.pop(key)
+            sus_runs[rep, j] += run - start
+            intervals.append((rep, j, start, run))
+            released_at.setdefault(key, []).append(run)
+    for (rep, j), start in open_since.items():
+        sus_runs[rep, j] += runs - start
+        intervals.append((rep, j, start, runs))
+    if intervals:
+        # injections while suspended: runs start + 1 .. end
+        injected = np.zeros((n, runs + 1, n_les), dtype=np.bool_)
+        injected[rep_idx, run_idx + 1, les_idx] = True
+        for rep, j, start, end in intervals:
+            retests[rep, j] += int(injected[rep, start + 1 : end + 1, j].sum())
+    return Lifecycle(final, last, sus_runs, sus_count, retests, admitted, suspended_at, released_at)
 
 
 def first_decision(raw: RawChunk) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +266,18 @@ def replicate_metrics(
         fit_during = fit_after = fit_from = np.full(n, np.nan)
     nonpoison_tried = (tried & ~poison).sum(axis=1)
     nonpos_tried = (tried & (eff <= 0)).sum(axis=1)
+    lc = lifecycle(raw, lessons)
+    arrived = np.broadcast_to((lessons.arrival <= runs)[None, :], tried.shape)
+    exposure = np.where(lc.last_injected > 0, lc.last_injected - arrival + 1, 0)
+    p_arrived = poison & arrived
+    out_last = lc.last_injected <= runs - LAST_RUNS
+    nonneg = eff >= 0
+    helpful = (eff >= HELPFUL_EFFECT) & arrived
+    lost = np.isin(lc.final, [_EVI, _RET, _SUS])
+    ever_suspended = (lc.suspensions > 0) & ~poison
+    genuine_sus = np.full(n, np.nan)
+    for i in np.flatnonzero(ever_suspended.any(axis=1)):
+        genuine_sus[i] = float(np.median(lc.suspended_runs[i][ever_suspended[i]]))
     return pl.DataFrame(
         {
             "replicate": np.arange(start, start + n, dtype=np.int64),
@@ -151,6 +299,17 @@ def replicate_metrics(
             "regret": (raw.oracle - raw.score).mean(axis=1),
             "promotions": (raw.promote_run > 0).sum(axis=1).astype(np.int64),
             "evictions": (raw.evict_run > 0).sum(axis=1).astype(np.int64),
+            "poison_exposure": _ratio(
+                np.where(p_arrived, exposure, 0).sum(axis=1), p_arrived.sum(axis=1)
+            ),
+            "poison_out_last5": _ratio((p_arrived & out_last).sum(axis=1), p_arrived.sum(axis=1)),
+            "false_conviction_rate": _ratio(
+                (harmful & nonneg).sum(axis=1), (tried & nonneg).sum(axis=1)
+            ),
+            "helpful_lost_rate": _ratio((helpful & lost).sum(axis=1), helpful.sum(axis=1)),
+            "genuine_suspended_runs": genuine_sus,
+            "suspensions": lc.suspensions.sum(axis=1).astype(np.int64),
+            "retest_injections": lc.retests.sum(axis=1).astype(np.int64),
         },
         nan_to_null=False,
     )
@@ -167,14 +326,11 @@ def lesson_outcomes(
     first_reason = np.where(
         code == 2, raw.evict_reason, np.where(code == 3, REASON_CODE_RETIRE, REASON_CODE_NONE)
     )
-    final = np.where(
-        raw.retire_run > 0,
-        "retired",
-        np.where(
-            raw.evict_run > 0, "evicted", np.where(raw.promote_run > 0, "verified", "candidate")
-        ),
-    )
+    lc = lifecycle(raw, lessons)
+    # a lesson that never arrived stays a candidate in this frame (as before the lifecycle)
+    final = np.asarray(STATUS_NAMES, dtype=object)[np.maximum(lc.final, 1)].astype(str)
     eff = effects
+    keys = [(rep, j) for rep in range(n) for j in range(n_les)]
 
     def zero_null(a: np.ndarray) -> pl.Series:
         # 0 means "never": null.  Through a float NaN mask (Series.replace is ~50x slower)
@@ -200,7 +356,93 @@ def lesson_outcomes(
             ),
             "retired_at_run": zero_null(raw.retire_run),
             "final_status": final.ravel(),
+            "admitted_at_run": zero_null(lc.admitted),
+            "suspended_at_runs": pl.Series(
+                [lc.suspended_at.get(k, []) for k in keys], dtype=pl.List(pl.Int64)
+            ),
+            "released_at_runs": pl.Series(
+                [lc.released_at.get(k, []) for k in keys], dtype=pl.List(pl.Int64)
+            ),
+            "suspended_runs": lc.suspended_runs.ravel(),
+            "retest_injections": lc.retests.ravel(),
+            "last_injected_run": zero_null(lc.last_injected),
+            EVENTS_COLUMN: _events_by_lesson(raw, n, n_les),
         }
+    )
+
+
+#: The column of :func:`lesson_outcomes` holding each lesson's status events (a list of
+#: structs); :class:`~cogstats.sim.SimulationResult` moves it to ``status_events()``.
+EVENTS_COLUMN = "_status_events"
+_EVENT_DTYPE = pl.List(
+    pl.Struct(
+        {
+            "run": pl.Int64,
+            "from": pl.String,
+            "to": pl.String,
+            "reason": pl.String,
+            "why": pl.String,
+        }
+    )
+)
+
+
+def _events_by_lesson(raw: RawChunk, n: int, n_les: int) -> pl.Series:
+    cells: list[list[dict[str, object]]] = [[] for _ in range(n * n_les)]
+    for rep, run, j, frm, to, reason, why in raw.status_events():
+        cells[rep * n_les + j].append(
+            {
+                "run": run,
+                "from": STATUS_NAMES[frm],
+                "to": STATUS_NAMES[to],
+                "reason": reason,
+                "why": why,
+            }
+        )
+    return pl.Series(EVENTS_COLUMN, cells, dtype=_EVENT_DTYPE)
+
+
+def status_event_frame(lessons: pl.DataFrame) -> pl.DataFrame:
+    """Return the status events of per-lesson outcomes (:func:`lesson_outcomes`), in time order.
+
+    One row per status change: replicate, run (the gate's look after which the status
+    changed; the new status holds from the next run), fact_id, from, to, reason, why,
+    kind, true_effect.  Sorted by (replicate, run, fact_id).
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario, simulate
+    >>> s = Scenario.from_dict({"runs": 30,
+    ...     "retrieval": {"max_facts": 2, "rest_after_trials": 4},
+    ...     "lessons": {"listed": [{"id": "bad", "effect": -0.4, "kind": "poison"},
+    ...                            {"id": "good", "effect": 0.1}]},
+    ...     "gate": {"type": "cycgraph", "decision_rule": "margin", "min_trials": 3}})
+    >>> ev = simulate(s, replicates=1, rng=1).status_events()
+    >>> ev.select("fact_id", "from", "to", "reason").row(0)
+    ('bad', 'candidate', 'evicted', 'eval-gate:harmful')
+    """
+    cols = ["replicate", "fact_id", "kind", "true_effect"]
+    if EVENTS_COLUMN not in lessons.columns:
+        return pl.DataFrame(
+            schema={
+                "replicate": pl.Int64,
+                "run": pl.Int64,
+                "fact_id": pl.String,
+                "from": pl.String,
+                "to": pl.String,
+                "reason": pl.String,
+                "why": pl.String,
+                "kind": pl.String,
+                "true_effect": pl.Float64,
+            }
+        )
+    return (
+        lessons.select(*cols, EVENTS_COLUMN)
+        .filter(pl.col(EVENTS_COLUMN).list.len() > 0)
+        .explode(EVENTS_COLUMN)
+        .unnest(EVENTS_COLUMN)
+        .select("replicate", "run", "fact_id", "from", "to", "reason", "why", "kind", "true_effect")
+        .sort("replicate", "run", "fact_id")
     )
 
 
@@ -295,12 +537,51 @@ def pooled_median_delay(
     >>> out["median"], out["n"], out["replicates"], out["low"] <= 2.0 <= out["high"]
     (2.0, 3, 4, True)
     """
+    reps = np.unique(lessons["replicate"].to_numpy())
+    delays = removal_delays(lessons, kind).rename({"delay": "_value"})
+    return _pooled_median(reps, delays, confidence_level, n_resamples, rng)
+
+
+def pooled_median_suspended(
+    lessons: pl.DataFrame,
+    *,
+    confidence_level: float = 0.95,
+    n_resamples: int = 999,
+    rng: int | np.random.Generator | None = 0,
+) -> dict[str, float | int]:
+    """Return the median runs non-poison lessons spent suspended, pooled over replicates.
+
+    Over every non-poison lesson ever suspended in every replicate (the per-lesson
+    ``suspended_runs`` of :func:`lesson_outcomes`), with the cluster-bootstrap Monte Carlo
+    error of :func:`pooled_median_delay` (replicates resampled).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> les = pl.DataFrame({"replicate": [0, 0, 1, 2], "kind": ["genuine"] * 3 + ["poison"],
+    ...     "suspended_at_runs": [[4], [], [3, 9], [2]], "suspended_runs": [2, 0, 6, 9]})
+    >>> out = pooled_median_suspended(les, n_resamples=99, rng=1)
+    >>> out["median"], out["n"], out["replicates"]
+    (4.0, 2, 3)
+    """
+    reps = np.unique(lessons["replicate"].to_numpy())
+    rows = lessons.filter(
+        (pl.col("kind") != KINDS[KIND_POISON]) & (pl.col("suspended_at_runs").list.len() > 0)
+    ).select("replicate", pl.col("suspended_runs").alias("_value"))
+    return _pooled_median(reps, rows, confidence_level, n_resamples, rng)
+
+
+def _pooled_median(
+    reps: np.ndarray,
+    values: pl.DataFrame,
+    confidence_level: float,
+    n_resamples: int,
+    rng: int | np.random.Generator | None,
+) -> dict[str, float | int]:
+    """Pooled median of ``values["_value"]`` with a cluster bootstrap over ``reps``."""
     import warnings
 
-    reps = np.unique(lessons["replicate"].to_numpy())
-    delays = removal_delays(lessons, kind).with_columns(
-        pl.int_range(pl.len()).over("replicate").alias("_slot")
-    )
+    delays = values.with_columns(pl.int_range(pl.len()).over("replicate").alias("_slot"))
     out: dict[str, float | int] = {
         "median": np.nan,
         "mcse": np.nan,
@@ -316,7 +597,7 @@ def pooled_median_delay(
     width = int(delays["_slot"].to_numpy().max()) + 1
     table = np.full((reps.size, width), np.nan)
     row = np.searchsorted(reps, delays["replicate"].to_numpy())
-    table[row, delays["_slot"].to_numpy()] = delays["delay"].to_numpy()
+    table[row, delays["_slot"].to_numpy()] = delays["_value"].to_numpy()
     out["median"] = float(np.nanmedian(table))
     if reps.size < 2:
         return out

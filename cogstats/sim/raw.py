@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from cogstats._codes import (
+    CANDIDATE,
+    EVICTED,
+    REASON_BY_CODE,
+    REASON_CODE_RETIRE,
+    RETIRED,
+    STATUS_NAMES,
+    VERIFIED,
+)
 from cogstats.sim.draws import LessonTable, pool_width
 from cogstats.sim.spec import Scenario
 
-__all__ = ["RawChunk", "empty_raw"]
+__all__ = ["Event", "RawChunk", "empty_raw"]
+
+#: One status change: (chunk replicate, run, lesson index, from code, to code, reason,
+#: why); the codes are positions in :data:`cogstats._codes.STATUS_NAMES`.
+Event = tuple[int, int, int, int, int, "str | None", "str | None"]
+
+_C, _V, _E, _R = (STATUS_NAMES.index(x) for x in (CANDIDATE, VERIFIED, EVICTED, RETIRED))
 
 
 @dataclass
@@ -20,6 +35,10 @@ class RawChunk:
     ``inj[rep, run, :ninj[rep, run]]`` (lesson indices, ascending) and its logged
     propensities ``pid/pval[rep, run, :n_logged[rep, run]]``.  Decision runs are 0 when the
     decision never happened.
+
+    ``events`` are the status changes in the order they happened (:data:`Event`), as the
+    reference engine writes them; None (the compiled engine) means they follow from the
+    promote / evict / retire arrays (:meth:`status_events`).
     """
 
     score: np.ndarray
@@ -36,20 +55,55 @@ class RawChunk:
     evict_run: np.ndarray
     evict_reason: np.ndarray
     retire_run: np.ndarray
+    events: list[Event] | None = field(default=None)
+
+    def status_events(self) -> list[Event]:
+        """Return the status changes, sorted by (replicate, run, lesson).
+
+        Written by the reference engine; derived from the promote / evict / retire
+        arrays when absent (the compiled engine, whose gates make only those changes:
+        a candidate is promoted, evicted or retired, a verified lesson evicted or
+        retired).  A derived event's ``why`` is None (the compiled engine does not record
+        it) and a retirement's reason is the audit's ``audit:low_win_rate``.
+        """
+        if self.events is not None:
+            return sorted(self.events, key=lambda ev: (ev[0], ev[1], ev[2]))
+        out: list[Event] = []
+        for rep, j in zip(*np.nonzero(self.promote_run), strict=True):
+            out.append((int(rep), int(self.promote_run[rep, j]), int(j), _C, _V, None, None))
+        for arr, to in ((self.evict_run, _E), (self.retire_run, _R)):
+            for rep, j in zip(*np.nonzero(arr), strict=True):
+                frm = _V if self.promote_run[rep, j] > 0 else _C
+                reason = (
+                    REASON_BY_CODE[int(self.evict_reason[rep, j])]
+                    if to == _E
+                    else REASON_BY_CODE[REASON_CODE_RETIRE]
+                )
+                out.append((int(rep), int(arr[rep, j]), int(j), frm, to, reason, None))
+        return sorted(out, key=lambda ev: (ev[0], ev[1], ev[2]))
+
+    def _arrays(self) -> list[str]:
+        return [f.name for f in fields(self) if f.name != "events"]
 
     def equals(self, other: RawChunk) -> bool:
-        """Exact equality of every array (the engines' cross-check)."""
-        return all(
-            np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
-        )
+        """Exact equality of every array and of the status events (``why`` aside)."""
+        return not self.differences(other)
 
     def differences(self, other: RawChunk) -> list[str]:
-        """Names of the arrays that differ."""
-        return [
-            f.name
-            for f in fields(self)
-            if not np.array_equal(getattr(self, f.name), getattr(other, f.name))
+        """Names of the arrays that differ (``events``: the status events, ``why`` aside).
+
+        The compiled engine records no ``why``; the rest of each event must agree.
+        """
+        out = [
+            name
+            for name in self._arrays()
+            if not np.array_equal(getattr(self, name), getattr(other, name))
         ]
+        mine = [ev[:6] for ev in self.status_events()]
+        theirs = [ev[:6] for ev in other.status_events()]
+        if mine != theirs:
+            out.append("events")
+        return out
 
 
 def empty_raw(s: Scenario, lessons: LessonTable, n: int) -> RawChunk:

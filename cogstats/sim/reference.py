@@ -2,10 +2,24 @@
 
 Every run builds the lesson table, asks the library's retrieval policy for the prompt,
 records the outcome in a :class:`~cogstats.ledger.Ledger`, and calls the library's gate,
-which rescans the whole ledger.  It consumes the same pre-drawn numbers as the compiled
-engine (:mod:`cogstats.sim._kernel`) and must reach the same decisions; it exists for that
-cross-check and for benchmark C1, not for production runs (it is about three orders of
-magnitude slower).
+which rescans the whole ledger.
+
+The lesson lifecycle.  Every outcome of the gate's report is applied through
+:data:`cogstats._codes.OUTCOME_STATUS` (promote -> verified, admit -> admitted, suspend
+-> suspended, release -> candidate, evict -> evicted, retire -> retired; hold and an
+outcome that leads to the status a lesson has change nothing), and each change is
+written as a status event (chunk replicate, run, lesson, from, to, reason, why) in
+``RawChunk.events``.  Candidates, admitted and suspended lessons are judged at every
+look (verified ones too when re-checking); a gate whose ``evaluate`` accepts
+``statuses`` gets each judged lesson's ``LessonState(status, since)``, ``since`` the
+first run in that status (the arrival run, or the run after the decision).  Retrieval
+sees candidates, admitted and verified lessons, and the suspended ones when the policy
+has a re-test slot (``retests_suspended``).  The simulated ledger names the true
+difficulty ``true_difficulty`` (a covariate no gate selects by default).
+
+It consumes the same pre-drawn numbers as the compiled engine (:mod:`cogstats.sim._kernel`)
+and must reach the same decisions; it exists for that cross-check and for benchmark C1,
+not for production runs (it is about three orders of magnitude slower).
 """
 
 from __future__ import annotations
@@ -40,6 +54,45 @@ def _takes_rng(gate: Any) -> bool:
     return "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def _takes_statuses(gate: Any) -> bool:
+    """Return whether ``gate.evaluate`` accepts ``statuses`` (the lifecycle protocol)."""
+    try:
+        params = inspect.signature(gate.evaluate).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return False
+    return "statuses" in params
+
+
+def _lesson_state() -> Any:
+    """``cogstats.gates.LessonState`` when it exists, else a plain (status, since) tuple."""
+    import importlib
+
+    import cogstats.gates as gates
+
+    found = getattr(gates, "LessonState", None)
+    if found is None:  # defined in the gates' report module before it is exported
+        found = getattr(importlib.import_module("cogstats.gates._report"), "LessonState", None)
+    return found if found is not None else (lambda status, since: (status, since))
+
+
+#: simulator status codes by name (the events' from/to)
+_CODE = {name: i for i, name in enumerate(C.STATUS_NAMES)}
+#: the statuses a gate judges at each look (verified too when re-checking)
+_JUDGED = (C.CANDIDATE, C.ADMITTED, C.SUSPENDED)
+#: the statuses retrieval is shown (suspended ones only by a policy with a re-test slot)
+_SHOWN = (C.CANDIDATE, C.VERIFIED, C.ADMITTED)
+
+
+def _log_width(raw: RawChunk, width: int) -> None:
+    """Widen the propensity log when a run logs more lessons than it holds (re-tests)."""
+    have = raw.pid.shape[2]
+    if width <= have:
+        return
+    n, runs = raw.pid.shape[:2]
+    raw.pid = np.concatenate([raw.pid, np.full((n, runs, width - have), -1, np.int64)], axis=2)
+    raw.pval = np.concatenate([raw.pval, np.zeros((n, runs, width - have))], axis=2)
+
+
 def run_reference(
     s: Scenario, lessons: LessonTable, prep: Prepared, gate_object: Any = None
 ) -> RawChunk:
@@ -69,14 +122,21 @@ def run_reference(
     logistic = s.score.link == "logistic"
     logit_base = math.log(base / (1 - base)) if logistic else 0.0
     order = np.argsort(lessons.age_rank)
+    gate_statuses = gate is not None and _takes_statuses(gate)
+    state_of = _lesson_state()
+    shown = (*_SHOWN, C.SUSPENDED) if getattr(policy, "retests_suspended", False) else _SHOWN
+    judged_statuses = (*_JUDGED, C.VERIFIED) if recheck else _JUDGED
+    events: list[tuple[int, int, int, int, int, str | None, str | None]] = []
     for rep in range(n):
         ledger = Ledger()
         status: dict[str, str] = {}
+        since: dict[str, int] = {}
         e = prep.effects[rep]
         for r in range(runs):
             run = r + 1
             for new in np.flatnonzero(lessons.arrival == run):
-                status[lessons.ids[new]] = "candidate"
+                status[lessons.ids[new]] = C.CANDIDATE
+                since[lessons.ids[new]] = run
             table = [
                 {
                     "id": lessons.ids[j],
@@ -85,7 +145,7 @@ def run_reference(
                     "applies_to": None if lessons.applies[j] < 0 else fam_names[lessons.applies[j]],
                 }
                 for j in order
-                if status.get(lessons.ids[j]) in ("candidate", "verified")
+                if status.get(lessons.ids[j]) in shown
             ]
             u = prep.retrieval[rep, r]
             if not table:
@@ -106,13 +166,14 @@ def run_reference(
             raw.inj[rep, r, : len(idx)] = idx
             if props is not None:
                 logged = sorted((index[f], p) for f, p in props.items())
+                _log_width(raw, len(logged))
                 raw.n_logged[rep, r] = len(logged)
                 for i, (j, p) in enumerate(logged):
                     raw.pid[rep, r, i] = j
                     raw.pval[rep, r, i] = p
             if idx or s.record_empty_runs:
                 raw.recorded[rep, r] = True
-                covariates: dict[str, Any] = {"run_index": run, "difficulty": d}
+                covariates: dict[str, Any] = {"run_index": run, "true_difficulty": d}
                 if prep.proxy is not None:
                     covariates["difficulty_proxy"] = float(prep.proxy[rep, r])
                 if fam_names:
@@ -127,10 +188,7 @@ def run_reference(
             if gate is None or run < s.gate.from_run or (run - s.gate.from_run) % s.gate.every:
                 continue
             judged = [
-                lessons.ids[j]
-                for j in order
-                if status.get(lessons.ids[j]) == "candidate"
-                or (recheck and status.get(lessons.ids[j]) == "verified")
+                lessons.ids[j] for j in order if status.get(lessons.ids[j]) in judged_statuses
             ]
             if not judged:
                 continue
@@ -139,6 +197,8 @@ def run_reference(
                 # a fixed stream per replicate and run, for gates that draw
                 seed = int.from_bytes(prep.noise[rep].tobytes()[:8], "little")
                 extra["rng"] = np.random.default_rng((seed, run))
+            if gate_statuses:
+                extra["statuses"] = {f: state_of(status[f], since[f]) for f in judged}
             if uses_lessons:
                 # every lesson that has arrived, with its status (evicted ones included)
                 extra["lessons"] = lesson_table(
@@ -154,23 +214,47 @@ def run_reference(
                 )
             report = gate.evaluate(ledger, judged, **extra)
             for row in report.to_frame().iter_rows(named=True):
-                f, d = row["fact_id"], row["decision"]
-                j = index[f]
-                if d == C.PROMOTE and status[f] == "candidate":
-                    status[f] = "verified"
-                    raw.promote_run[rep, j] = run
-                elif d == C.EVICT:
-                    status[f] = "evicted"
-                    raw.evict_run[rep, j] = run
-                    raw.evict_reason[rep, j] = C.evict_reason_code(row.get("reason"))
-                elif d == C.RETIRE:
-                    status[f] = "retired"
-                    raw.retire_run[rep, j] = run
+                _apply(row, run, rep, index, status, since, raw, events)
         trials = ledger.fact_stats()
         for f, t in zip(trials["fact_id"], trials["trials"], strict=True):
             raw.trials[rep, index[f]] = t
+    raw.events = events
     _fill_oracle(s, lessons, prep, raw)
     return raw
+
+
+def _apply(
+    row: dict[str, Any],
+    run: int,
+    rep: int,
+    index: dict[str, int],
+    status: dict[str, str],
+    since: dict[str, int],
+    raw: RawChunk,
+    events: list[tuple[int, int, int, int, int, str | None, str | None]],
+) -> None:
+    """Apply one report row through ``OUTCOME_STATUS`` and record the change, if any."""
+    f, d = row["fact_id"], row["decision"]
+    if d not in C.OUTCOME_STATUS:
+        raise ValueError(
+            f"a gate report's decision must be one of {list(C.OUTCOMES)}; got {d!r} for {f!r}"
+        )
+    new = C.OUTCOME_STATUS[d]
+    old = status[f]
+    if new is None or new == old:
+        return
+    j = index[f]
+    reason = row.get("reason")
+    if d == C.EVICT:
+        raw.evict_run[rep, j] = run
+        raw.evict_reason[rep, j] = C.evict_reason_code(reason)
+    elif d == C.RETIRE:
+        raw.retire_run[rep, j] = run
+    elif new == C.VERIFIED and raw.promote_run[rep, j] == 0:
+        raw.promote_run[rep, j] = run
+    status[f] = new
+    since[f] = run + 1
+    events.append((rep, run, j, _CODE[old], _CODE[new], reason, row.get("why")))
 
 
 def _fill_oracle(s: Scenario, lessons: LessonTable, prep: Prepared, raw: RawChunk) -> None:

@@ -16,7 +16,7 @@ from cogstats._codes import HARMFUL
 from cogstats._results import frame_text
 from cogstats._validation import ParameterError
 from cogstats.ledger import Ledger
-from cogstats.sim.metrics import METRIC_COLUMNS
+from cogstats.sim.metrics import EVENTS_COLUMN, METRIC_COLUMNS, status_event_frame
 from cogstats.sim.spec import Scenario
 
 __all__ = ["SimulationResult", "summarize_metrics"]
@@ -82,9 +82,14 @@ class SimulationResult:
         replicate, after_run, fact_id, decision (promote, evict, retire), reason, kind,
         true_effect.
     lessons : polars.DataFrame
-        One row per replicate and lesson: truth, trials, first decision and final status.
+        One row per replicate and lesson: truth, trials, first decision, final status and
+        the lifecycle (admitted_at_run, suspended_at_runs, released_at_runs,
+        suspended_runs, retest_injections, last_injected_run).
     metrics : polars.DataFrame
         One row per replicate (see :mod:`cogstats.sim.metrics` for definitions).
+
+    The status events (every status change, :meth:`status_events`) come with the
+    lessons frame (its ``_status_events`` column, which the result moves out of it).
     """
 
     scenario: Scenario
@@ -96,6 +101,84 @@ class SimulationResult:
     lessons: pl.DataFrame
     metrics: pl.DataFrame
     extras: Mapping[str, Any] = field(default_factory=dict)
+    _events: pl.DataFrame | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        """Move the lessons frame's status events out of it (see :meth:`status_events`)."""
+        if EVENTS_COLUMN in self.lessons.columns:
+            object.__setattr__(self, "_events", status_event_frame(self.lessons))
+            object.__setattr__(self, "lessons", self.lessons.drop(EVENTS_COLUMN))
+
+    def status_events(self) -> pl.DataFrame:
+        """Return every lesson status change, in time order.
+
+        Columns replicate, run (the gate's look after which the status changed: the new
+        status holds from run ``run + 1``), fact_id, from, to (lesson statuses,
+        :data:`cogstats._codes.LESSON_STATUSES`), reason, why (null where the compiled
+        engine ran: it records no why), kind, true_effect.  Both engines write the same
+        events (``why`` aside).
+
+        Examples
+        --------
+        >>> from cogstats.sim import Scenario, simulate
+        >>> s = Scenario.from_dict({"runs": 30,
+        ...     "retrieval": {"max_facts": 2, "rest_after_trials": 4},
+        ...     "lessons": {"listed": [{"id": "bad", "effect": -0.4, "kind": "poison"},
+        ...                            {"id": "good", "effect": 0.1}]},
+        ...     "gate": {"type": "cycgraph", "decision_rule": "margin", "min_trials": 3}})
+        >>> ev = simulate(s, replicates=2, rng=1, engine="reference").status_events()
+        >>> ev.select("fact_id", "from", "to", "why").row(0)
+        ('bad', 'candidate', 'evicted', 'harm_evidence')
+        """
+        if self._events is not None:
+            return self._events
+        return status_event_frame(self.lessons)
+
+    def injected_statuses(self) -> pl.DataFrame:
+        """Return the status of every injected lesson in every run.
+
+        One row per (replicate, run, injected lesson): replicate, run, fact_id, status
+        (the lesson's status during the run: candidate from its arrival, then the ``to``
+        of its last status event before the run).  A suspended lesson appears only in a
+        re-test run.  Needs the runs frame (``keep_runs=True``).
+
+        Examples
+        --------
+        >>> from cogstats.sim import Scenario, simulate
+        >>> s = Scenario.from_dict({"runs": 8, "gate": {"type": "none"},
+        ...     "lessons": {"listed": [{"id": "a", "effect": 0.1}]}})
+        >>> simulate(s, replicates=1, rng=1).injected_statuses()["status"].unique().to_list()
+        ['candidate']
+        """
+        if self.runs is None:
+            raise ParameterError("this result has no runs frame; simulate with keep_runs=True")
+        inj = (
+            self.runs.select("replicate", "run", "fact_ids")
+            .explode("fact_ids")
+            .drop_nulls("fact_ids")
+            .rename({"fact_ids": "fact_id"})
+            .sort("run")
+        )
+        ev = (
+            self.status_events()
+            .select(
+                "replicate",
+                "fact_id",
+                (pl.col("run") + 1).alias("run"),
+                pl.col("to").alias("status"),
+            )
+            .sort("run")
+        )
+        out = inj.join_asof(
+            ev,
+            on="run",
+            by=["replicate", "fact_id"],
+            strategy="backward",
+            check_sortedness=False,  # both sorted by run above
+        )
+        return out.with_columns(pl.col("status").fill_null("candidate")).sort(
+            "replicate", "run", "fact_id"
+        )
 
     def to_frame(self) -> pl.DataFrame:
         """Return the per-replicate metrics."""
@@ -209,9 +292,10 @@ class SimulationResult:
     def ledger(self, replicate: int = 0) -> Ledger:
         """Return the recorded runs of one replicate as a :class:`~cogstats.ledger.Ledger`.
 
-        Covariates: ``run_index``, ``difficulty`` (the truth, for checks),
-        ``difficulty_proxy`` and ``family`` where the scenario has them, and the logged
-        ``eligible_ids``/``propensities`` for randomized policies.
+        Covariates: ``run_index``, ``true_difficulty`` (the truth, for checks; named so
+        that no gate's covariate default selects it), ``difficulty_proxy`` and ``family``
+        where the scenario has them, and the logged ``eligible_ids``/``propensities`` for
+        randomized policies (and re-test slots).
 
         Examples
         --------
@@ -219,7 +303,7 @@ class SimulationResult:
         >>> s = Scenario.from_dict({"runs": 12, "lessons": {"listed": [{"id": "a", "effect": 0.1}]},
         ...                         "gate": {"type": "none"}})
         >>> simulate(s, replicates=2, rng=3).ledger(1)
-        Ledger(runs=12, facts=1, covariates=['run_index', 'difficulty'])
+        Ledger(runs=12, facts=1, covariates=['run_index', 'true_difficulty'])
         """
         if self.runs is None:
             raise ParameterError("this result has no runs frame; simulate with keep_runs=True")
@@ -228,25 +312,42 @@ class SimulationResult:
                 f"replicate must be in [0, {self.replicates - 1}]; got {replicate!r}"
             )
         rows = self.runs.filter((pl.col("replicate") == replicate) & pl.col("recorded"))
-        cols = ["run_id", "score", "fact_ids", "run_index", "difficulty"]
+        cols = ["run_id", "score", "fact_ids", "run_index", "true_difficulty"]
         cols += [
             c
             for c in ("difficulty_proxy", "family", "eligible_ids", "propensities")
             if c in rows.columns
         ]
         frame = rows.with_columns(
-            pl.col("run").cast(pl.String).alias("run_id"), pl.col("run").alias("run_index")
+            pl.col("run").cast(pl.String).alias("run_id"),
+            pl.col("run").alias("run_index"),
+            pl.col("difficulty").alias("true_difficulty"),
         ).select(cols)
+        if "eligible_ids" in frame.columns:
+            # a policy whose re-test slot logs propensities only while lessons are
+            # suspended: the other runs' prompts were deterministic (propensity 1)
+            bare = pl.col("eligible_ids").is_null() | (pl.col("eligible_ids").list.len() == 0)
+            frame = frame.with_columns(
+                pl.when(bare)
+                .then(pl.col("fact_ids"))
+                .otherwise(pl.col("eligible_ids"))
+                .alias("eligible_ids"),
+                pl.when(bare)
+                .then(pl.col("fact_ids").list.eval(pl.lit(1.0)))
+                .otherwise(pl.col("propensities"))
+                .alias("propensities"),
+            )
         return Ledger.from_frame(frame)
 
     def write(self, directory: str | Path) -> Path:
-        """Write the frames as Parquet (runs, decisions, lessons, metrics) and the spec."""
+        """Write the frames as Parquet (runs, decisions, lessons, metrics, status_events)."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         for name in ("runs", "decisions", "lessons", "metrics"):
             frame = getattr(self, name)
             if frame is not None:
                 frame.write_parquet(out / f"{name}.parquet")
+        self.status_events().write_parquet(out / "status_events.parquet")
         from cogstats._csv import write_csv  # formula cells neutralised
 
         write_csv(self.summary_table(), out / "summary.csv")

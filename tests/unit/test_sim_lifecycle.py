@@ -1,0 +1,325 @@
+"""The simulator's lesson lifecycle (issue 18): status events, the re-test slot, the metrics.
+
+A tiny scripted gate (defined here) suspends, releases, admits and evicts lessons at
+fixed runs, so that every status event, every injection and every lifecycle metric of
+the reference engine can be checked against values worked out by hand.  For today's
+gates the compiled engine's events (derived from its promote / evict / retire arrays)
+must equal the reference engine's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from cogstats import Ledger
+from cogstats.retrieval import InProgressFirst, Randomized, SuspectFirst
+from cogstats.retrieval._base import retest_pick
+from cogstats.sim import Scenario, simulate
+from cogstats.sim.draws import draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.engine import run_fast
+from cogstats.sim.metrics import pooled_median_suspended
+from cogstats.sim.reference import run_reference
+
+
+class _Report:
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+
+    def to_frame(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            self.rows,
+            schema={
+                "fact_id": pl.String,
+                "decision": pl.String,
+                "reason": pl.String,
+                "why": pl.String,
+            },
+            orient="row",
+        )
+
+
+class ScriptedGate:
+    """Apply ``script[run] = {fact_id: (decision, reason)}`` after run ``run``; hold the rest.
+
+    Records the candidates and statuses it is shown at every look.
+    """
+
+    def __init__(self, script: dict[int, dict[str, tuple[str, str | None]]]) -> None:
+        self.script = script
+        self.seen: dict[int, tuple[list[str], dict[str, tuple[str, int]]]] = {}
+
+    def evaluate(
+        self, ledger: Ledger, candidates: Any = None, *, rng: Any = None, statuses: Any = None
+    ) -> _Report:
+        run = int(ledger.frame["run_id"][-1])
+        states = {
+            f: (getattr(st, "status", None) or st[0], getattr(st, "since", None) or st[1])
+            for f, st in (statuses or {}).items()
+        }
+        self.seen[run] = (list(candidates), states)
+        self.covariates = list(ledger.covariates)
+        rows = []
+        for f in candidates:
+            decision, reason = self.script.get(run, {}).get(f, ("hold", None))
+            rows.append({"fact_id": f, "decision": decision, "reason": reason, "why": "script"})
+        return _Report(rows)
+
+
+HARM = "eval-gate:harmful"
+LESSONS = [
+    {"id": "P", "effect": -0.3, "kind": "poison"},
+    {"id": "G", "effect": 0.1},
+    {"id": "N", "effect": 0.0},
+    {"id": "H", "effect": 0.06},
+]
+#: after run 2: suspend P and G, admit H; 5: release G; 7: convict P (suspended);
+#: 8: convict N (effect 0: a false conviction), suspend H (helpful, never released)
+SCRIPT: dict[int, dict[str, tuple[str, str | None]]] = {
+    2: {"P": ("suspend", None), "G": ("suspend", None), "H": ("admit", None)},
+    5: {"G": ("release", None)},
+    7: {"P": ("evict", HARM)},
+    8: {"N": ("evict", HARM), "H": ("suspend", None)},
+}
+
+
+def _scenario(retest_prob: float, runs: int = 12, slots: int = 4) -> Scenario:
+    return Scenario.from_dict(
+        {
+            "runs": runs,
+            "lessons": {"listed": LESSONS},
+            "retrieval": {
+                "policy": "in_progress_first",
+                "max_facts": 4,
+                "candidate_slots": slots,
+                "retest_prob": retest_prob,
+            },
+            "gate": {"type": "cycgraph"},
+            "score": {"noise_sd": 0.05},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def scripted() -> tuple[Any, ScriptedGate]:
+    gate = ScriptedGate(SCRIPT)
+    return simulate(_scenario(0.0), replicates=1, rng=5, gate=gate), gate
+
+
+def test_status_events_are_the_scripted_changes(scripted: tuple[Any, ScriptedGate]) -> None:
+    result, _ = scripted
+    ev = result.status_events()
+    got = ev.select("run", "fact_id", "from", "to", "reason").rows()
+    assert got == [
+        (2, "G", "candidate", "suspended", None),
+        (2, "H", "candidate", "admitted", None),
+        (2, "P", "candidate", "suspended", None),
+        (5, "G", "suspended", "candidate", None),
+        (7, "P", "suspended", "evicted", HARM),
+        (8, "H", "admitted", "suspended", None),
+        (8, "N", "candidate", "evicted", HARM),
+    ]
+    assert set(ev["why"]) == {"script"}
+    les = {r["fact_id"]: r for r in result.lessons.iter_rows(named=True)}
+    assert {f: r["final_status"] for f, r in les.items()} == {
+        "P": "evicted",
+        "G": "candidate",
+        "N": "evicted",
+        "H": "suspended",
+    }
+    assert les["G"]["suspended_at_runs"] == [2] and les["G"]["released_at_runs"] == [5]
+    assert les["H"]["admitted_at_run"] == 2 and les["H"]["suspended_at_runs"] == [8]
+    assert {f: r["suspended_runs"] for f, r in les.items()} == {"P": 5, "G": 3, "N": 0, "H": 4}
+    assert les["P"]["evicted_at_run"] == 7 and les["P"]["outcome"] == "evict"
+    assert les["P"]["last_injected_run"] == 2 and les["G"]["last_injected_run"] == 12
+
+
+def test_the_gate_judges_admitted_and_suspended_lessons_with_their_states(
+    scripted: tuple[Any, ScriptedGate],
+) -> None:
+    _, gate = scripted
+    cands, states = gate.seen[3]
+    assert sorted(cands) == ["G", "H", "N", "P"]
+    # since: the first run in the status (arrival, or the run after the decision)
+    assert states == {
+        "P": ("suspended", 3),
+        "G": ("suspended", 3),
+        "N": ("candidate", 1),
+        "H": ("admitted", 3),
+    }
+    cands, states = gate.seen[9]
+    assert sorted(cands) == ["G", "H"] and states["G"] == ("candidate", 6)
+
+
+def test_injections_follow_the_statuses(scripted: tuple[Any, ScriptedGate]) -> None:
+    result, _ = scripted
+    runs = dict(result.runs.select("run", "fact_ids").iter_rows())
+    expect = {1: "GHNP", 2: "GHNP", 3: "HN", 4: "HN", 5: "HN", 6: "GHN", 7: "GHN", 8: "GHN"}
+    expect.update({r: "G" for r in range(9, 13)})
+    assert {r: "".join(sorted(f)) for r, f in runs.items()} == expect
+    st = result.injected_statuses()
+    at3 = dict(st.filter(pl.col("run") == 3).select("fact_id", "status").iter_rows())
+    assert at3 == {"H": "admitted", "N": "candidate"}
+    assert st.filter(pl.col("status") == "suspended").height == 0  # retest_prob 0
+
+
+def test_lifecycle_metrics_by_hand(scripted: tuple[Any, ScriptedGate]) -> None:
+    result, _ = scripted
+    m = result.metrics.row(0, named=True)
+    assert m["poison_exposure"] == 2  # arrives at run 1, last injected at run 2
+    assert m["poison_out_last5"] == 1.0  # not injected in runs 8..12
+    assert m["false_conviction_rate"] == pytest.approx(1 / 3)  # N of G, N, H (effect >= 0)
+    assert m["helpful_lost_rate"] == 0.5  # H (0.06) still suspended; G (0.1) kept
+    assert m["genuine_suspended_runs"] == 3.5  # median of G's 3 and H's 4
+    assert m["suspensions"] == 3 and m["retest_injections"] == 0
+    med = pooled_median_suspended(result.lessons, n_resamples=9)
+    assert (med["median"], med["n"]) == (3.5, 2)
+
+
+def test_retest_slot_injects_one_suspended_lesson_per_run() -> None:
+    # two suspects from run 3 to 5 and retest_prob 1: exactly one of them every run,
+    # each with logged propensity 1/2; G released at 5 leaves P alone (propensity 1)
+    gate = ScriptedGate({2: {"P": ("suspend", None), "G": ("suspend", None)}, 5: SCRIPT[5]})
+    result = simulate(_scenario(1.0, runs=10), replicates=2, rng=3, gate=gate)
+    st = result.injected_statuses()
+    sus = st.filter(pl.col("status") == "suspended")
+    per_run = sus.group_by("replicate", "run").len()
+    assert per_run["len"].max() == 1
+    assert sorted(per_run.filter(pl.col("replicate") == 0)["run"]) == list(range(3, 11))
+    assert set(sus.filter(pl.col("run") > 5)["fact_id"]) == {"P"}
+    assert set(sus.filter(pl.col("run") <= 5)["fact_id"]) <= {"P", "G"}
+    led = result.ledger(0)
+    frame = led.frame.filter(pl.col("run_id").cast(pl.Int64).is_between(3, 5))
+    # the suspects' propensities; the rest of the prompt is logged with 1
+    for el, pr, ids in zip(
+        frame["eligible_ids"], frame["propensities"], frame["fact_ids"], strict=True
+    ):
+        logged = dict(zip(el, pr, strict=True))
+        assert logged == {"P": 0.5, "G": 0.5, **{f: 1.0 for f in ids if f not in "PG"}}
+    later = led.frame.filter(pl.col("run_id").cast(pl.Int64) > 5)
+    for el, pr in zip(later["eligible_ids"], later["propensities"], strict=True):
+        assert dict(zip(el, pr, strict=True))["P"] == 1.0
+    m = result.metrics.row(0, named=True)
+    assert m["retest_injections"] == 8  # runs 3..10, one re-test each
+    assert m["poison_exposure"] == 10  # re-test injections count: P re-tested at run 10
+
+
+def test_retest_pick_propensity_is_known() -> None:
+    u = np.random.default_rng(11).random(40_000)
+    picks = [retest_pick(["a", "b", "c"], float(x), 0.6)[0] for x in u]
+    for f in "abc":
+        share = sum(p == f for p in picks) / u.size
+        assert abs(share - 0.2) < 4 * math.sqrt(0.2 * 0.8 / u.size), (f, share)
+    assert sum(p is None for p in picks) / u.size == pytest.approx(0.4, abs=0.01)
+
+
+STORE = [
+    {"id": "c1", "status": "candidate", "created_at": 1},
+    {"id": "c2", "status": "candidate", "created_at": 2},
+    {"id": "v1", "status": "verified", "created_at": 1},
+    {"id": "a1", "status": "admitted", "created_at": 2},
+    {"id": "a2", "status": "admitted", "created_at": 3},
+    {"id": "s1", "status": "suspended", "created_at": 4},
+    {"id": "s2", "status": "suspended", "created_at": 5},
+]
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        InProgressFirst(max_facts=4, candidate_slots=2, retest_prob=0.5),
+        Randomized(max_facts=4, candidate_slots=2, retest_prob=0.5),
+        SuspectFirst(max_facts=4, candidate_slots=2, retest_prob=0.5, inclusion_prob=0.9),
+    ],
+    ids=["in_progress_first", "randomized", "suspect_first"],
+)
+def test_policies_keep_suspects_apart(policy: Any) -> None:
+    ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a1"]}])
+    n = policy.uniforms_per_run(7)
+    for u0, expect in ((0.1, "s1"), (0.4, "s2"), (0.7, None)):
+        u = np.full(n, 0.05)
+        u[0] = u0
+        sel = policy.select_with_uniforms(STORE, ledger, u)
+        sus = [f for f in sel.fact_ids if f.startswith("s")]
+        assert sus == ([] if expect is None else [expect])
+        assert len(sel.fact_ids) <= 4
+        assert sel.propensities is not None
+        assert sel.propensities["s1"] == sel.propensities["s2"] == 0.25
+        # verified first, then admitted in rotation (a2 has no trials: before a1)
+        block = [f for f in sel.fact_ids if f[0] in "va"]
+        assert block == ["v1", "a2", "a1"][: len(block)]
+
+
+def test_admitted_lessons_rotate() -> None:
+    policy = InProgressFirst(max_facts=2, candidate_slots=1)
+    store = [{"id": f"a{i}", "status": "admitted", "created_at": i} for i in range(3)]
+    ledger = Ledger()
+    seen = []
+    for r in range(6):
+        ids = policy.select(store, ledger).fact_ids
+        seen.append(ids)
+        ledger.record(str(r), 0.5, list(ids))
+    assert [len(s) for s in seen] == [2] * 6
+    counts = ledger.fact_stats()["trials"].to_list()
+    assert sorted(counts) == [4, 4, 4]
+
+
+def test_no_suspended_lesson_no_change() -> None:
+    # today's statuses: the selection and its (absent) propensities are cycgraph's
+    store = [s for s in STORE if s["status"] != "suspended"]
+    sel = InProgressFirst(max_facts=4, candidate_slots=2).select(store)
+    assert sel.propensities is None and sel.fact_ids == ("v1", "a1", "c2", "c1")
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        {"type": "cycgraph", "decision_rule": "margin", "min_trials": 3},
+        {"type": "cycgraph", "decision_rule": "margin", "min_trials": 2, "recheck_verified": True},
+        {"type": "audit", "min_hits": 3, "min_win_rate": 0.6},
+    ],
+    ids=["margin", "recheck", "audit"],
+)
+def test_engines_write_equal_status_events_for_todays_gates(gate: dict[str, Any]) -> None:
+    s = Scenario.from_dict(
+        {
+            "runs": 25,
+            "lessons": {
+                "listed": [
+                    {"id": "bad", "effect": -0.3, "kind": "poison", "arrives_at_run": 3},
+                    {"id": "g1", "effect": 0.15},
+                    {"id": "g2", "effect": 0.05},
+                    {"id": "n1", "effect": 0.0},
+                ]
+            },
+            "retrieval": {"max_facts": 3, "candidate_slots": 2, "rest_after_trials": 4},
+            "gate": gate,
+            "score": {"noise_sd": 0.08},
+        }
+    )
+    lessons = lesson_table(s)
+    lay = layout(s)
+    prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(7), 0, 6, lay), lay)
+    fast, ref = run_fast(s, lessons, prep), run_reference(s, lessons, prep)
+    assert fast.events is None and ref.events is not None
+    assert fast.differences(ref) == []
+    assert [e[:6] for e in fast.status_events()] == [e[:6] for e in ref.status_events()]
+    assert ref.status_events(), "the scenario should change some status"
+    a = simulate(s, replicates=6, rng=7, engine="fast").status_events()
+    b = simulate(s, replicates=6, rng=7, engine="reference").status_events()
+    assert a.drop("why").equals(b.drop("why")) and a.height > 0
+    assert a["why"].is_null().all() and b["why"].is_not_null().all()
+
+
+def test_simulated_ledgers_name_the_true_difficulty_true_difficulty() -> None:
+    s = _scenario(0.0, runs=4)
+    led = simulate(s, replicates=1, rng=1).ledger(0)
+    assert "true_difficulty" in led.covariates and "difficulty" not in led.covariates
+    gate = ScriptedGate({})
+    simulate(s, replicates=1, rng=1, gate=gate)
+    # the reference engine's own ledger, as the gate sees it
+    assert "true_difficulty" in gate.covariates and "difficulty" not in gate.covariates
