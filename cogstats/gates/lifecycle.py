@@ -1,0 +1,946 @@
+"""The recommended gate, second version: a lesson lifecycle with evidence behind every status.
+
+:class:`LifecycleGate` (registered as ``recommended_v2``) judges every lesson on the
+debiased ridge regression of :mod:`cogstats.estimators.debiased_ridge` (each lesson's
+coefficient free, the others shrunk), with the noise pooled over the whole ledger: the
+residual variance of the regression on every lesson and the covariates, on ``runs -
+trace`` degrees of freedom.  A lesson that arrives in a ledger with history is judged with
+the history's degrees of freedom; in a new ledger the t reference carries the few it has,
+so no rule assumes a noise scale.  What it writes (``cogstats._codes.OUTCOMES``; the store
+status each leads to is ``OUTCOME_STATUS``), by the lesson's status (``statuses``):
+
+- **convict** (any live or suspended lesson; ``evict``, reason ``eval-gate:harmful``):
+  *tier 1* (``why`` = ``harm_margin``), a test of the harm against a margin of
+  ``margin`` noise standard deviations, ``(estimate + margin * sigma) / se <
+  -t(1 - margin_level, df)``, with at least ``margin_min_df`` residual degrees of freedom:
+  a lenient level for large harm, its margin in units of the estimated noise, so its error
+  at effect 0 does not depend on the noise level; *tier 2* (``harm_evidence``), effect 0
+  tested with the one-sided error ``alpha`` spent over the lesson's information
+  (Hwang-Shih-DeCani, as :class:`~cogstats.gates.RecommendedGate`).
+- **promote** (candidate, admitted; -> verified): the mirror images, ``promote_margin``
+  and ``promote_evidence``.
+- **suspend** (candidate, admitted; -> suspended, out of the prompt except re-tests): a
+  fast lenient test that is not a conviction: the lesson's t below ``-suspect_t``
+  (``suspect``), or, for a lesson with at most ``crater_max_trials`` trials, the pooled
+  two-sample t of the raw scores of the runs with it against those without at one-sided
+  p <= ``crater_level`` (``crater``: a lesson that arrived with a run that dropped).
+- **release** (suspended; -> candidate): re-tested and cleared, ``t >= -release_t`` with
+  ``min_trials`` trials (``cleared``); a suspended lesson is convicted by either tier.
+- **evict for no lift** (reason ``eval-gate:no_lift``, ``why`` = ``futility``): only on
+  evidence, the upper one-sided ``1 - futility_level`` bound below ``futility_margin``
+  (score units) once the information reaches ``futility_min_information``, with harm
+  beyond ``admit_margin`` excluded (a lesson that may be harmful stays under test until
+  convicted or cleared); never because looks ran out.  A lesson without a verdict stays in rotation.
+- **admit** (candidate; -> admitted, fills the verified block without a claim that it
+  helps): a non-inferiority bound, the lower one-sided ``1 - admit_level`` bound above
+  ``-admit_margin`` (score units).
+
+Convictions and promotions do not depend on the status, so the error of each tier holds
+whatever the retrieval did with suspects.  The arithmetic is :func:`lifecycle_rule`,
+vectorised over lessons; docs/recommended.md ("Second version") says how each number was
+chosen and what the rule achieves.
+
+Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons)
+and O(lessons) for the rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import special
+
+from cogstats import _codes as C
+from cogstats._validation import ParameterError, check_int, check_real
+from cogstats.estimators.debiased_ridge import (
+    RidgeFit,
+    RidgeStatistics,
+    check_options,
+    ridge_fit,
+    ridge_statistics,
+)
+from cogstats.estimators.spending import SPENDING, spending_boundaries
+from cogstats.gates import _report
+from cogstats.gates._registry import register_gate
+from cogstats.gates._report import (
+    REPORT_COLUMNS,
+    GateReport,
+    candidate_ids,
+    report_frame,
+    report_schema,
+)
+from cogstats.ledger import Ledger
+
+__all__ = [
+    "LIFECYCLE_DECISION_COLUMNS",
+    "LIFECYCLE_WHY",
+    "LifecycleGate",
+    "LifecycleStatistics",
+    "lifecycle_rule",
+]
+
+# ------------------------------------------------------------------ why words
+WHY_HARM_MARGIN = "harm_margin"
+WHY_PROMOTE_MARGIN = "promote_margin"
+WHY_FUTILITY = "futility"
+WHY_NON_INFERIOR = "non_inferior"
+WHY_SUSPECT = "suspect"
+WHY_CRATER = "crater"
+WHY_CLEARED = "cleared"
+WHY_SUSPENDED = "suspended"
+
+#: The ``why`` words of the lifecycle gate, in code order (``lifecycle_rule``'s ``why``
+#: array indexes this tuple).
+LIFECYCLE_WHY: tuple[str, ...] = (
+    C.WHY_MIN_TRIALS,  # 0
+    C.WHY_NOT_IDENTIFIABLE,  # 1
+    C.WHY_NO_ESTIMATE,  # 2
+    C.WHY_INSUFFICIENT_EVIDENCE,  # 3
+    WHY_HARM_MARGIN,  # 4  tier 1 conviction
+    C.WHY_HARM_EVIDENCE,  # 5  tier 2 conviction
+    WHY_PROMOTE_MARGIN,  # 6
+    C.WHY_PROMOTE_EVIDENCE,  # 7
+    WHY_SUSPECT,  # 8
+    WHY_CRATER,  # 9
+    WHY_CLEARED,  # 10
+    WHY_FUTILITY,  # 11
+    WHY_NON_INFERIOR,  # 12
+    C.WHY_INACTIVE,  # 13
+    WHY_SUSPENDED,  # 14 held while suspended
+)
+
+# status codes of the rule (the store statuses it reads)
+_ST_CANDIDATE, _ST_ADMITTED, _ST_VERIFIED, _ST_SUSPENDED, _ST_INACTIVE = range(5)
+_STATUS_CODE = {
+    C.CANDIDATE: _ST_CANDIDATE,
+    C.ADMITTED: _ST_ADMITTED,
+    C.VERIFIED: _ST_VERIFIED,
+    C.SUSPENDED: _ST_SUSPENDED,
+    C.EVICTED: _ST_INACTIVE,
+    C.RETIRED: _ST_INACTIVE,
+}
+
+_OWN_SCHEMA = {
+    "status": pl.String,
+    "t_stat": pl.Float64,
+    "df": pl.Float64,
+    "sigma": pl.Float64,
+    "info": pl.Float64,
+    "margin_stat_harm": pl.Float64,
+    "margin_stat_promote": pl.Float64,
+    "margin_bound": pl.Float64,
+    "nominal_level": pl.Float64,
+    "pvalue_promote": pl.Float64,
+    "pvalue_evict": pl.Float64,
+    "crater_t": pl.Float64,
+    "crater_pvalue": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "identifiable": pl.Boolean,
+}
+_SCHEMA = report_schema(_OWN_SCHEMA)
+
+#: Columns of a lifecycle gate report: :data:`~cogstats.gates.REPORT_COLUMNS`, then
+#: ``status`` (the status the rule read), ``t_stat``, ``df`` (the pooled residual degrees
+#: of freedom), ``sigma`` (the pooled noise sd), ``info`` (the lesson's information, runs),
+#: ``margin_stat_harm`` / ``margin_stat_promote`` (tier 1's statistics, ``(estimate +/-
+#: margin * sigma) / se``), ``margin_bound`` (the t value tier 1 needs, null below
+#: ``margin_min_df``), ``nominal_level`` (tier 2's level at the lesson's look),
+#: ``pvalue_promote`` / ``pvalue_evict`` (tier 2's one-sided t p-values), ``crater_t`` /
+#: ``crater_pvalue`` (the marginal two-sample test of a fresh lesson), ``ci_low`` (the
+#: non-inferiority bound, level ``1 - admit_level``), ``ci_high`` (the futility bound,
+#: level ``1 - futility_level``) and ``identifiable``.
+LIFECYCLE_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
+
+
+@dataclass(frozen=True)
+class LifecycleStatistics:
+    """The lifecycle gate's sufficient statistics: the ridge's, and the squares per lesson.
+
+    Attributes
+    ----------
+    ridge : RidgeStatistics
+        ``Z'Z``, ``Z'y``, ``y'y`` and the run count of ``score ~ 1 + covariates + lessons``.
+    with_ss : numpy.ndarray
+        Per lesson column, the sum of squared scores over the runs with it (for the
+        marginal two-sample test of the crater rule).
+
+    Both are sums over runs, so :meth:`add_run` updates them exactly (a run of numeric
+    covariates only; the covariate columns are fixed by the first statistics).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": "r1", "score": 0.9, "fact_ids": ["a"]},
+    ...     {"run_id": "r2", "score": 0.5, "fact_ids": []},
+    ... ])
+    >>> st = LifecycleStatistics.from_ledger(ledger).add_run("r3", 0.7, ["a", "b"])
+    >>> st.ridge.runs, st.ridge.fact_ids, [round(float(v), 12) for v in st.with_ss]
+    (3, ('a', 'b'), [1.3, 0.49])
+    """
+
+    ridge: RidgeStatistics
+    with_ss: np.ndarray
+
+    @classmethod
+    def from_ledger(cls, ledger: Ledger, covariates: Sequence[str] = ()) -> LifecycleStatistics:
+        """Build the statistics of a ledger (covariates coded as the ridge codes them)."""
+        ridge = ridge_statistics(ledger, tuple(covariates))
+        ids, rows, cols = ledger._facts_index()
+        y = np.asarray(ledger.scores, dtype=np.float64)
+        ss = (
+            np.bincount(cols, weights=y[rows] ** 2, minlength=len(ids)) if len(ids) else np.zeros(0)
+        )
+        return cls(ridge, np.asarray(ss, dtype=np.float64))
+
+    def add_run(
+        self,
+        run_id: str,
+        score: float,
+        fact_ids: Sequence[str],
+        covariates: Mapping[str, Any] | None = None,
+    ) -> LifecycleStatistics:
+        """Return the statistics with one more run (``run_id`` is not kept).
+
+        Raises
+        ------
+        ParameterError
+            When a covariate the statistics adjust for is missing or not a number.
+        """
+        st = self.ridge
+        y = float(score)
+        if not math.isfinite(y):
+            raise ParameterError(f"score must be a finite number; got {score!r}")
+        cov = dict(covariates or {})
+        fixed = [1.0]
+        for name in st.covariates:
+            v = cov.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ParameterError(
+                    f"covariates[{name!r}] must be a finite number (the statistics adjust "
+                    f"for it); got {v!r}"
+                )
+            fixed.append(float(v))
+        ids = list(st.fact_ids)
+        col = {f: i for i, f in enumerate(ids)}
+        present = []
+        for f in dict.fromkeys(fact_ids):
+            if not isinstance(f, str):
+                raise ParameterError(f"fact_ids must be lesson id strings; got {f!r}")
+            if f not in col:
+                col[f] = len(ids)
+                ids.append(f)
+            present.append(col[f])
+        nf = st.n_fixed
+        p = nf + len(ids)
+        gram = np.zeros((p, p))
+        gram[: st.gram.shape[0], : st.gram.shape[0]] = st.gram
+        zty = np.zeros(p)
+        zty[: st.zty.shape[0]] = st.zty
+        z = np.zeros(p)
+        z[:nf] = fixed
+        z[[nf + j for j in present]] = 1.0
+        gram += np.outer(z, z)
+        zty += z * y
+        ss = np.zeros(len(ids))
+        ss[: self.with_ss.shape[0]] = self.with_ss
+        ss[present] += y * y
+        ridge = RidgeStatistics(
+            gram=gram,
+            zty=zty,
+            yty=st.yty + y * y,
+            runs=st.runs + 1,
+            n_fixed=nf,
+            fact_ids=tuple(ids),
+            covariates=st.covariates,
+        )
+        return LifecycleStatistics(ridge, ss)
+
+    def to_arrays(self) -> dict[str, Any]:
+        """Return the statistics as plain arrays and values (:meth:`from_arrays` inverts)."""
+        r = self.ridge
+        return {
+            "gram": r.gram.copy(),
+            "zty": r.zty.copy(),
+            "yty": r.yty,
+            "runs": r.runs,
+            "n_fixed": r.n_fixed,
+            "fact_ids": list(r.fact_ids),
+            "covariates": list(r.covariates),
+            "with_ss": self.with_ss.copy(),
+        }
+
+    @classmethod
+    def from_arrays(cls, data: Mapping[str, Any]) -> LifecycleStatistics:
+        """Rebuild statistics saved by :meth:`to_arrays`."""
+        ridge = RidgeStatistics(
+            gram=np.asarray(data["gram"], dtype=np.float64),
+            zty=np.asarray(data["zty"], dtype=np.float64),
+            yty=float(data["yty"]),
+            runs=int(data["runs"]),
+            n_fixed=int(data["n_fixed"]),
+            fact_ids=tuple(data["fact_ids"]),
+            covariates=tuple(data["covariates"]),
+        )
+        return cls(ridge, np.asarray(data["with_ss"], dtype=np.float64))
+
+
+def crater_test(stats: LifecycleStatistics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per lesson, the pooled two-sample t of the raw scores with it against without it.
+
+    Returns ``(t, df, one-sided p of a drop)`` (NaN where undefined: no runs with or
+    without it, or fewer than 3 runs).  Marginal: the covariates and the other lessons are
+    not adjusted for (it is the fast test of the group present when scores dropped).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records(
+    ...     [{"run_id": f"r{i}", "score": s, "fact_ids": f}
+    ...      for i, (s, f) in enumerate([(0.6, []), (0.62, []), (0.58, []), (0.1, ["P"])])])
+    >>> t, df, p = crater_test(LifecycleStatistics.from_ledger(ledger))
+    >>> round(float(t[0]), 2), float(df[0]), bool(p[0] < 0.01)
+    (-21.65, 2.0, True)
+    """
+    r = stats.ridge
+    f = r.n_fixed
+    n = np.diag(r.gram)[f:].astype(float)
+    big = float(r.runs)
+    m = big - n
+    sw = r.zty[f:]
+    so = r.zty[0] - sw
+    sw2 = stats.with_ss
+    so2 = r.yty - sw2
+    df = big - 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = (n > 0) & (m > 0) & (df >= 1.0)
+        ss = np.maximum(sw2 - sw * sw / n, 0.0) + np.maximum(so2 - so * so / m, 0.0)
+        s2 = ss / df
+        diff = sw / n - so / m
+        se = np.sqrt(s2 * (1.0 / n + 1.0 / m))
+        t = np.where(ok & (se > 0), diff / se, np.nan)
+    dfa = np.full(n.shape, df if df >= 1 else np.nan)
+    p = np.where(np.isfinite(t), special.stdtr(np.where(np.isfinite(dfa), dfa, 1.0), t), np.nan)
+    return t, dfa, p
+
+
+def lifecycle_rule(
+    t: np.ndarray,
+    df: np.ndarray,
+    info: np.ndarray,
+    estimate: np.ndarray,
+    se: np.ndarray,
+    sigma: np.ndarray,
+    trials: np.ndarray,
+    identifiable: np.ndarray,
+    crater_p: np.ndarray,
+    status: np.ndarray,
+    level: np.ndarray,
+    *,
+    min_trials: int,
+    margin: float,
+    margin_level: float,
+    margin_min_df: float,
+    margin_min_information: float,
+    margin_max_information: float,
+    suspect_t: float,
+    release_t: float,
+    crater_level: float,
+    crater_max_trials: int,
+    admit_margin: float,
+    admit_level: float,
+    futility_margin: float,
+    futility_level: float,
+    futility_min_information: float,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Apply the lifecycle rule, vectorised over lessons: outcome codes, why codes, statistics.
+
+    Every input array is aligned on lessons.  ``status`` holds the rule's status codes
+    (0 candidate, 1 admitted, 2 verified, 3 suspended, 4 evicted or retired); ``level``
+    tier 2's one-sided level at each lesson's look.  Returns the outcome codes
+    (``cogstats._codes.OUTCOME_CODES``), indices into :data:`LIFECYCLE_WHY`, and the
+    derived statistics (``margin_harm``, ``margin_promote``, ``margin_bound``,
+    ``p_promote``, ``p_evict``, ``ci_low``, ``ci_high``).  The first matching rule wins,
+    in the order of the module docstring (conviction, promotion, suspension, release,
+    futility, admission).
+
+    Examples
+    --------
+    >>> one = lambda v: np.array([v], dtype=float)
+    >>> out, why, _ = lifecycle_rule(
+    ...     one(-6.0), one(20.0), one(5.0), one(-0.3), one(0.05), one(0.1), one(10),
+    ...     np.array([True]), one(np.nan), np.array([0]), one(1e-4), min_trials=3,
+    ...     margin=1.0, margin_level=0.05, margin_min_df=8, margin_min_information=2.0,
+    ...     margin_max_information=6.0,
+    ...     suspect_t=2.0, release_t=1.0,
+    ...     crater_level=0.05, crater_max_trials=2, admit_margin=0.05, admit_level=0.1,
+    ...     futility_margin=0.02, futility_level=0.01, futility_min_information=5.0)
+    >>> C.outcome_of_code(int(out[0])), LIFECYCLE_WHY[int(why[0])]
+    (('evict', 'eval-gate:harmful'), 'harm_margin')
+    """
+    k = t.shape[0]
+    out = np.full(k, C.OUTCOME_HOLD, dtype=np.int64)
+    why = np.full(k, 0, dtype=np.int64)
+    done = np.zeros(k, dtype=bool)
+
+    def put(mask: np.ndarray, code: int, w: int) -> None:
+        sel = mask & ~done
+        out[sel] = code
+        why[sel] = w
+        done[sel] = True
+
+    dfs = np.where(np.isfinite(df) & (df >= 1.0), df, np.nan)
+    dfq = np.where(np.isfinite(dfs), dfs, 1.0)
+    finite = np.isfinite(t) & np.isfinite(dfs) & np.isfinite(se) & (se > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m_harm = np.where(finite, (estimate + margin * sigma) / se, np.nan)
+        m_prom = np.where(finite, (estimate - margin * sigma) / se, np.nan)
+        tier1 = (
+            finite
+            & (dfs >= margin_min_df)
+            & (info >= margin_min_information)
+            & (info <= margin_max_information)
+        )
+        m_bound = np.where(tier1, special.stdtrit(dfq, 1.0 - margin_level), np.nan)
+        p_prom = np.where(finite, special.stdtr(dfq, -t), np.nan)
+        p_evict = np.where(finite, special.stdtr(dfq, t), np.nan)
+        ci_low = np.where(finite, estimate - special.stdtrit(dfq, 1.0 - admit_level) * se, np.nan)
+        ci_high = np.where(
+            finite, estimate + special.stdtrit(dfq, 1.0 - futility_level) * se, np.nan
+        )
+    inactive = status == _ST_INACTIVE
+    suspended = status == _ST_SUSPENDED
+    open_ = (status == _ST_CANDIDATE) | (status == _ST_ADMITTED)
+    enough = trials >= min_trials
+    judged = enough & identifiable & finite & ~inactive
+    cmp = np.where(np.isfinite(m_bound), m_bound, np.inf)
+    put(inactive, C.OUTCOME_HOLD, 13)
+    # convictions: any status but inactive
+    put(judged & (m_harm < -cmp), C.OUTCOME_EVICT_HARMFUL, 4)
+    put(judged & (level > 0) & (p_evict <= level), C.OUTCOME_EVICT_HARMFUL, 5)
+    # promotions: candidates and admitted lessons
+    put(judged & open_ & (m_prom > cmp), C.OUTCOME_PROMOTE, 6)
+    put(judged & open_ & (level > 0) & (p_prom <= level), C.OUTCOME_PROMOTE, 7)
+    # suspension: a fast lenient test (the ridge t, or the crater of a fresh lesson)
+    sus_t = open_ & (trials >= 2) & identifiable & np.isfinite(t) & (t < -suspect_t)
+    put(sus_t, C.OUTCOME_SUSPEND, 8)
+    fresh = open_ & (trials >= 1) & (trials <= crater_max_trials) & np.isfinite(crater_p)
+    put(fresh & (crater_p <= crater_level), C.OUTCOME_SUSPEND, 9)
+    # futility (no lift on evidence): candidates, admitted and suspended lessons
+    fut = judged & (open_ | suspended) & (info >= futility_min_information)
+    # (and harm beyond the admission margin excluded: a lesson that may be harmful stays
+    # under test until it is convicted or cleared)
+    put(fut & (ci_high < futility_margin) & (ci_low > -admit_margin), C.OUTCOME_EVICT_NO_LIFT, 11)
+    # release of a re-tested suspect
+    put(judged & suspended & (t >= -release_t), C.OUTCOME_RELEASE, 10)
+    # admission: a non-inferiority bound
+    put(judged & (status == _ST_CANDIDATE) & (ci_low > -admit_margin), C.OUTCOME_ADMIT, 12)
+    # holds, with the reason nothing was decided
+    put(~enough, C.OUTCOME_HOLD, 0)
+    put(~identifiable, C.OUTCOME_HOLD, 1)
+    put(~finite, C.OUTCOME_HOLD, 2)
+    put(suspended, C.OUTCOME_HOLD, 14)
+    put(np.ones(k, dtype=bool), C.OUTCOME_HOLD, 3)
+    stats = {
+        "margin_harm": m_harm,
+        "margin_promote": m_prom,
+        "margin_bound": m_bound,
+        "p_promote": p_prom,
+        "p_evict": p_evict,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+    }
+    return out, why, stats
+
+
+def _status_of(value: Any, fact_id: str) -> str:
+    """Return the status string of a ``statuses`` value (a LessonState, or a status string)."""
+    status = value if isinstance(value, str) else getattr(value, "status", None)
+    if status not in _STATUS_CODE:
+        raise ParameterError(
+            f"statuses[{fact_id!r}] must be a lesson status, one of "
+            f"{list(C.LESSON_STATUSES)} (or a LessonState with one); got {value!r}"
+        )
+    return str(status)
+
+
+def _gate_report(name: str, frame: pl.DataFrame, settings: Mapping[str, Any]) -> GateReport:
+    """Build a GateReport of the lifecycle outcomes (admit, suspend, release included).
+
+    ``GateReport`` validates its ``decision`` column against ``_report.DECISIONS``; until
+    that accepts every ``cogstats._codes.OUTCOMES`` entry (requested of the owner of
+    ``gates/_report.py``), the report is built on a frame of the accepted decisions and the
+    lifecycle outcomes are put back afterwards.
+    """
+    if set(C.OUTCOMES) <= set(_report.DECISIONS):
+        return GateReport(name, frame, settings)
+    placeholder = frame.with_columns(pl.lit(C.HOLD).alias("decision"))
+    report = GateReport(name, placeholder, settings)
+    lead = report.decisions.with_columns(frame["decision"].alias("decision"))
+    object.__setattr__(report, "decisions", lead)
+    return report
+
+
+@register_gate(
+    "recommended_v2",
+    description="lesson lifecycle on the pooled debiased ridge: suspend fast, convict on "
+    "two tiers, admit on non-inferiority, retire for no lift on futility only",
+    compiled=False,
+)
+@dataclass(frozen=True)
+class LifecycleGate:
+    """The second-version recommended gate: every status with the evidence behind it.
+
+    Parameters
+    ----------
+    covariates : tuple of str
+        Ledger covariates to adjust for, each used when the ledger has it (default the
+        difficulty proxy, ``difficulty_proxy``, then a column named ``difficulty``).
+    penalty, passes, suspect_z, min_share : float, int, float, float
+        The debiased ridge's options (:func:`~cogstats.estimators.debiased_ridge.ridge_fit`).
+    alpha : float
+        Tier 2: one-sided error per side over a lesson's life (< 0.5).
+    spending, spending_options, max_information, looks
+        Tier 2's spending (as :class:`~cogstats.gates.RecommendedGate`).
+    min_trials : int
+        Trials before a lesson can be convicted, promoted, released, admitted or retired.
+    margin : float
+        Tier 1's margin in noise standard deviations (> 0).
+    margin_level : float
+        Tier 1's one-sided level per look (lenient; < 0.5).
+    margin_min_df : float
+        Residual degrees of freedom tier 1 needs (>= 1).
+    margin_min_information : float
+        Information (runs) tier 1 needs (>= 0): with little information the margin is a
+        small shift of the t boundary (``margin * sqrt(info)``) and tier 1 a lenient test
+        of effect 0.
+    margin_max_information : float
+        Information (runs) up to which tier 1 runs (it is the early tier; tier 2 decides
+        later).
+    suspect_t : float
+        Suspend a candidate or admitted lesson with t below ``-suspect_t`` (>= 0).
+    release_t : float
+        Release a suspended lesson whose t is at least ``-release_t`` (0 <= release_t <=
+        suspect_t, so a released lesson is not suspended again at once).
+    crater_level : float
+        One-sided level of the marginal drop test of a fresh lesson (0 disables it).
+    crater_max_trials : int
+        A lesson with at most this many trials is fresh (the crater test applies).
+    admit_margin, admit_level : float
+        Non-inferiority: admit when the lower ``1 - admit_level`` bound exceeds
+        ``-admit_margin`` (score units).
+    futility_margin, futility_level, futility_min_information : float
+        Futility: evict as no_lift when the upper ``1 - futility_level`` bound is below
+        ``futility_margin`` (score units), from ``futility_min_information`` runs of
+        information on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cogstats import Ledger
+    >>> rng = np.random.default_rng(5)
+    >>> x = rng.random((80, 4)) < 0.5
+    >>> d = rng.normal(0, 0.1, 80)
+    >>> y = np.clip(0.55 + d - 0.2 * x[:, 0] + rng.normal(0, 0.05, 80), 0, 1)
+    >>> ledger = Ledger.from_records(
+    ...     {"run_id": f"r{i}", "score": float(y[i]), "difficulty_proxy": float(d[i]),
+    ...      "fact_ids": [f for f, on in zip(["P", "a", "b", "c"], x[i]) if on]}
+    ...     for i in range(80))
+    >>> report = LifecycleGate().evaluate(ledger)
+    >>> row = report.decision("P")
+    >>> row["decision"], row["reason"], row["why"]   # 80 runs: past tier 1's window
+    ('evict', 'eval-gate:harmful', 'harm_evidence')
+    >>> report.decision("a")["decision"] in ("admit", "hold", "evict")
+    True
+    """
+
+    covariates: tuple[str, ...] = ("difficulty_proxy", "difficulty")
+    penalty: float = 40.0
+    passes: int = 4
+    suspect_z: float = 2.5
+    min_share: float = 0.3
+    alpha: float = 0.003
+    spending: str = "hsd"
+    spending_options: Mapping[str, Any] = field(default_factory=lambda: {"gamma": -3.0})
+    max_information: float = 25.0
+    looks: int = 100
+    min_trials: int = 3
+    margin: float = 1.5
+    margin_level: float = 0.05
+    margin_min_df: float = 8.0
+    margin_min_information: float = 2.0
+    margin_max_information: float = 3.0
+    suspect_t: float = 2.0
+    release_t: float = 1.0
+    crater_level: float = 0.05
+    crater_max_trials: int = 2
+    admit_margin: float = 0.05
+    admit_level: float = 0.1
+    futility_margin: float = 0.02
+    futility_level: float = 0.01
+    futility_min_information: float = 5.0
+
+    def __post_init__(self) -> None:
+        """Validate every option once."""
+        set_ = object.__setattr__
+        cov = self.covariates
+        if isinstance(cov, str) or not all(isinstance(c, str) and c for c in cov):
+            raise ParameterError(
+                f"covariates must be a list of ledger column names; got {self.covariates!r}"
+            )
+        set_(self, "covariates", tuple(cov))
+        opts = check_options(self.penalty, self.passes, self.suspect_z, self.min_share, None, 0.0)
+        for key in ("penalty", "passes", "suspect_z", "min_share"):
+            set_(self, key, opts[key])
+        for name in ("alpha", "margin_level", "admit_level", "futility_level"):
+            set_(self, name, _open_level(name, getattr(self, name)))
+        lvl = check_real("crater_level", self.crater_level, minimum=0.0, maximum=0.5)
+        set_(self, "crater_level", float(lvl if lvl is not None else 0.0))
+        if not isinstance(self.spending, str):
+            raise ParameterError(
+                f"spending must be a spending function name, one of {sorted(SPENDING)}; "
+                f"got {self.spending!r}"
+            )
+        SPENDING.make(self.spending, **dict(self.spending_options or {}))  # validates both
+        set_(self, "spending_options", MappingProxyType(dict(self.spending_options or {})))
+        set_(self, "max_information", _positive("max_information", self.max_information))
+        set_(self, "looks", check_int("looks", self.looks, minimum=1))
+        set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=2))
+        set_(self, "margin", _positive("margin", self.margin))
+        mdf = check_real("margin_min_df", self.margin_min_df, minimum=1.0)
+        set_(self, "margin_min_df", float(mdf if mdf is not None else 1.0))
+        for name in (
+            "suspect_t",
+            "release_t",
+            "admit_margin",
+            "futility_min_information",
+            "margin_min_information",
+            "margin_max_information",
+        ):
+            v = check_real(name, getattr(self, name), minimum=0.0)
+            set_(self, name, float(v if v is not None else 0.0))
+        if self.release_t > self.suspect_t:
+            raise ParameterError(
+                f"release_t must be <= suspect_t ({self.suspect_t:g}), so that a released "
+                f"lesson is not suspended again on the same evidence; got {self.release_t:g}"
+            )
+        fm = check_real("futility_margin", self.futility_margin)
+        set_(self, "futility_margin", float(fm if fm is not None else 0.0))
+        set_(
+            self,
+            "crater_max_trials",
+            check_int("crater_max_trials", self.crater_max_trials, minimum=1),
+        )
+
+    def to_policy(self) -> dict[str, Any]:
+        """Return the gate's options as a plain dict (round-trips through the constructor).
+
+        Examples
+        --------
+        >>> g = LifecycleGate(margin=1.5)
+        >>> LifecycleGate(**g.to_policy()) == g
+        True
+        """
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            v = getattr(self, name)
+            if name == "covariates":
+                v = list(v)
+            elif name == "spending_options":
+                v = dict(v)
+            out[name] = v
+        return out
+
+    # -------------------------------------------------------------- the protocol
+    def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:
+        """Return the first of the gate's covariates that the ledger has (or none).
+
+        The names are alternatives for the difficulty covariate: ``difficulty_proxy``
+        when the ledger records it, else ``difficulty``.
+        """
+        have = set(ledger.covariates)
+        for c in self.covariates:
+            if c in have:
+                return (c,)
+        return ()
+
+    def statistics(self, ledger: Ledger) -> LifecycleStatistics:
+        """Return the gate's sufficient statistics of a ledger."""
+        if not isinstance(ledger, Ledger):
+            raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+        return LifecycleStatistics.from_ledger(ledger, self.covariates_in(ledger))
+
+    def nominal_levels(self) -> np.ndarray:
+        """Tier 2's one-sided level at each planned look 0 .. ``looks`` (0 at look 0).
+
+        Examples
+        --------
+        >>> lv = LifecycleGate(looks=20).nominal_levels()
+        >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.003)
+        ((21,), 0.0, True)
+        """
+        key = (self.alpha, self.looks, self.spending, tuple(sorted(self.spending_options.items())))
+        cached = _LEVELS.get(key)
+        if cached is None:
+            k = int(self.looks)
+            cached = np.zeros(k + 1)
+            if k == 1:
+                cached[1] = self.alpha
+            else:
+                b = spending_boundaries(
+                    [i / k for i in range(1, k + 1)],
+                    self.alpha,
+                    self.spending,
+                    sides=1,
+                    spending_options=self.spending_options,
+                )
+                cached[1:] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
+            _LEVELS[key] = cached
+        return cached.copy()
+
+    def levels_at(self, info: np.ndarray) -> np.ndarray:
+        """Tier 2's one-sided level at the last planned look each information has reached.
+
+        Past ``max_information`` (and a look's width) the level is 0: the error is spent,
+        and a lesson without a verdict then stays in rotation (retired only on futility).
+
+        Examples
+        --------
+        >>> g = LifecycleGate()
+        >>> lv = g.levels_at(np.array([0.1, 12.5, 25.0, 40.0]))
+        >>> float(lv[0]), bool(0 < lv[1] < lv[2]), float(lv[3])
+        (0.0, True, 0.0)
+        """
+        info = np.asarray(info, dtype=float)
+        levels = self.nominal_levels()
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(info) & (info > 0)
+            look = np.where(
+                ok, np.minimum(np.floor(info / self.max_information * self.looks), self.looks), 0
+            ).astype(np.int64)
+            inside = ok & (info <= self.max_information * (1.0 + 1.0 / self.looks))
+        return np.where(inside, levels[look], 0.0)
+
+    def fit(self, stats: LifecycleStatistics | RidgeStatistics) -> RidgeFit:
+        """Fit the debiased ridge on the statistics (the noise pooled over the ledger)."""
+        ridge = stats.ridge if isinstance(stats, LifecycleStatistics) else stats
+        return ridge_fit(
+            ridge,
+            penalty=self.penalty,
+            passes=self.passes,
+            suspect_z=self.suspect_z,
+            min_share=self.min_share,
+        )
+
+    def rule_options(self) -> dict[str, Any]:
+        """Return the keyword options of :func:`lifecycle_rule` for this gate."""
+        return {
+            "min_trials": self.min_trials,
+            "margin": self.margin,
+            "margin_level": self.margin_level,
+            "margin_min_df": self.margin_min_df,
+            "margin_min_information": self.margin_min_information,
+            "margin_max_information": self.margin_max_information,
+            "suspect_t": self.suspect_t,
+            "release_t": self.release_t,
+            "crater_level": self.crater_level,
+            "crater_max_trials": self.crater_max_trials,
+            "admit_margin": self.admit_margin,
+            "admit_level": self.admit_level,
+            "futility_margin": self.futility_margin,
+            "futility_level": self.futility_level,
+            "futility_min_information": self.futility_min_information,
+        }
+
+    def decide(
+        self, stats: LifecycleStatistics, status: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Outcome and why codes for every lesson column of ``stats`` (arrays, no report).
+
+        ``status`` holds the rule's status codes aligned on ``stats.ridge.fact_ids``
+        (see :func:`lifecycle_rule`); the third value carries the fit and the rule's
+        statistics (``t``, ``df``, ``info``, ``estimate``, ``se``, ``sigma``, ``trials``,
+        ``identifiable``, ``crater_t``, ``crater_p``, ``level`` and those of the rule).
+        """
+        if not isinstance(stats, LifecycleStatistics):
+            raise ParameterError(
+                "stats must be the gate's statistics (LifecycleGate.statistics(ledger)); "
+                f"got {type(stats).__name__}"
+            )
+        fit = self.fit(stats)
+        trials = stats.ridge.trials
+        info = np.asarray(fit.info, dtype=float)
+        level = self.levels_at(info)
+        ct, _, cp = crater_test(stats)
+        out, why, extra = lifecycle_rule(
+            np.asarray(fit.t, dtype=float),
+            np.asarray(fit.df, dtype=float),
+            info,
+            np.asarray(fit.estimate, dtype=float),
+            np.asarray(fit.std_error, dtype=float),
+            np.asarray(fit.sigma, dtype=float),
+            trials,
+            np.asarray(fit.identifiable, dtype=bool),
+            cp,
+            np.asarray(status, dtype=np.int64),
+            level,
+            **self.rule_options(),
+        )
+        extra.update(
+            t=fit.t,
+            df=fit.df,
+            info=info,
+            estimate=fit.estimate,
+            se=fit.std_error,
+            sigma=fit.sigma,
+            trials=trials,
+            identifiable=fit.identifiable,
+            crater_t=ct,
+            crater_p=cp,
+            level=level,
+        )
+        return out, why, extra
+
+    def judge(
+        self,
+        stats: LifecycleStatistics,
+        statuses: Mapping[str, Any] | None = None,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+    ) -> GateReport:
+        """Judge the candidates on the statistics (default: every lesson they hold).
+
+        Parameters
+        ----------
+        stats : LifecycleStatistics
+            From :meth:`statistics` (or kept by a streaming gate).
+        statuses : mapping or None
+            fact_id -> LessonState (its ``status``) or a status string; a lesson not in
+            it is a candidate.
+        candidates : sequence of str or None
+            The lessons to judge, in report order.
+        rng : ignored (the rule does not draw)
+
+        Returns
+        -------
+        GateReport
+            Columns :data:`LIFECYCLE_DECISION_COLUMNS`; ``decision`` one of
+            ``cogstats._codes.OUTCOMES``.
+        """
+        if not isinstance(stats, LifecycleStatistics):
+            raise ParameterError(
+                "stats must be the gate's statistics (LifecycleGate.statistics(ledger)); "
+                f"got {type(stats).__name__}"
+            )
+        ridge = stats.ridge
+        if candidates is None:
+            ids = list(ridge.fact_ids)
+        else:
+            if isinstance(candidates, str):
+                raise ParameterError(
+                    f"candidates must be a sequence of lesson ids; got {candidates!r}"
+                )
+            ids = list(candidates)
+            if len(set(ids)) != len(ids):
+                raise ParameterError("candidates must not repeat a lesson id")
+        if statuses is not None and not isinstance(statuses, Mapping):
+            raise ParameterError(
+                f"statuses must be a mapping fact_id -> LessonState or None; got "
+                f"{type(statuses).__name__}"
+            )
+        st = dict(statuses or {})
+        names = [_status_of(st[f], f) if f in st else C.CANDIDATE for f in ridge.fact_ids]
+        codes = np.array([_STATUS_CODE[s] for s in names], dtype=np.int64)
+        out, why, x = self.decide(stats, codes)
+        col = {f: i for i, f in enumerate(ridge.fact_ids)}
+        rows: list[dict[str, Any]] = []
+        for f in ids:
+            if not isinstance(f, str):
+                raise ParameterError(f"candidates must be lesson id strings; got {f!r}")
+            i = col.get(f)
+            status = _status_of(st[f], f) if f in st else C.CANDIDATE
+            if i is None:
+                inactive = _STATUS_CODE[status] == _ST_INACTIVE
+                rows.append(
+                    {
+                        "fact_id": f,
+                        "decision": C.HOLD,
+                        "why": C.WHY_INACTIVE if inactive else C.WHY_MIN_TRIALS,
+                        "trials": 0,
+                        "baseline_runs": ridge.runs,
+                        "status": status,
+                    }
+                )
+                continue
+            name, reason = C.outcome_of_code(int(out[i]))
+            rows.append(
+                {
+                    "fact_id": f,
+                    "decision": name,
+                    "reason": reason,
+                    "why": LIFECYCLE_WHY[int(why[i])],
+                    "trials": int(x["trials"][i]),
+                    "estimate": _num(x["estimate"][i]),
+                    "std_error": _num(x["se"][i]),
+                    "baseline_runs": int(ridge.runs - x["trials"][i]),
+                    "status": status,
+                    "t_stat": _num(x["t"][i]),
+                    "df": _num(x["df"][i]),
+                    "sigma": _num(x["sigma"][i]),
+                    "info": _num(x["info"][i]),
+                    "margin_stat_harm": _num(x["margin_harm"][i]),
+                    "margin_stat_promote": _num(x["margin_promote"][i]),
+                    "margin_bound": _num(x["margin_bound"][i]),
+                    "nominal_level": _num(x["level"][i]),
+                    "pvalue_promote": _num(x["p_promote"][i]),
+                    "pvalue_evict": _num(x["p_evict"][i]),
+                    "crater_t": _num(x["crater_t"][i]),
+                    "crater_pvalue": _num(x["crater_p"][i]),
+                    "ci_low": _num(x["ci_low"][i]),
+                    "ci_high": _num(x["ci_high"][i]),
+                    "identifiable": bool(x["identifiable"][i]),
+                }
+            )
+        return _gate_report("recommended_v2", report_frame(rows, _SCHEMA), self.to_policy())
+
+    def evaluate(
+        self,
+        ledger: Ledger,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+        statuses: Mapping[str, Any] | None = None,
+    ) -> GateReport:
+        """Judge the candidates on a ledger: ``judge(statistics(ledger), statuses, candidates)``."""
+        ids = candidate_ids(ledger, candidates)
+        return self.judge(self.statistics(ledger), statuses, ids, rng=rng)
+
+
+_LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def _num(v: Any) -> float | None:
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _open_level(name: str, value: Any) -> float:
+    v = check_real(name, value, minimum=0.0, maximum=0.5)
+    if v is None or not 0.0 < v < 0.5:
+        raise ParameterError(f"{name} must be a one-sided level in (0, 0.5); got {value!r}")
+    return float(v)
+
+
+def _positive(name: str, value: Any) -> float:
+    v = check_real(name, value, minimum=0.0)
+    if v is None or not v > 0:
+        raise ParameterError(f"{name} must be > 0; got {value!r}")
+    return float(v)
