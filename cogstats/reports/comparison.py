@@ -19,7 +19,13 @@ Figures (S2 and the variants): poison recall (removed by the last run), the medi
 from a poison's arrival to its removal pooled over removed poisons
 (:func:`cogstats.sim.metrics.pooled_median_delay`, cluster-bootstrap error), the mean of
 the same, genuine lessons evicted as harmful and as no-lift per genuine lesson tried, and
-regret (:mod:`cogstats.sim.metrics`).  S1: the correct-verdict rate per (effect, run
+regret (:mod:`cogstats.sim.metrics`); and the lesson lifecycle's (issue 18, defined in
+:mod:`cogstats.sim.metrics`): regret minus the margin rule's paired on the same seeds,
+poison exposure (runs from arrival through the last injection, re-tests counted; its
+mean and its pooled median), poisons out of the prompt in the last 5 runs, false
+conviction (effect >= 0 evicted as harmful per such lesson tried), helpful lessons lost
+(effect >= 0.05 retired, evicted or still suspended) and the pooled median runs genuine
+lessons spend suspended.  S1: the correct-verdict rate per (effect, run
 budget) cell and the share of effect-0 replicates decided
 (:func:`cogstats.reports.reference.verdict_rates`).  S4: the share of null lessons ever
 promoted or evicted as harmful (the false decisions), and the share with any decision
@@ -81,7 +87,18 @@ S2_METRICS: dict[str, str] = {
     "false_eviction_rate": "genuine lessons evicted as harmful (share of those tried)",
     "false_no_lift_rate": "genuine lessons evicted as no-lift (share of those tried)",
     "regret": "regret (oracle score minus score, per run)",
+    "regret_vs_margin": "regret minus cycgraph's margin rule's (paired, same seeds)",
+    "poison_exposure": "mean runs from a poison's arrival through its last injection",
+    "median_poison_exposure": "median runs from a poison's arrival through its last injection",
+    "poison_out_last5": "poisons not injected in the last 5 runs (share)",
+    "false_conviction_rate": "lessons of effect >= 0 evicted as harmful (share of those tried)",
+    "helpful_lost_rate": "helpful lessons (effect >= 0.05) retired, evicted or still "
+    "suspended (share)",
+    "median_suspended_runs": "median runs genuine lessons spent suspended (those suspended)",
 }
+#: S2 figures that are pooled medians over lessons (cluster-bootstrap errors), not means
+#: of per-replicate metrics.
+_POOLED = ("median_removal_delay", "median_poison_exposure", "median_suspended_runs")
 #: S4 figures: metric -> what it is.
 S4_METRICS: dict[str, str] = {
     "false_decision_rate": "null lessons promoted or evicted as harmful (share)",
@@ -219,9 +236,18 @@ class GateComparison:
                 "mcse",
             )
             index = ["scenario", "figure"]
+        undefined: pl.Expr = pl.lit("none removed")
+        if "figure" in long.columns:
+            undefined = (
+                pl.when(pl.col("figure") == S2_METRICS["median_suspended_runs"])
+                .then(pl.lit("none suspended"))
+                .when(pl.col("figure") == S2_METRICS["helpful_lost_rate"])
+                .then(pl.lit("no helpful lesson"))
+                .otherwise(pl.lit("none removed"))
+            )
         text = long.with_columns(
             pl.when(pl.col("value").is_nan() | pl.col("value").is_null())
-            .then(pl.lit("none removed"))
+            .then(undefined)
             .otherwise(
                 pl.col("value").round_sig_figs(3).cast(pl.String)
                 + pl.lit(" ± ")
@@ -268,6 +294,9 @@ class GateComparison:
                     S2_METRICS["poison_recall"],
                     S2_METRICS["median_removal_delay"],
                     S2_METRICS["false_eviction_rate"],
+                    S2_METRICS["median_poison_exposure"],
+                    S2_METRICS["false_conviction_rate"],
+                    S2_METRICS["regret_vs_margin"],
                 ):
                     numbers[f"{label}, S2: {row['figure']}"] = row[label]
         return numbers
@@ -367,10 +396,24 @@ def _run_s2(
     confidence_level: float,
     n_resamples: int,
 ) -> list[dict[str, Any]]:
-    from cogstats.sim import simulate, summarize_metrics
-    from cogstats.sim.metrics import pooled_median_delay
+    from scipy import stats
 
-    rows = []
+    from cogstats.sim import simulate, summarize_metrics
+    from cogstats.sim.metrics import (
+        pooled_median_delay,
+        pooled_median_exposure,
+        pooled_median_suspended,
+    )
+
+    pooled = {
+        "median_removal_delay": pooled_median_delay,
+        "median_poison_exposure": pooled_median_exposure,
+        "median_suspended_runs": pooled_median_suspended,
+    }
+    z = float(stats.norm.ppf(0.5 + confidence_level / 2))
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    regret: dict[str, np.ndarray] = {}
+    engines: dict[str, str] = {}
     for rule in rules:
         result = simulate(
             contender_scenario(rule, spec.scenario),
@@ -380,27 +423,50 @@ def _run_s2(
             keep_runs=False,
             progress=False,
         )
-        figures = _figure_rows(
-            summarize_metrics(result.metrics), tuple(S2_METRICS), confidence_level
-        )
-        median = pooled_median_delay(
-            result.lessons,
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            rng=spec.seed,
-        )
-        figures.insert(
-            1,
-            {
-                "metric": "median_removal_delay",
+        engines[rule] = result.engine
+        mine = {
+            f["metric"]: f
+            for f in _figure_rows(
+                summarize_metrics(result.metrics), tuple(S2_METRICS), confidence_level
+            )
+        }
+        for name, pooled_median in pooled.items():
+            median = pooled_median(
+                result.lessons,
+                confidence_level=confidence_level,
+                n_resamples=n_resamples,
+                rng=spec.seed,
+            )
+            mine[name] = {
+                "metric": name,
                 "value": median["median"],
                 "mcse": median["mcse"],
                 "low": median["low"],
                 "high": median["high"],
                 "n": median["n"],
-            },
-        )
-        for f in figures:
+            }
+        regret[rule] = result.metrics.sort("replicate")["regret"].to_numpy()
+        figures[rule] = mine
+    if REGRET_REFERENCE in regret:
+        # paired on the same seeds: per replicate, regret minus the margin rule's
+        for rule in rules:
+            d = regret[rule] - regret[REGRET_REFERENCE]
+            mean = float(d.mean())
+            mcse = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+            figures[rule]["regret_vs_margin"] = {
+                "metric": "regret_vs_margin",
+                "value": mean,
+                "mcse": mcse,
+                "low": mean - z * mcse,
+                "high": mean + z * mcse,
+                "n": int(d.size),
+            }
+    rows = []
+    for rule in rules:
+        for metric in S2_METRICS:
+            f = figures[rule].get(metric)
+            if f is None:
+                continue
             rows.append(
                 {
                     "benchmark": benchmark,
@@ -408,7 +474,7 @@ def _run_s2(
                     "rule": rule,
                     "label": _label(rule),
                     **f,
-                    "engine": result.engine,
+                    "engine": engines[rule],
                 }
             )
     return rows
@@ -590,43 +656,101 @@ def _s1_goals(s1: pl.DataFrame, rules: Sequence[str]) -> tuple[list[dict[str, An
 
 
 def _s2_goals(s2: pl.DataFrame, rules: Sequence[str]) -> list[dict[str, Any]]:
+    """Return the S2 / variant goals of issues 9 and 18 (false conviction replaces eviction).
+
+    Regret: with the margin rule among the contenders, the paired difference's upper 95%
+    bound at most +0.005 (S2 and every variant); without it, S2's regret at most 0.14.
+    Helpful lost and the median suspended runs are goals only where defined (a scenario
+    with helpful lessons; some genuine lesson suspended).
+    """
     rows = []
     for (benchmark, scenario), part in s2.group_by("benchmark", "scenario", maintain_order=True):
         main = benchmark == "S2"
-        targets: list[tuple[str, str, str, float]] = [
-            ("poison_recall", "poison recall by the last run", "at least", 0.99 if main else 0.97),
+        # (metric, goal, direction, target, use the figure's upper bound)
+        targets: list[tuple[str, str, str, float, bool]] = [
+            (
+                "poison_recall",
+                "poison recall by the last run",
+                "at least",
+                0.99 if main else 0.97,
+                False,
+            ),
             (
                 "median_removal_delay",
                 "median runs from arrival to removal",
                 "at most",
                 8.0 if main else 10.0,
+                False,
             ),
             (
-                "false_eviction_rate",
-                "genuine lessons evicted as harmful (share of those tried)",
+                "median_poison_exposure",
+                "median runs from a poison's arrival through its last injection",
+                "at most",
+                4.0 if main else 5.0,
+                False,
+            ),
+            (
+                "poison_out_last5",
+                "poisons not injected in the last 5 runs",
+                "at least",
+                0.97 if main else 0.95,
+                False,
+            ),
+            (
+                "false_conviction_rate",
+                "lessons of effect >= 0 evicted as harmful (share of those tried)",
                 "at most",
                 0.02 if main else 0.03,
+                False,
+            ),
+            (
+                "helpful_lost_rate",
+                "helpful lessons retired, evicted or still suspended at the last run",
+                "at most",
+                0.02,
+                False,
+            ),
+            (
+                "median_suspended_runs",
+                "median runs genuine lessons spend suspended",
+                "at most",
+                5.0,
+                False,
             ),
         ]
-        if main:
-            ref = part.filter((pl.col("rule") == REGRET_REFERENCE) & (pl.col("metric") == "regret"))
-            regret = float(ref["value"][0]) if ref.height else 0.14
+        has_margin = part.filter(pl.col("rule") == REGRET_REFERENCE).height > 0
+        if has_margin:
             targets.append(
-                ("regret", "regret no worse than cycgraph's margin rule", "at most", regret)
+                (
+                    "regret_vs_margin",
+                    "regret no worse than cycgraph's margin rule (paired, same seeds: upper "
+                    "95% bound of the difference)",
+                    "at most",
+                    0.005,
+                    True,
+                )
             )
+        elif main:
+            targets.append(
+                ("regret", "regret no worse than cycgraph's margin rule", "at most", 0.14, False)
+            )
+        optional = ("helpful_lost_rate", "median_suspended_runs")
         for rule in rules:
-            for metric, goal, direction, target in targets:
+            for metric, goal, direction, target, upper in targets:
                 r = part.filter((pl.col("rule") == rule) & (pl.col("metric") == metric))
                 if r.height == 0:
                     continue
                 row = r.row(0, named=True)
+                value = row["high"] if upper else row["value"]
+                if metric in optional and not (value is not None and math.isfinite(value)):
+                    continue
                 rows.append(
                     _goal(
                         str(benchmark),
                         goal,
                         rule,
                         str(scenario),
-                        row["value"],
+                        value,
                         row["mcse"],
                         direction,
                         target,
@@ -685,7 +809,7 @@ def compare_gates(
     >>> out.contenders, out.notes
     (('cycgraph_inference',), ('no_such_preset preset not installed',))
     >>> sorted(out.s2["metric"].unique())[:2], out.s1.height
-    (['false_eviction_rate', 'false_no_lift_rate'], 36)
+    (['false_conviction_rate', 'false_eviction_rate'], 36)
     """
     if isinstance(contenders, str) or not contenders:
         raise ParameterError(f"contenders must be a non-empty list of names; got {contenders!r}")

@@ -77,6 +77,7 @@ __all__ = [
     "lesson_outcomes",
     "lifecycle",
     "pooled_median_delay",
+    "pooled_median_exposure",
     "pooled_median_suspended",
     "removal_delays",
     "replicate_metrics",
@@ -540,6 +541,37 @@ def pooled_median_delay(
     reps = np.unique(lessons["replicate"].to_numpy())
     delays = removal_delays(lessons, kind).rename({"delay": "_value"})
     return _pooled_median(reps, delays, confidence_level, n_resamples, rng)
+
+
+def pooled_median_exposure(
+    lessons: pl.DataFrame,
+    *,
+    confidence_level: float = 0.95,
+    n_resamples: int = 999,
+    rng: int | np.random.Generator | None = 0,
+) -> dict[str, float | int]:
+    """Return the median poison exposure pooled over replicates, with its Monte Carlo error.
+
+    A poison's exposure is the runs from its arrival through its last injection, both
+    counted (``last_injected_run - arrives_at_run + 1``; 0 when never injected; re-test
+    injections count), as in ``poison_exposure``.  Every poison that arrived counts; the
+    error is the cluster bootstrap of :func:`pooled_median_delay`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> les = pl.DataFrame({"replicate": [0, 0, 1], "kind": ["poison"] * 3,
+    ...     "arrives_at_run": [4, 4, 4], "last_injected_run": [5, None, 9]})
+    >>> out = pooled_median_exposure(les, n_resamples=99, rng=1)
+    >>> out["median"], out["n"]
+    (2.0, 3)
+    """
+    reps = np.unique(lessons["replicate"].to_numpy())
+    rows = lessons.filter(pl.col("kind") == KINDS[KIND_POISON]).select(
+        "replicate",
+        (pl.col("last_injected_run") - pl.col("arrives_at_run") + 1).fill_null(0).alias("_value"),
+    )
+    return _pooled_median(reps, rows, confidence_level, n_resamples, rng)
 
 
 def pooled_median_suspended(

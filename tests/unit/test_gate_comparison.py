@@ -32,7 +32,12 @@ from cogstats.reports.comparison import (
 )
 from cogstats.sim import SimulationSpec, load_spec, simulate
 from cogstats.sim.cli import simulate_spec
-from cogstats.sim.metrics import pooled_median_delay, removal_delays
+from cogstats.sim.metrics import (
+    pooled_median_delay,
+    pooled_median_exposure,
+    pooled_median_suspended,
+    removal_delays,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 S2 = ROOT / "simulations" / "poison_crater.toml"
@@ -219,12 +224,38 @@ def test_figures_are_the_simulators_on_the_specs_seed(comparison: GateComparison
         )
         ours = comparison.s2.filter((pl.col("benchmark") == "S2") & (pl.col("rule") == rule))
         by_metric = dict(zip(ours["metric"], ours["value"], strict=True))
-        for metric in ("poison_recall", "false_eviction_rate", "false_no_lift_rate", "regret"):
+        for metric in (
+            "poison_recall",
+            "false_eviction_rate",
+            "false_no_lift_rate",
+            "regret",
+            "poison_exposure",
+            "poison_out_last5",
+            "false_conviction_rate",
+        ):
             assert by_metric[metric] == pytest.approx(
                 float(np.nanmean(direct.metrics[metric].to_numpy())), abs=1e-12
             )
         pooled = removal_delays(direct.lessons)["delay"].to_numpy()
         assert by_metric["median_removal_delay"] == np.median(pooled)
+        # poison exposure pooled over every poison; nothing suspended under cycgraph's rules
+        poisons = direct.lessons.filter(pl.col("kind") == "poison")
+        exposure = (poisons["last_injected_run"] - poisons["arrives_at_run"] + 1).fill_null(0)
+        assert by_metric["median_poison_exposure"] == np.median(exposure.to_numpy())
+        assert pooled_median_exposure(direct.lessons, n_resamples=9)["n"] == poisons.height
+        assert math.isnan(by_metric["median_suspended_runs"])
+        assert pooled_median_suspended(direct.lessons, n_resamples=9)["n"] == 0
+        # S2's genuine effects are all below 0.05: helpful lost is undefined there
+        assert math.isnan(by_metric["helpful_lost_rate"])
+        # regret paired with the margin rule on the same seeds
+        if rule == "cycgraph_margin":
+            margin_regret = direct.metrics.sort("replicate")["regret"].to_numpy()
+            assert by_metric["regret_vs_margin"] == 0.0
+        else:
+            d = direct.metrics.sort("replicate")["regret"].to_numpy() - margin_regret
+            assert by_metric["regret_vs_margin"] == pytest.approx(d.mean(), abs=1e-12)
+            row = ours.filter(pl.col("metric") == "regret_vs_margin").row(0, named=True)
+            assert row["mcse"] == pytest.approx(d.std(ddof=1) / math.sqrt(d.size), rel=1e-12)
     s1 = load_spec(ROOT / "simulations" / "cycgraph_oc.toml")
     cells = simulate_spec(s1, replicates=6, progress=False)
     ours = comparison.s1.filter(pl.col("rule") == "cycgraph_inference")
@@ -239,7 +270,8 @@ def test_figures_are_the_simulators_on_the_specs_seed(comparison: GateComparison
 def test_frames_and_goals(comparison: GateComparison) -> None:
     assert comparison.s1.height == 36 * 2
     assert set(comparison.s2["scenario"]) == {"poison-crater", "s2-single-poison", "s2-two-waves"}
-    assert comparison.s2.height == 3 * 2 * 6  # scenarios x rules x figures
+    # scenarios x rules x figures (helpful lost and suspended runs are NaN figures here)
+    assert comparison.s2.height == 3 * 2 * 13
     assert comparison.s4["metric"].to_list() == ["false_decision_rate", "any_decision_rate"] * 2
     goals = comparison.goals
     assert set(goals["benchmark"]) == {"S1", "S2", "S2 variant", "S4"}
@@ -251,14 +283,19 @@ def test_frames_and_goals(comparison: GateComparison) -> None:
     gap = (missed["value"] - missed["target"]).abs()
     np.testing.assert_allclose(missed["missed_by"], gap, atol=1e-12)
     assert (goals.filter(pl.col("met"))["missed_by"] == 0).all()
-    # S2's regret goal is the margin rule's own regret on the same seeds
+    # the regret goal: the paired difference from the margin rule, its upper 95% bound
     regret = goals.filter(pl.col("goal").str.starts_with("regret"))
-    margin = comparison.s2.filter(
-        (pl.col("benchmark") == "S2")
-        & (pl.col("rule") == "cycgraph_margin")
-        & (pl.col("metric") == "regret")
-    )["value"][0]
-    assert (regret["target"] == margin).all()
+    assert set(regret["metric"]) == {"regret_vs_margin"} and (regret["target"] == 0.005).all()
+    assert regret.height == 3 * 2  # S2 and both variants, both rules
+    high = comparison.s2.filter(pl.col("metric") == "regret_vs_margin")
+    assert sorted(regret["value"].to_list()) == sorted(high["high"].to_list())
+    assert regret.filter(pl.col("rule") == "cycgraph_margin")["met"].all()  # 0 vs itself
+    # false conviction replaces false eviction as a goal; lifecycle goals where defined
+    assert "false_eviction_rate" not in set(goals["metric"])
+    assert {"false_conviction_rate", "median_poison_exposure", "poison_out_last5"} <= set(
+        goals["metric"]
+    )
+    assert not {"helpful_lost_rate", "median_suspended_runs"} & set(goals["metric"])
     table = comparison.table("S2 variant")
     assert table.columns == [
         "scenario",
