@@ -48,14 +48,15 @@ import itertools
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from cogstats._codes import KINDS
 from cogstats._registry import Entry
-from cogstats._toml import TomlTable, read_toml
+from cogstats._toml import Problems, TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
 
 __all__ = [
@@ -359,61 +360,91 @@ class Scenario:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> Scenario:
         """Validate a scenario mapping (as read from TOML); errors name the key and file."""
+        # every independent piece is checked, and all their errors reported at once
+        # (cogstats._toml.Problems); within one piece the first error stops it
+        problems = Problems()
         r = _Reader(data, "", source)
-        runs = _req(r.integer("runs", minimum=1))
-        name = r.string("name", "scenario") or "scenario"
-        description = r.get("description", "")
-        if not isinstance(description, str):
-            raise r.error("description", "must be a string")
-        record_empty = r.boolean("record_empty_runs", True)
+        runs: int | None = None
+        with problems.catch():
+            runs = _req(r.integer("runs", minimum=1))
+        # checks against the run count are skipped while it is unknown (no false errors)
+        horizon = runs if runs is not None else sys.maxsize
+        name, description, record_empty = "scenario", "", True
+        with problems.catch():
+            name = r.string("name", "scenario") or "scenario"
+        with problems.catch():
+            description = r.get("description", "")
+            if not isinstance(description, str):
+                raise r.error("description", "must be a string")
+        with problems.catch():
+            record_empty = r.boolean("record_empty_runs", True)
         lessons = r.table("lessons")
-        listed = tuple(_parse_listed(t, runs) for t in lessons.table_list("listed"))
-        streams = tuple(_parse_stream(t, runs) for t in lessons.table_list("streams"))
-        poison = tuple(_parse_poison(t, runs) for t in lessons.table_list("poison"))
-        lessons.done(("listed", "streams", "poison"))
+        listed = _each(problems, lessons, "listed", lambda t: _parse_listed(t, horizon))
+        streams = _each(problems, lessons, "streams", lambda t: _parse_stream(t, horizon))
+        poison = _each(problems, lessons, "poison", lambda t: _parse_poison(t, horizon))
+        with problems.catch():
+            lessons.done(("listed", "streams", "poison"))
         ids = [les.id for les in listed]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
-            raise lessons.error("listed", f"lesson id {sorted(dup)[0]!r} is listed twice")
-        difficulty = _parse_difficulty(r.table("difficulty"), runs)
-        fam_names = {f.name for f in difficulty.families}
-        for k, les in enumerate(listed):
-            if les.applies_to is not None and les.applies_to not in fam_names:
-                raise lessons.error(
-                    f"listed[{k}].applies_to",
-                    f"names no family in difficulty.families {sorted(fam_names)}; got "
-                    f"{les.applies_to!r}",
+            problems.add(lessons.error("listed", f"lesson id {sorted(dup)[0]!r} is listed twice"))
+        difficulty: DifficultySpec | None = None
+        with problems.catch():
+            difficulty = _parse_difficulty(r.table("difficulty"), horizon)
+        if difficulty is not None:
+            fam_names = {f.name for f in difficulty.families}
+            for k, les in enumerate(listed):
+                if les.applies_to is not None and les.applies_to not in fam_names:
+                    problems.add(
+                        lessons.error(
+                            f"listed[{k}].applies_to",
+                            f"names no family in difficulty.families {sorted(fam_names)}; got "
+                            f"{les.applies_to!r}",
+                        )
+                    )
+            for k, st in enumerate(streams):
+                bad = [a for a in st.applies_to if a not in fam_names]
+                if bad:
+                    problems.add(
+                        lessons.error(
+                            f"streams[{k}].applies_to",
+                            f"names no family in difficulty.families {sorted(fam_names)}; "
+                            f"got {bad[0]!r}",
+                        )
+                    )
+        score: ScoreSpec | None = None
+        with problems.catch():
+            score = _parse_score(r.table("score"))
+        preset: str | None = None
+        retrieval: RetrievalSpec | None = None
+        gate: GateSpec | None = None
+        with problems.catch():
+            preset = _preset_name(r.table("policy"))
+            if preset is None:
+                retrieval = _parse_retrieval(r.table("retrieval"))
+                gate = _parse_gate(r.table("gate"), horizon)
+            else:
+                retrieval, gate = _parse_preset(
+                    r.table("policy"), r.table("retrieval"), r.table("gate"), horizon
                 )
-        for k, st in enumerate(streams):
-            bad = [a for a in st.applies_to if a not in fam_names]
-            if bad:
-                raise lessons.error(
-                    f"streams[{k}].applies_to",
-                    f"names no family in difficulty.families {sorted(fam_names)}; got {bad[0]!r}",
+        with problems.catch():
+            r.done(
+                (
+                    "runs",
+                    "name",
+                    "description",
+                    "record_empty_runs",
+                    "lessons",
+                    "difficulty",
+                    "score",
+                    "retrieval",
+                    "gate",
+                    "policy",
                 )
-        score = _parse_score(r.table("score"))
-        preset = _preset_name(r.table("policy"))
-        if preset is None:
-            retrieval = _parse_retrieval(r.table("retrieval"))
-            gate = _parse_gate(r.table("gate"), runs)
-        else:
-            retrieval, gate = _parse_preset(
-                r.table("policy"), r.table("retrieval"), r.table("gate"), runs
             )
-        r.done(
-            (
-                "runs",
-                "name",
-                "description",
-                "record_empty_runs",
-                "lessons",
-                "difficulty",
-                "score",
-                "retrieval",
-                "gate",
-                "policy",
-            )
-        )
+        problems.check()
+        if runs is None or difficulty is None or score is None or retrieval is None or gate is None:
+            raise RuntimeError("unreachable: a piece failed without an error")  # pragma: no cover
         scenario = cls(
             runs=runs,
             name=name,
@@ -627,11 +658,19 @@ def spec_from_dict(
     """Build a :class:`SimulationSpec` from a mapping (see :func:`load_spec`)."""
     data = with_preset_table(data, preset)
     r = _Reader({k: data.pop(k) for k in ("replicates", "seed", "grid") if k in data}, "", source)
-    replicates = _req(r.integer("replicates", 100, minimum=1))
-    seed = _req(r.integer("seed", 0, minimum=0))
+    problems = Problems()  # the run settings' errors and the scenario's, all at once
+    replicates, seed = 100, 0
+    with problems.catch():
+        replicates = _req(r.integer("replicates", 100, minimum=1))
+    with problems.catch():
+        seed = _req(r.integer("seed", 0, minimum=0))
     grid_raw = r.table("grid")
     zip_raw = grid_raw.data.pop("zip", [])
-    scenario = Scenario.from_dict(data, source=source)
+    scenario: Scenario | None = None
+    with problems.catch():
+        scenario = Scenario.from_dict(data, source=source)
+    problems.check()
+    assert scenario is not None
     grid: dict[str, tuple[Any, ...]] = {}
     base = scenario.to_dict(full=True)
     for path, values in grid_raw.data.items():
@@ -686,6 +725,20 @@ def _req(value: Any) -> Any:
     if value is None:  # pragma: no cover - the readers raise first
         raise ParameterError("required value missing")
     return value
+
+
+def _each(
+    problems: Problems, table: _Reader, name: str, parse: Callable[[_Reader], Any]
+) -> tuple[Any, ...]:
+    """Parse every entry of a list of tables, collecting each entry's error."""
+    out = []
+    entries: list[_Reader] = []
+    with problems.catch():
+        entries = table.table_list(name)
+    for t in entries:
+        with problems.catch():
+            out.append(parse(t))
+    return tuple(out)
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

@@ -238,3 +238,46 @@ def test_retrieval_options_read_as_attributes() -> None:
     )
     with pytest.raises(AttributeError, match="has no option 'epsilon'"):
         _ = s.retrieval.epsilon
+
+
+def test_every_error_of_a_spec_is_reported_at_once() -> None:
+    from cogstats._toml import SpecErrors
+    from cogstats.sim.spec import spec_from_dict
+
+    data = {
+        "replicates": 0,
+        "runs": "forty",
+        "lessons": {
+            "listed": [
+                {"id": "a", "effect": "big"},
+                {"id": "b", "effect": 0.1, "kind": "poisson"},
+                {"id": "c", "effect": 0.1},
+            ]
+        },
+        "score": {"noise_sd": -1.0},
+        "gaet": {},
+    }
+    with pytest.raises(SpecErrors) as info:
+        spec_from_dict(data, source="s.toml")
+    keys = [e.key for e in info.value.errors]
+    # one error per broken piece, in the order of the file; the valid lesson costs none
+    assert keys == [
+        "replicates",
+        "runs",
+        "lessons.listed[0].effect",
+        "lessons.listed[1].kind",
+        "score.noise_sd",
+        "gaet",
+    ], keys
+    text = str(info.value)
+    assert text.startswith("6 errors:") and "did you mean 'gate'" in text
+
+
+def test_an_unknown_run_count_raises_no_false_range_errors() -> None:
+    from cogstats._validation import SpecError
+    from cogstats.sim.spec import spec_from_dict
+
+    data = {"runs": 0, "lessons": {"listed": [{"id": "a", "effect": 0.1, "arrives_at_run": 30}]}}
+    with pytest.raises(SpecError) as info:  # only the run count: one error, itself
+        spec_from_dict(data, source="s.toml")
+    assert info.value.key == "runs"
