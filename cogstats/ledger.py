@@ -38,6 +38,7 @@ from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-expor
     PROPENSITY_COLUMNS,  # noqa: F401
     REQUIRED_COLUMNS,
     LedgerFormat,
+    parse_json_record,  # noqa: F401  (the streaming gate reads JSON Lines as the ledger)
 )
 
 if TYPE_CHECKING:  # scipy.sparse loads with the first design (0.2 s off every start-up)
@@ -781,10 +782,10 @@ class Ledger:
         new_covs: list[dict[str, Any]] = []
         seen: dict[str, int] = {}
         repeated: list[tuple[int, str, list[str]]] = []
-        kinds = {name: _column_kind(values) for name, values in self._covariates.items()}
+        kinds = {name: column_kind(values) for name, values in self._covariates.items()}
         for k, rec in enumerate(records):
             row = row_numbers[k] if row_numbers is not None else row_offset + k + 1
-            run_id, score, facts, covs = _validate_record(
+            run_id, score, facts, covs = validate_record(
                 rec, row=row, source=source, fact_ids_required=fact_ids_required
             )
             if not replace:
@@ -806,7 +807,7 @@ class Ledger:
                     )
                 seen[run_id] = row
             for name, value in covs.items():
-                kind = _kind(value)
+                kind = value_kind(value)
                 if kind is None:
                     continue
                 known = kinds.get(name)
@@ -827,7 +828,7 @@ class Ledger:
             new_facts.append(facts)
             new_covs.append(covs)
         if repeated:
-            _warn_repeated(repeated, source)
+            warn_repeated(repeated, source)
         # all rows valid: commit
         for run_id, score, facts, covs in zip(
             new_ids, new_scores, new_facts, new_covs, strict=True
@@ -854,7 +855,7 @@ class Ledger:
 
 
 # ---------------------------------------------------------------------- helpers
-def _warn_repeated(repeated: list[tuple[int, str, list[str]]], source: str | None) -> None:
+def warn_repeated(repeated: list[tuple[int, str, list[str]]], source: str | None) -> None:
     """One LedgerWarning for the runs that list a lesson more than once."""
     row, run_id, facts = repeated[0]
     counts: dict[str, int] = {}
@@ -890,9 +891,13 @@ def _aggregate(y: np.ndarray) -> Baseline:
     return Baseline(runs=n, mean_score=mean, variance=float(np.dot(dev, dev) / (n - 1)))
 
 
-def _validate_record(
+def validate_record(
     rec: Mapping[str, Any], *, row: int, source: str | None, fact_ids_required: bool
 ) -> tuple[str, float, list[str], dict[str, Any]]:
+    """Check one run as the ledger does (the public validator of the ledger layer).
+
+    Returns ``(run_id, score, fact_ids, covariates)``; raises :class:`LedgerError`.
+    """
     if type(rec) is not dict and not isinstance(rec, Mapping):
         raise LedgerError(
             f"a run must be a mapping; got {type(rec).__name__}", row=row, source=source
@@ -1124,7 +1129,8 @@ def _covariate_series(name: str, values: list[Any]) -> pl.Series:
     )
 
 
-def _kind(value: Any) -> str | None:
+def value_kind(value: Any) -> str | None:
+    """Return the type name of a covariate value (None for null)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -1138,8 +1144,9 @@ def _kind(value: Any) -> str | None:
     return "list"
 
 
-def _column_kind(values: list[Any]) -> str | None:
-    kinds = {_kind(v) for v in values} - {None}
+def column_kind(values: list[Any]) -> str | None:
+    """Return a covariate column's type (``int`` with ``float``: ``float``)."""
+    kinds = {value_kind(v) for v in values} - {None}
     if kinds == {"int", "float"}:
         return "float"
     return next(iter(kinds)) if kinds else None

@@ -28,7 +28,13 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
         make_gate,
         register_gate,
     )
-    from cogstats.gates._report import DECISIONS, REPORT_COLUMNS, GateReport
+    from cogstats.gates._report import (
+        DECISIONS,
+        REPORT_COLUMNS,
+        GateReport,
+        Judgement,
+        LessonState,
+    )
     from cogstats.gates.audit import AUDIT_DECISION_COLUMNS, AuditGate, audit_entries_from_ledger
     from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
     from cogstats.gates.evidence import EVIDENCE_DECISION_COLUMNS, EvidenceGate
@@ -37,14 +43,12 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.streaming import (
         STREAMING_ADAPTERS,
         IngestResult,
-        Judgement,
-        RegressionStats,
         SkippedLine,
         StreamingAdapter,
         StreamingGate,
-        StreamingStats,
         register_streaming,
     )
+    from cogstats.stats import RegressionStats, StreamingStats
 
 
 _LAZY: dict[str, str] = {
@@ -57,6 +61,8 @@ _LAZY: dict[str, str] = {
     "DECISIONS": "cogstats.gates._report",
     "REPORT_COLUMNS": "cogstats.gates._report",
     "GateReport": "cogstats.gates._report",
+    "Judgement": "cogstats.gates._report",
+    "LessonState": "cogstats.gates._report",
     "AUDIT_DECISION_COLUMNS": "cogstats.gates.audit",
     "AuditGate": "cogstats.gates.audit",
     "audit_entries_from_ledger": "cogstats.gates.audit",
@@ -69,12 +75,11 @@ _LAZY: dict[str, str] = {
     "RecommendedGate": "cogstats.gates.recommended",
     "STREAMING_ADAPTERS": "cogstats.gates.streaming",
     "IngestResult": "cogstats.gates.streaming",
-    "Judgement": "cogstats.gates.streaming",
-    "RegressionStats": "cogstats.gates.streaming",
+    "RegressionStats": "cogstats.stats",
     "SkippedLine": "cogstats.gates.streaming",
     "StreamingAdapter": "cogstats.gates.streaming",
     "StreamingGate": "cogstats.gates.streaming",
-    "StreamingStats": "cogstats.gates.streaming",
+    "StreamingStats": "cogstats.stats",
     "register_streaming": "cogstats.gates.streaming",
 }
 

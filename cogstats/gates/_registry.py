@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     from cogstats.gates._report import GateReport
     from cogstats.ledger import Ledger
 
-__all__ = ["GATES", "Gate", "allow_imports", "get_gate", "make_gate", "register_gate"]
+__all__ = [
+    "GATES",
+    "Gate",
+    "allow_imports",
+    "get_gate",
+    "make_gate",
+    "register_gate",
+    "registry_name",
+]
 
 
 @runtime_checkable
@@ -135,3 +143,24 @@ def make_gate(name: str, **options: Any) -> Any:
     2
     """
     return GATES.make(name, **options)
+
+
+def registry_name(gate: Any) -> str:
+    """Return the name a gate object is registered under (else ``"module:Class"``).
+
+    A built-in gate is found without importing the other built-in modules.
+
+    Examples
+    --------
+    >>> from cogstats.gates import CycgraphGate
+    >>> registry_name(CycgraphGate())
+    'cycgraph'
+    """
+    cls = type(gate)
+    for name, module in GATES.builtin.items():
+        if cls.__module__ == module and GATES[name].cls is cls:
+            return name
+    for name in GATES:
+        if GATES[name].cls is cls:
+            return name
+    return f"{cls.__module__}:{cls.__qualname__}"

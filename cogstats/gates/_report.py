@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from cogstats._codes import DECISIONS
+from cogstats._codes import DECISIONS, LESSON_STATUSES
 from cogstats._results import format_settings, frame_text
 from cogstats._validation import ParameterError, suggest
 from cogstats.ledger import Ledger
 
-__all__ = ["DECISIONS", "REPORT_COLUMNS", "GateReport"]
+__all__ = ["DECISIONS", "REPORT_COLUMNS", "GateReport", "Judgement", "LessonState"]
 
 #: The leading columns of every gate report, in order; the gate's own columns follow.
 REPORT_COLUMNS: tuple[str, ...] = (
@@ -77,7 +78,10 @@ class GateReport:
         (promoted), ``harm_evidence`` (evicted as harmful), ``max_trials``,
         ``max_baseline_runs`` and ``max_looks`` (evicted as no_lift by a stopping rule),
         and for the audit ``min_hits``, ``low_win_rate``, ``win_rate_ok``, ``confidence_decay``,
-        ``contradiction``, ``superseded``, ``inactive``.
+        ``contradiction``, ``superseded``, ``inactive``; for the lifecycle (the
+        second-version gate) ``harm_margin`` and ``promote_margin`` (tier 1: evicted as
+        harmful, promoted), ``futility`` (evicted as no_lift), ``non_inferior``
+        (admitted), ``suspect`` and ``crater`` (suspended), ``cleared`` (released).
     settings : mapping
         The gate's policy.
 
@@ -209,3 +213,138 @@ def report_frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -
 def report_schema(own: Mapping[str, Any]) -> dict[str, Any]:
     """Return the schema of a gate's report: the leading columns, then the gate's own."""
     return {**_SCHEMA, **own}
+
+
+# ---------------------------------------------------------------------- the gate protocol
+@dataclass(frozen=True)
+class LessonState:
+    """A candidate's status in the store and the run at which it entered it.
+
+    What a gate's ``judge(stats, statuses, candidates)`` receives per candidate
+    (``statuses[fact_id]``); ``None`` statuses mean every candidate is a ``"candidate"``
+    since run 0.
+
+    Parameters
+    ----------
+    status : str
+        One of :data:`cogstats._codes.LESSON_STATUSES`.
+    since : int
+        The run index (1-based) at which it entered the status (0: unknown).
+
+    Examples
+    --------
+    >>> LessonState("admitted", 12)
+    LessonState(status='admitted', since=12)
+    >>> LessonState("promoted")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: status must be one of [...]; got 'promoted'...
+    """
+
+    status: str = "candidate"
+    since: int = 0
+
+    def __post_init__(self) -> None:
+        """Validate the fields."""
+        if self.status not in LESSON_STATUSES:
+            raise ParameterError(
+                f"status must be one of {list(LESSON_STATUSES)}; got {self.status!r}"
+                + suggest(str(self.status), list(LESSON_STATUSES))
+            )
+        if isinstance(self.since, bool) or not isinstance(self.since, int) or self.since < 0:
+            raise ParameterError(f"since must be a run index >= 0; got {self.since!r}")
+
+
+def check_statuses(statuses: Mapping[str, LessonState] | None) -> None:
+    """Refuse statuses that are not a mapping of lesson id -> :class:`LessonState`."""
+    if statuses is None:
+        return
+    if not isinstance(statuses, Mapping):
+        raise ParameterError(
+            f"statuses must be a mapping of lesson id -> LessonState; got {type(statuses).__name__}"
+        )
+    for f, state in statuses.items():
+        if not isinstance(state, LessonState):
+            raise ParameterError(
+                f"statuses[{f!r}] must be a LessonState(status, since); got {state!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One look's decisions, before they become a report.
+
+    A gate's ``judgement(stats, statuses, candidates)`` returns one (or a runner wraps the
+    :class:`GateReport` of ``judge`` with :meth:`from_report`); the streaming gate compares
+    ``decision`` and ``reason`` with the previous look and asks ``frame`` for the changed
+    rows only.
+
+    Attributes
+    ----------
+    gate : str
+        The report's gate name.
+    fact_ids : tuple of str
+        The candidates, in order.
+    decision, reason : numpy.ndarray
+        Object arrays aligned with ``fact_ids`` (reason None where there is none).
+    frame : callable
+        ``frame(rows)``: the decisions frame of those row positions (``None``: all).
+    settings : mapping
+        The report's settings.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> report = GateReport("mine", pl.DataFrame({"fact_id": ["a"], "decision": ["hold"]}))
+    >>> j = Judgement.from_report(report)
+    >>> j.decision.tolist(), j.report().held
+    (['hold'], ('a',))
+    """
+
+    gate: str
+    fact_ids: tuple[str, ...]
+    decision: np.ndarray
+    reason: np.ndarray
+    frame: Callable[[np.ndarray | None], pl.DataFrame]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_report(cls, report: GateReport) -> Judgement:
+        """Wrap a full report (its frame is sliced for the changed rows)."""
+        frame = report.to_frame()
+
+        def rows(sel: np.ndarray | None) -> pl.DataFrame:
+            if sel is None:
+                return frame
+            return frame[sel.tolist()] if sel.size else frame.clear()
+
+        return cls(
+            report.gate,
+            tuple(frame["fact_id"].to_list()),
+            np.asarray(frame["decision"].to_list(), dtype=object),
+            np.asarray(frame["reason"].to_list(), dtype=object),
+            rows,
+            report.settings,
+        )
+
+    def report(self, rows: np.ndarray | None = None) -> GateReport:
+        """Return the :class:`GateReport` of those rows (``None``: all)."""
+        return GateReport(self.gate, self.frame(rows), self.settings)
+
+
+class _SchemaJudgement(Judgement):
+    """A judgement whose row frames have the report's exact schema.
+
+    The gate builds them, so the report of the changed rows skips the schema checks
+    (about 0.1 ms a look).
+    """
+
+    def report(self, rows: np.ndarray | None = None) -> GateReport:
+        """Return the :class:`GateReport` of those rows (``None``: all)."""
+        if rows is None:
+            return GateReport(self.gate, self.frame(None), self.settings)
+        report = object.__new__(GateReport)
+        object.__setattr__(report, "gate", self.gate)
+        object.__setattr__(report, "decisions", self.frame(rows))
+        object.__setattr__(report, "settings", MappingProxyType(dict(self.settings)))
+        return report

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import polars as pl
@@ -33,10 +33,17 @@ from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
     GateReport,
+    Judgement,
+    LessonState,
+    _SchemaJudgement,
     candidate_ids,
+    check_statuses,
     report_schema,
 )
 from cogstats.ledger import Ledger
+
+if TYPE_CHECKING:
+    from cogstats.stats import StreamingStats
 
 __all__ = ["CYCGRAPH_DECISION_COLUMNS", "CycgraphGate"]
 
@@ -184,7 +191,12 @@ class CycgraphGate:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(
-        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+        self,
+        ledger: Ledger,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+        statuses: Mapping[str, LessonState] | None = None,
     ) -> GateReport:
         """Judge the live candidates against the ledger.
 
@@ -210,9 +222,120 @@ class CycgraphGate:
             p-values.  ``estimate`` is the lift the rule compared (the margin rule's too)
             and ``std_error`` the Welch standard error (inference rule).
         """
-        ids = candidate_ids(ledger, candidates)
-        g = ledger._group_arrays(ids)
-        return GateReport("cycgraph", self._decide_arrays(ids, g, ledger), self.to_policy())
+        return self.judge(self.statistics(ledger), statuses, candidates, rng=rng)
+
+    # ------------------------------------------------------------------ the protocol
+    def statistics(self, ledger: Ledger) -> Ledger:
+        """Return the gate's statistics of ``ledger``: the ledger itself.
+
+        Its per-lesson group statistics (``cogstats._ledger_stats``) come with the exact
+        run-order recompute for near ties that cycgraph's arithmetic needs; the running
+        form, updated run by run, is :meth:`running_statistics`.  :meth:`judge` takes
+        either.
+        """
+        if not isinstance(ledger, Ledger):
+            raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+        return ledger
+
+    def running_statistics(self) -> StreamingStats:
+        """Return empty running statistics for this gate (per-lesson sums; no cross-products).
+
+        Examples
+        --------
+        >>> gate = CycgraphGate(decision_rule="margin", min_trials=1)
+        >>> stats = gate.running_statistics()
+        >>> stats.add_run("r1", 0.4, []); stats.add_run("r2", 0.9, ["a"])
+        >>> gate.judge(stats).promoted
+        ('a',)
+        """
+        from cogstats.stats import StreamingStats
+
+        return StreamingStats()
+
+    def judge(
+        self,
+        stats: Ledger | StreamingStats,
+        statuses: Mapping[str, LessonState] | None = None,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+    ) -> GateReport:
+        """Decide on ``candidates`` from the statistics: a :class:`~cogstats.gates.GateReport`.
+
+        Parameters
+        ----------
+        stats : Ledger or StreamingStats
+            :meth:`statistics` (a ledger) or :meth:`running_statistics` updated run by run;
+            the report is the same (decisions identical, evidence to 1e-9).
+        statuses : mapping of str to LessonState, optional
+            The candidates' store statuses (cycgraph's rule does not depend on them).
+        candidates : sequence of str, optional
+            Default: every lesson in the runs, in order of first appearance.
+        rng : ignored
+            The gate does not draw.
+        """
+        check_statuses(statuses)
+        if isinstance(stats, Ledger):
+            ids = candidate_ids(stats, candidates)
+            g = stats._group_arrays(ids)
+            return GateReport("cycgraph", self._decide_arrays(ids, g, stats), self.to_policy())
+        return self.judgement(stats, statuses, candidates).report()
+
+    def judgement(
+        self,
+        stats: Ledger | StreamingStats,
+        statuses: Mapping[str, LessonState] | None = None,
+        candidates: Sequence[str] | None = None,
+    ) -> Judgement:
+        """:meth:`judge` before its report: decisions, and frames of chosen rows only.
+
+        From running statistics: the rule on the running sums
+        (:meth:`StreamingStats.group_arrays <cogstats.stats.StreamingStats.group_arrays>`),
+        every candidate within the rounding bounds of a threshold recomputed in run order
+        first, so the decisions are the batch's.
+        """
+        if isinstance(stats, Ledger):
+            return Judgement.from_report(self.judge(stats, statuses, candidates))
+        check_statuses(statuses)
+        if candidates is None:
+            idx = stats.order()
+            ids = stats.fact_ids
+        else:
+            ids = tuple(candidates)
+            idx = stats.lesson_index(ids)
+        g, lift_tol, var_a_tol, var_b_tol = stats.group_arrays(idx)
+        d = self._decide_core(g)
+        fragile = self._near_thresholds(g, d, lift_tol, var_a_tol, var_b_tol)
+        if fragile.size:
+            fields_ = {
+                k: getattr(g, k).copy()
+                for k in ("n_a", "mean_a", "var_a", "n_b", "mean_b", "var_b")
+            }
+            trials = g.n_a
+            exact_mask = g.exact.copy()
+            margin = self.decision_rule == "margin"
+            for k in fragile.tolist():
+                if trials[k] == 0:
+                    continue  # not in the ledger: nothing to test (the batch skips it too)
+                if margin:  # the margin rule compares means only
+                    _, mean_a, _, mean_b = stats.exact_means(int(idx[k]))
+                    fields_["mean_a"][k], fields_["mean_b"][k] = mean_a, mean_b
+                else:
+                    exact = stats.exact_stats(int(idx[k]))
+                    for name, value in zip(fields_, exact, strict=True):
+                        fields_[name][k] = value
+                exact_mask[k] = True
+            g = _ledger_stats.GroupArrays(**fields_, exact=exact_mask)
+            d = self._decide_core(g)
+        decision = _DECISION_NAMES[d["decision"]]
+        reason = _REASON_NAMES[d["reason"]]
+
+        def frame(rows: np.ndarray | None) -> pl.DataFrame:
+            if rows is None:
+                return _frame(ids, g, d)
+            return _rows_frame(ids, g, d, rows)
+
+        return _SchemaJudgement("cycgraph", tuple(ids), decision, reason, frame, self.to_policy())
 
     def _decide_arrays(
         self, ids: Sequence[str], g: _ledger_stats.GroupArrays, ledger: Ledger
@@ -387,7 +510,7 @@ class CycgraphGate:
         """Candidates within the given error bounds of a threshold (see :meth:`_fragile`).
 
         The bounds are on ``mean_a - mean_b`` and the two sample variances; the streaming
-        gate (:mod:`cogstats.gates.streaming`) passes its own.
+        statistics (:meth:`judgement`) pass their own.
         """
         if self.decision_rule == "margin":
             lift = d["lift"]
@@ -503,3 +626,40 @@ def _frame(
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _rows_frame(
+    ids: Sequence[str],
+    g: _ledger_stats.GroupArrays,
+    d: dict[str, np.ndarray],
+    rows: np.ndarray,
+) -> pl.DataFrame:
+    """:func:`_frame` for a few rows (the changed ones), built column by column."""
+    tested = d["tested"][rows]
+    k = rows.size
+    nan = np.full(k, np.nan)
+
+    def floats(name: str, values: np.ndarray) -> pl.Series:
+        return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
+
+    cols = [
+        pl.Series("fact_id", [ids[r] for r in rows.tolist()], dtype=pl.String),
+        pl.Series("decision", _DECISION_NAMES[d["decision"][rows]].tolist(), dtype=pl.String),
+        pl.Series("reason", _REASON_NAMES[d["reason"][rows]].tolist(), dtype=pl.String),
+        pl.Series("why", d["why"][rows].tolist(), dtype=pl.String),
+        pl.Series("trials", g.n_a[rows], dtype=pl.Int64),
+        floats("estimate", d["estimate"][rows] if "estimate" in d else nan),
+        floats("std_error", d["std_error"][rows] if "std_error" in d else nan),
+        pl.Series("baseline_runs", g.n_b[rows], dtype=pl.Int64),
+    ]
+    for name in ("lift", "se", "df", "p_promote", "p_evict"):
+        cols.append(floats(name, np.where(tested, d[name][rows], np.nan) if name in d else nan))
+    if "alpha_bracket" in d:
+        pairs = zip(d["alpha_bracket"][rows].tolist(), tested.tolist(), strict=True)
+        bracket = [b if t else None for b, t in pairs]
+    else:
+        bracket = [None] * k
+    cols.append(pl.Series("alpha_bracket", bracket, dtype=pl.Int64))
+    frame = pl.DataFrame(cols)
+    assert frame.columns == list(_SCHEMA)
+    return frame

@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import polars as pl
@@ -50,11 +50,18 @@ from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
     GateReport,
+    LessonState,
     candidate_ids,
+    check_statuses,
     report_frame,
     report_schema,
 )
 from cogstats.ledger import Ledger
+
+if TYPE_CHECKING:
+    from cogstats._ledger_stats import GroupArrays
+    from cogstats.estimators import Attribution
+    from cogstats.stats import StreamingStats
 
 __all__ = ["EVIDENCE_DECISION_COLUMNS", "EvidenceGate"]
 
@@ -227,7 +234,12 @@ class EvidenceGate:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(
-        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+        self,
+        ledger: Ledger,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+        statuses: Mapping[str, LessonState] | None = None,
     ) -> GateReport:
         """Judge the candidates against the ledger.
 
@@ -247,6 +259,109 @@ class EvidenceGate:
             method's, ``pvalue_promote``/``pvalue_evict`` the one-sided p-values of the
             margin hypotheses where the method gives them.
         """
+        return self.judge(self.statistics(ledger), statuses, candidates, rng=rng)
+
+    # ------------------------------------------------------------------ the protocol
+    def statistics(self, ledger: Ledger) -> Ledger:
+        """Return the gate's statistics of ``ledger``: the ledger itself.
+
+        Every estimator in the registry reads a ledger; :meth:`running_statistics` is the
+        running form that ``lift``, ``welch``, ``ols`` (classical covariance) and
+        ``confseq`` can judge from.  :meth:`judge` takes either.
+        """
+        if not isinstance(ledger, Ledger):
+            raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+        return ledger
+
+    def running_statistics(self) -> StreamingStats:
+        """Return empty running statistics that this gate judges from, updated run by run.
+
+        ``ols`` keeps ``X'X``, ``X'y``, ``y'y`` over its covariates and the lessons; a gate
+        that holds unidentifiable lessons keeps them over the lessons; ``confseq`` keeps
+        its running sums.
+
+        Raises
+        ------
+        ParameterError
+            For a method (or ``ols`` setting) that running sums cannot give.
+
+        Examples
+        --------
+        >>> gate = EvidenceGate(method="welch", min_trials=2)
+        >>> stats = gate.running_statistics()
+        >>> for i in range(8):
+        ...     stats.add_run(f"r{i}", 0.9 if i % 2 else 0.3, ["a"] if i % 2 else [])
+        >>> gate.judge(stats).promoted
+        ('a',)
+        """
+        from cogstats.stats import StreamingStats
+
+        method = self.method
+        if method not in _RUNNING_METHODS:
+            raise ParameterError(
+                f"StreamingGate streams EvidenceGate with method in {list(_RUNNING_METHODS)} "
+                f"(ols with options={{'cov': 'nonrobust'}}); got method {method!r}"
+            )
+        opts = dict(self.options)
+        covariates: tuple[str, ...] | None = None
+        if method == "ols":
+            cov = opts.get("cov", "HC3")
+            if cov != "nonrobust":
+                raise ParameterError(
+                    "StreamingGate streams method 'ols' with the classical covariance only, "
+                    "which running sums give (X'X, X'y, y'y): set options={'cov': "
+                    f"'nonrobust', ...}}; got cov={cov!r}"
+                    + (" (the default)" if "cov" not in opts else "")
+                )
+            if opts.get("cluster") is not None:
+                raise ParameterError(
+                    "StreamingGate streams method 'ols' without clusters; got "
+                    f"cluster={opts['cluster']!r}"
+                )
+            covs = opts.get("covariates", ())
+            if isinstance(covs, str) or not isinstance(covs, Sequence):
+                raise ParameterError(
+                    "options covariates must be a tuple of covariate names, e.g. "
+                    f"('difficulty_proxy',); got {covs!r}"
+                )
+            for name in covs:
+                if name in ("eligible_ids", "propensities"):
+                    raise ParameterError(
+                        f"covariates: {name!r} holds logged propensities (lists), not a "
+                        "covariate a regression can adjust for"
+                    )
+            covariates = tuple(covs)
+        elif self.hold_unidentifiable:
+            covariates = ()
+        return StreamingStats(covariates, confseq=method == "confseq")
+
+    def judge(
+        self,
+        stats: Ledger | StreamingStats,
+        statuses: Mapping[str, LessonState] | None = None,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+    ) -> GateReport:
+        """Decide on ``candidates`` from the statistics: a :class:`~cogstats.gates.GateReport`.
+
+        Parameters
+        ----------
+        stats : Ledger or StreamingStats
+            :meth:`statistics` (a ledger: any method) or :meth:`running_statistics`
+            updated run by run (the report is the batch's: decisions identical, evidence
+            to 1e-9; a near tie is recomputed from the runs).
+        statuses : mapping of str to LessonState, optional
+            The candidates' store statuses (today's rule does not depend on them).
+        candidates : sequence of str, optional
+            Default: every lesson in the runs, in order of first appearance.
+        rng : seed or Generator, optional
+            For methods that draw (permutation, cross-fitting).
+        """
+        check_statuses(statuses)
+        if not isinstance(stats, Ledger):
+            return _judge_running(self, stats, candidates)
+        ledger = stats
         ids = candidate_ids(ledger, candidates)
         stats_frame = ledger.fact_stats()
         trials = dict(zip(stats_frame["fact_id"], stats_frame["trials"], strict=True))
@@ -310,7 +425,7 @@ class EvidenceGate:
         m: int,
         rows: dict[str, dict[str, Any]],
     ) -> None:
-        """Decide the judged lessons from an attribution (the streaming gate calls it too)."""
+        """Decide the judged lessons from an attribution (batch and running statistics)."""
         table = {r["fact_id"]: r for r in result.to_frame().iter_rows(named=True)}
         wald = result.settings.get("interval") == "wald" or self.method in _WALD_METHODS
         p_up: list[float] = []
@@ -473,3 +588,485 @@ class EvidenceGate:
 _BOUNDARY_CACHE: dict[tuple[Any, ...], dict[int, float]] = {}
 #: methods whose std_error/df describe a t or normal sampling distribution of the estimate
 _WALD_METHODS = ("lift", "welch", "ols", "ridge", "fraclogit", "mixed", "ipw", "aipw")
+
+# ====================================================================== running statistics
+#: the methods whose evidence running sums give (ols with the classical covariance)
+_RUNNING_METHODS = ("lift", "welch", "ols", "confseq")
+#: relative widening of every interval in the near-tie checks (function rounding)
+_SLACK = 1e-12
+#: relative uncertainty assumed for the streaming OLS estimates and standard errors
+#: (they come from X'X summed in another order than the batch design)
+_OLS_TOL = 1e-8
+#: a residual sum of squares below this share of y'y is a (near) exact fit: batch fallback
+_OLS_EXACT_FIT = 1e-4
+#: a relative Cholesky pivot below this is close to the batch's singularity test (1e-12)
+_OLS_PIVOT = 1e-9
+
+
+def _judge_running(
+    gate: EvidenceGate, stats: StreamingStats, candidates: Sequence[str] | None
+) -> GateReport:
+    """Run the shell of :meth:`EvidenceGate.judge` on running statistics."""
+    if gate.method not in _RUNNING_METHODS:
+        gate.running_statistics()  # raises, naming the methods it judges from running sums
+    ids = list(stats.fact_ids if candidates is None else candidates)
+    present = stats.fact_ids
+    trials_present = dict(zip(present, stats.trials(list(present)).tolist(), strict=True))
+    n_runs = stats.n_runs
+    judged = [
+        f
+        for f in ids
+        if trials_present.get(f, 0) >= gate.min_trials and trials_present.get(f, 0) < n_runs
+    ]
+    m = max(1, len(judged))
+    rows: dict[str, dict[str, Any]] = {}
+    for f in ids:
+        n = int(trials_present.get(f, 0))
+        rows[f] = {
+            "fact_id": f,
+            "decision": "hold",
+            "reason": None,
+            "why": C.WHY_MIN_TRIALS if n < gate.min_trials else C.WHY_NO_BASELINE,
+            "trials": n,
+            "baseline_runs": n_runs - n,
+        }
+    if judged:
+        level = gate._level(m)
+        result, identifiable = _running_attribution(gate, stats, judged, level, m)
+        gate._apply(result, identifiable, judged, m, rows)
+    for f in ids:
+        gate._stopping_rules(rows[f])
+    frame = report_frame([rows[f] for f in ids], _SCHEMA)
+    return GateReport("evidence", frame, gate.to_policy())
+
+
+def _running_identifiable(gate: EvidenceGate, stats: StreamingStats) -> dict[str, bool]:
+    if not gate.hold_unidentifiable:
+        return {}
+    from cogstats.estimators.identifiability import DEFAULT_VIF_THRESHOLD, check_identifiability
+
+    reg = stats.regression()
+    frame, trusted = stats.identifiability(reg, DEFAULT_VIF_THRESHOLD)
+    if not trusted:
+        stats.fallbacks += 1
+        frame = check_identifiability(stats.to_ledger())
+    return dict(zip(frame["fact_id"], frame["identifiable"], strict=True))
+
+
+def _running_attribution(
+    gate: EvidenceGate, stats: StreamingStats, judged: list[str], level: float, m: int
+) -> tuple[Attribution, dict[str, bool]]:
+    method = gate.method
+    if method == "ols":
+        result = _running_ols(gate, stats, judged, level, m)
+        frame = result.to_frame()
+        ident = {
+            f: bool(v) if v is not None else True
+            for f, v in zip(frame["fact_id"], frame["identifiable"], strict=True)
+        }
+        return result, ident
+    identifiable = _running_identifiable(gate, stats)
+    if method == "confseq":
+        return _running_confseq(gate, stats, level), identifiable
+    return _running_lift_welch(gate, stats, judged, level, m, identifiable), identifiable
+
+
+def _running_lift_welch(
+    gate: EvidenceGate,
+    stats: StreamingStats,
+    judged: list[str],
+    level: float,
+    m: int,
+    identifiable: Mapping[str, bool],
+) -> Attribution:
+    from cogstats.estimators.lift import _lift_from_stats, _welch_from_stats
+
+    opts = {**_method_defaults("welch" if gate.method == "welch" else "lift"), **gate.options}
+    idx = stats.lesson_index(judged)
+    g, lift_tol, var_a_tol, var_b_tol = stats.group_arrays(idx)
+    n = stats.n_runs
+    floor = float(opts.get("noise_floor_sd", 0.0)) if gate.method == "welch" else 0.0
+    # the batch's baseline mean is the additive one (bit for bit ours) for lessons in
+    # fewer than half the runs, the run-order one (within lift_tol of ours) otherwise
+    de = np.where(2 * g.n_b <= n, lift_tol, 0.0)
+    ok = (g.n_a >= 2) & (g.n_b >= 2)
+    held = np.asarray([gate.hold_unidentifiable and not identifiable.get(f, True) for f in judged])
+    tested = ok & ~held
+    fragile = np.zeros(len(judged), dtype=bool)
+    if tested.any():
+        iv = _welch_intervals(g, de, var_a_tol, var_b_tol, floor)
+        t = np.flatnonzero(tested)
+        sub = _Intervals(
+            (iv.est[0][t], iv.est[1][t]),
+            (iv.se[0][t], iv.se[1][t]),
+            (iv.df[0][t], iv.df[1][t]),
+            iv.se_zero[t],
+        )
+        fragile[t] = _near_decision(gate, sub, g.n_a[t], level, m)
+    arrays = {
+        "fact_id": np.asarray(judged, dtype=object),
+        "n_a": g.n_a.copy(),
+        "mean_a": g.mean_a.copy(),
+        "var_a": g.var_a.copy(),
+        "n_b": g.n_b.copy(),
+        "mean_b": g.mean_b.copy(),
+        "var_b": g.var_b.copy(),
+    }
+    if fragile.any():
+        ks = np.flatnonzero(fragile)
+        exact = stats.batch_group_arrays([int(idx[k]) for k in ks.tolist()])
+        for name in ("n_a", "mean_a", "var_a", "n_b", "mean_b", "var_b"):
+            arrays[name][ks] = getattr(exact, name)
+    if gate.method == "welch":
+        return _welch_from_stats(
+            arrays,
+            level,
+            floor,
+            float(opts["promote_margin"]),
+            float(opts["evict_margin"]),
+        )
+    return _lift_from_stats(arrays, level)
+
+
+def _running_ols(
+    gate: EvidenceGate, stats: StreamingStats, judged: list[str], level: float, m: int
+) -> Attribution:
+    from scipy import linalg
+
+    from cogstats.estimators import Attribution, attribute
+    from cogstats.estimators.regression import (
+        _SINGULAR_PIVOT,
+        _settings,
+        _table,
+        _wald,
+        normal_solution,
+    )
+
+    opts = {**_method_defaults("ols"), **gate.options}
+    threshold = float(opts["vif_threshold"])
+
+    def batch() -> Attribution:
+        stats.fallbacks += 1
+        return attribute(stats.to_ledger(), "ols", confidence_level=level, **dict(gate.options))
+
+    reg = stats.regression()
+    n = reg.n
+    ident, trusted = stats.identifiability(reg, threshold)
+    if not trusted:
+        return batch()
+    keep = ident["identifiable"].to_numpy().astype(bool)
+    q = reg.n_controls
+    sel = np.concatenate([np.arange(1 + q), 1 + q + np.flatnonzero(keep)])
+    xtx = reg.xtx[np.ix_(sel, sel)]
+    xty = reg.xty[sel]
+    try:
+        chol = linalg.cholesky(xtx, lower=True, check_finite=False)
+        pivots = np.diag(chol) ** 2 / np.maximum(np.diag(xtx), np.finfo(float).tiny)
+        clean_pivots = bool(pivots.min() > _OLS_PIVOT) and _OLS_PIVOT > _SINGULAR_PIVOT
+    except linalg.LinAlgError:
+        clean_pivots = False
+    if not clean_pivots:
+        return batch()
+    inv, params, rank = normal_solution(xtx, xty)
+    df_resid = float(n - rank)
+    n_keep = int(keep.sum())
+    lesson = slice(sel.size - n_keep, sel.size)
+    constant = stats.y_max - stats.y_min == 0
+    if constant:
+        est = np.zeros(n_keep)
+        se = np.zeros(n_keep)
+        lo = hi = np.zeros(n_keep)
+        pvalue = np.ones(n_keep)
+        statistic = np.full(n_keep, np.nan)
+        df = df_resid
+    elif df_resid <= 0:
+        est = params[lesson]
+        se = lo = hi = pvalue = statistic = np.full(n_keep, np.nan)
+        df = 0.0
+    else:
+        mean = reg.xty[0] / n
+        rss = max(reg.yty - float(params @ xty), 0.0)
+        if rss <= _OLS_EXACT_FIT * max(reg.yty - n * mean * mean, 0.0):
+            return batch()  # a (near) exact fit: the residuals are rounding noise
+        scale = rss / df_resid
+        est = params[lesson]
+        se = np.sqrt(np.maximum(scale * np.diag(inv), 0.0))[lesson]
+        df = df_resid
+        lo, hi, pvalue, statistic = _wald(est, se, df, level)
+        # decisions within the streaming rounding of a threshold: recompute in batch
+        kept = [f for f, k in zip(reg.fact_ids, keep, strict=True) if k]
+        pos = {f: k for k, f in enumerate(kept)}
+        tested = [f for f in judged if f in pos]
+        if tested:
+            t = np.asarray([pos[f] for f in tested], dtype=np.int64)
+            e, s = est[t], se[t]
+            de = _OLS_TOL * (np.abs(e) + s)
+            iv = _Intervals(
+                (e - de, e + de),
+                (s * (1 - _OLS_TOL), s * (1 + _OLS_TOL)),
+                (np.full(t.size, df), np.full(t.size, df)),
+                s == 0,
+            )
+            trials = stats.trials(tested)
+            if _near_decision(gate, iv, trials, level, m).any():
+                return batch()
+
+    @dataclass(frozen=True)
+    class _D:
+        fact_ids: tuple[str, ...]
+        trials: np.ndarray
+        n: int
+        ident: pl.DataFrame
+
+    p = len(reg.fact_ids)
+    table = _table(
+        "ols",
+        _D(reg.fact_ids, stats.trials(list(reg.fact_ids)), n, ident),
+        keep,
+        est,
+        se,
+        lo,
+        hi,
+        pvalue,
+        {"df": np.full(p, df), "statistic": statistic},
+    )
+    settings = _settings(
+        covariates=tuple(opts["covariates"]),
+        cov="nonrobust",
+        cluster=None,
+        confidence_level=level,
+        vif_threshold=threshold,
+        interval="wald",
+        reference="t",
+    )
+    return Attribution("ols", table, settings)
+
+
+def _running_confseq(gate: EvidenceGate, stats: StreamingStats, level: float) -> Attribution:
+    from cogstats.estimators import Attribution
+    from cogstats.estimators._base import make_table
+    from cogstats.estimators.confseq import (
+        OUTCOME_MODELS,
+        PROPENSITY_MODES,
+        _resolve_rho,
+        _studentised_sequence,
+    )
+
+    opts = {**_method_defaults("confseq"), **gate.options}
+    rho = _resolve_rho(opts["rho"], opts["target_runs"], level)
+    model = check_choice("outcome_model", opts["outcome_model"], OUTCOME_MODELS)
+    propensity = check_choice("propensity", opts["propensity"], PROPENSITY_MODES)
+    has = "eligible_ids" in stats.covariates and "propensities" in stats.covariates
+    mode = propensity
+    if propensity == "logged" and not has:
+        raise ParameterError(
+            "method 'confseq': propensity='logged' needs the ledger columns eligible_ids "
+            f"and propensities; this ledger has covariates {stats.covariates!r} (use "
+            "propensity='none' or 'auto')"
+        )
+    if propensity == "auto":
+        mode = (
+            "logged"
+            if has and all(v is not None for v in stats.covariate_values("eligible_ids"))
+            else "none"
+        )
+    sums = stats.confseq
+    assert sums is not None, "running statistics without confseq's sums"
+    sums.fit(len(stats.lesson_ids))
+    idx = stats.order()
+    fact_ids = list(stats.fact_ids)
+    if mode == "none":
+        a = sums.a
+        n1, n0 = a["b_n1"][idx], a["b_n0"][idx]
+        s1, s0, q1, q0 = a["b_s1"][idx], a["b_s0"][idx], a["b_q1"][idx], a["b_q0"][idx]
+        n = n1 + n0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m1, m0 = s1 / n1, s0 / n0
+            ss1 = np.maximum(q1 - n1 * m1 * m1, 0.0)
+            ss0 = np.maximum(q0 - n0 * m0 * m0, 0.0)
+            pooled = n * (ss1 + ss0) / (n1 * n0)
+            welch = n * (ss1 / (n1 * n1) + ss0 / (n0 * n0))
+        ready = (n1 >= 2) & (n0 >= 2)
+        v = np.where(ready, np.maximum(pooled, welch), np.nan)
+        est = np.where((n1 > 0) & (n0 > 0), m1 - m0, np.nan)
+        n_i, n1_i, n0_i = n.astype(np.int64), n1.astype(np.int64), n0.astype(np.int64)
+    else:
+        pre = "a_" if model == "running_means" else "i_"
+        n_f = sums.a[pre + "n"][idx]
+        s, q = sums.a[pre + "s"][idx], sums.a[pre + "q"][idx]
+        c1 = sums.a[pre + "c1"][idx]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = s / n_f
+            v = np.maximum(q / n_f - est * est, 0.0)
+        n_i = n_f.astype(np.int64)
+        n1_i = c1.astype(np.int64)
+        n0_i = n_i - n1_i
+        ready = n_i > 0
+    lo, hi, pval, se = _studentised_sequence(est, v, n_i, ready, rho, 1.0 - level)
+    estimate = np.where(n_i > 0, est, np.nan)
+    table = make_table(
+        "confseq",
+        {
+            "fact_id": fact_ids,
+            "estimate": estimate,
+            "std_error": se,
+            "ci_low": lo,
+            "ci_high": hi,
+            "pvalue": pval,
+            "trials": n1_i,
+            "baseline_runs": n0_i,
+            "runs": n_i,
+            "cs_width": hi - lo,
+        },
+    )
+    settings = {
+        "confidence_level": level,
+        "target_runs": opts["target_runs"],
+        "rho": rho,
+        "outcome_model": model,
+        "propensity": propensity,
+        "propensity_used": mode,
+        "interval": "confidence_sequence",
+    }
+    return Attribution("confseq", table, settings)
+
+
+def _method_defaults(method: str) -> dict[str, Any]:
+    return dict(get_spec(method).defaults)
+
+
+def _welch_intervals(
+    g: GroupArrays,
+    de: np.ndarray,
+    var_a_tol: np.ndarray,
+    var_b_tol: np.ndarray,
+    floor: float,
+) -> _Intervals:
+    """Bounds on the Welch estimate, standard error and degrees of freedom."""
+    floor2 = floor * floor
+    na = np.maximum(g.n_a, 2).astype(float)
+    nb = np.maximum(g.n_b, 2).astype(float)
+    va = np.nan_to_num(g.var_a, nan=0.0)
+    vb = np.nan_to_num(g.var_b, nan=0.0)
+    sa = [np.maximum(va - var_a_tol, floor2) / na, np.maximum(va + var_a_tol, floor2) / na]
+    sb = [np.maximum(vb - var_b_tol, floor2) / nb, np.maximum(vb + var_b_tol, floor2) / nb]
+    se_lo = np.sqrt(sa[0] + sb[0])
+    se_hi = np.sqrt(sa[1] + sb[1])
+    dfs = []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for a in sa:
+            for b in sb:
+                dfs.append(
+                    np.where(a + b > 0, (a + b) ** 2 / (a**2 / (na - 1) + b**2 / (nb - 1)), np.inf)
+                )
+    d = np.stack(dfs)
+    df_lo, df_hi = d.min(axis=0) * (1 - 1e-9), d.max(axis=0) * (1 + 1e-9)
+    est = g.mean_a - g.mean_b
+    return _Intervals(
+        (est - de, est + de),
+        (se_lo * (1 - _SLACK), se_hi * (1 + _SLACK)),
+        (df_lo, df_hi),
+        se_lo <= 0,
+    )
+
+
+def _widen(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return lo - _SLACK * np.abs(lo) - 1e-15, hi + _SLACK * np.abs(hi) + 1e-15
+
+
+def _ratio_range(
+    num_lo: np.ndarray, num_hi: np.ndarray, den_lo: np.ndarray, den_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Range of ``num / den`` over the box (``den > 0``)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.stack([num_lo / den_lo, num_lo / den_hi, num_hi / den_lo, num_hi / den_hi])
+    return c.min(axis=0), c.max(axis=0)
+
+
+@dataclass
+class _Intervals:
+    """Bounds, per tested lesson, on what an evidence gate compares."""
+
+    est: tuple[np.ndarray, np.ndarray]
+    se: tuple[np.ndarray, np.ndarray]
+    df: tuple[np.ndarray, np.ndarray]
+    se_zero: np.ndarray  # a standard error of exactly 0 cannot be ruled out
+
+
+def _near_decision(
+    gate: EvidenceGate,
+    iv: _Intervals,
+    trials: np.ndarray,
+    level: float,
+    m_judged: int,
+) -> np.ndarray:
+    """Mark the tested lessons whose decision could differ within the bounds."""
+    pm, em = float(gate.promote_margin), float(gate.evict_margin)
+    est_lo, est_hi = iv.est
+    se_lo, se_hi = iv.se
+    df_lo, df_hi = iv.df
+    near = iv.se_zero.copy()
+    safe_lo = np.where(se_lo > 0, se_lo, np.nan)
+    t_up = _ratio_range(est_lo - pm, est_hi - pm, safe_lo, se_hi)
+    t_down = _ratio_range(-em - est_hi, -em - est_lo, safe_lo, se_hi)
+    if gate.sequential == "group":
+        alpha = gate.alpha / (m_judged if gate.multiplicity == "bonferroni" else 1)
+        bounds = gate._boundaries(alpha)
+        top = int(gate.max_trials or 0)
+        b = np.asarray([bounds[min(int(n), top)] for n in trials.tolist()], dtype=float)
+        for lo, hi in (t_up, t_down):
+            lo, hi = _widen(lo, hi)
+            near |= (lo <= b) & (b <= hi)
+        return near
+    if gate.multiplicity in ("none", "bonferroni"):
+        q = 0.5 + level / 2
+
+        def quantile(df: np.ndarray) -> np.ndarray:
+            with np.errstate(invalid="ignore"):
+                out = special.stdtrit(df, q)
+            return np.asarray(np.where(np.isinf(df), special.ndtri(q), out))
+
+        q_small, q_big = quantile(df_hi), quantile(df_lo)  # the quantile falls as df grows
+        # ci_low > pm  <=>  (est - pm) / se > q ;  ci_high < -em  <=>  (-em - est) / se > q
+        for lo, hi in (t_up, t_down):
+            lo, hi = _widen(lo, hi)
+            near |= (lo <= q_big * (1 + _SLACK)) & (q_small * (1 - _SLACK) <= hi)
+        return near
+    m = int(trials.size)
+    for lo_t, hi_t in (t_up, t_down):
+        corners = []
+        for t in (lo_t, hi_t):
+            for df in (df_lo, df_hi):
+                with np.errstate(invalid="ignore"):
+                    finite = np.isfinite(df)
+                    p = np.where(
+                        finite,
+                        special.stdtr(np.where(finite, df, 1.0), -t),
+                        special.ndtr(-t),
+                    )
+                corners.append(p)
+        c = np.stack(corners)
+        p_lo, p_hi = _widen(c.min(axis=0), c.max(axis=0))
+        near |= _threshold_between(p_lo, p_hi, gate.multiplicity, gate.alpha, m)
+    return near
+
+
+def _threshold_between(
+    p_lo: np.ndarray, p_hi: np.ndarray, method: str, alpha: float, m: int
+) -> np.ndarray:
+    """Whether a rejection threshold of ``method`` over ``m`` tests lies in ``[p_lo, p_hi]``."""
+    if m == 0:
+        return np.zeros(p_lo.size, dtype=bool)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "holm":  # thresholds alpha / k, k = 1..m
+            k_lo = np.ceil(alpha / p_hi)
+            k_hi = np.floor(np.where(p_lo > 0, alpha / p_lo, np.inf))
+        else:  # bh, by: j * c, j = 1..m
+            c = alpha / m
+            if method == "by":
+                c = c / float(np.sum(1.0 / np.arange(1, m + 1)))
+            k_lo = np.ceil(p_lo / c)
+            k_hi = np.floor(p_hi / c)
+    k_lo = np.maximum(k_lo, 1)
+    k_hi = np.minimum(k_hi, m)
+    return np.asarray((k_lo <= k_hi) | np.isnan(p_lo) | np.isnan(p_hi))

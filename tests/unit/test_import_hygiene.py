@@ -184,9 +184,23 @@ SHARED_PRIVATE = {
     "gates and the partitioned path reduce (issue 17's statistics package replaces it)",
 }
 
-#: modules being rewritten by issue 17's streaming split (helper-17a), which removes
-#: their private imports; an empty set once it has landed
-TEMPORARY = {"cogstats/gates/streaming.py"}
+#: private imports still waiting for a public face in the estimators package (issue 17,
+#: requested of the estimators' owner): "module:text" as private_imports reports it,
+#: without the line number.  Each entry must still occur (a stale entry fails).
+PENDING_FACES = {
+    "cogstats.gates.evidence: from cogstats.estimators.lift import _lift_from_stats",
+    "cogstats.gates.evidence: from cogstats.estimators.lift import _welch_from_stats",
+    "cogstats.gates.evidence: from cogstats.estimators.regression import _SINGULAR_PIVOT",
+    "cogstats.gates.evidence: from cogstats.estimators.regression import _settings",
+    "cogstats.gates.evidence: from cogstats.estimators.regression import _table",
+    "cogstats.gates.evidence: from cogstats.estimators.regression import _wald",
+    "cogstats.gates.evidence: import of cogstats.estimators._base",
+    "cogstats.gates.evidence: from cogstats.estimators.confseq import _resolve_rho",
+    "cogstats.gates.evidence: from cogstats.estimators.confseq import _studentised_sequence",
+    "cogstats.stats.running: from cogstats.estimators.identifiability import _identify",
+    "cogstats.stats.running: from cogstats.estimators.identifiability import "
+    "_weak_from_cross_products",
+}
 
 
 def _modname(path: Path) -> str:
@@ -292,10 +306,9 @@ def private_imports(sources: dict[str, Path]) -> list[str]:
 
 
 def test_no_private_name_is_imported_across_packages() -> None:
-    sources = _sources()
-    temporary = {m for m, p in sources.items() if p.relative_to(ROOT_DIR).as_posix() in TEMPORARY}
-    found = [f for f in private_imports(sources) if f.split(":")[0] not in temporary]
-    assert found == []
+    found = {f"{f.split(':')[0]}: {f.split(': ', 1)[1]}": f for f in private_imports(_sources())}
+    assert sorted(PENDING_FACES - set(found)) == []  # a face that landed: drop its entry
+    assert [f for key, f in found.items() if key not in PENDING_FACES] == []
 
 
 def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
@@ -404,7 +417,6 @@ def test_imports_run_down_the_layers() -> None:
 MAX_LINES = 1200
 #: modules being split by others' work, with the issue that splits them
 BEING_SPLIT = {
-    "cogstats/gates/streaming.py": "issue 17 (streaming split by concern, helper-17a)",
     "cogstats/sim/_kernel.py": "issue 17 item 4 (per-gate kernel pieces, helper-18)",
     "cogstats/estimators/regression.py": "issue 17 item 6 (split not finished: 1,225 lines)",
     "cogstats/_ledger_io.py": "issue 19's hardened reader grew it to 1,216 lines: to split",

@@ -452,7 +452,7 @@ def test_save_load_round_trip(gate: Any, tmp_path: Path) -> None:
 
     with zipfile.ZipFile(path) as zf:
         manifest = json.loads(zf.read("manifest.json"))
-    assert manifest["format"] == "cogstats.streaming-gate" and manifest["version"] == 1
+    assert manifest["format"] == "cogstats.streaming-gate" and manifest["version"] == 2
     assert manifest["runs"] == 35
 
 

@@ -1,0 +1,231 @@
+"""JSON Lines ingestion for :class:`~cogstats.gates.StreamingGate`: markers and skipped lines.
+
+:func:`ingest` records the complete lines of a growing JSON Lines file after the file's
+marker (byte offset, line count, a digest of the first 4 KB), validated as
+:meth:`Ledger.read <cogstats.ledger.Ledger.read>` reads JSON Lines; a bad line raises or
+is skipped (:class:`SkippedLine`); :class:`IngestResult` says what one call did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cogstats._validation import LedgerError, ParameterError, check_choice
+from cogstats.gates._report import GateReport
+from cogstats.ledger import parse_json_record
+
+if TYPE_CHECKING:
+    from cogstats.gates.streaming._runner import StreamingGate
+
+__all__ = ["IngestResult", "SkippedLine", "ingest"]
+
+#: bytes read from a JSON Lines file at a time by :meth:`StreamingGate.ingest`
+_CHUNK = 1 << 22
+#: bytes of a followed file's beginning whose digest the ingest marker keeps
+_HEAD = 4096
+#: skipped ingest lines kept in the state (the most recent)
+SKIPPED_KEPT = 1000
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A JSON Lines line that :meth:`StreamingGate.ingest` skipped (``on_error="skip"``).
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    line : int
+        1-based line number.
+    offset : int
+        Byte offset of the line's start.
+    error : str
+        The error, naming the field.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from cogstats.gates import CycgraphGate, StreamingGate
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl"
+    >>> _ = path.write_text('{"run_id": "r1", "score": 2}' + chr(10))
+    >>> skipped = StreamingGate(CycgraphGate()).ingest(path, on_error="skip").skipped
+    >>> skipped[0].line, "score" in skipped[0].error
+    (1, True)
+    """
+
+    path: str
+    line: int
+    offset: int
+    error: str
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one :meth:`StreamingGate.ingest` call did.
+
+    Attributes
+    ----------
+    recorded : int
+        Runs recorded (a repeated run id replaces its run and counts here too).
+    lines : int
+        Complete lines read (blank ones included).
+    skipped : tuple of SkippedLine
+        Bad lines skipped in this call (``on_error="skip"``).
+    changed : GateReport
+        Decisions that changed between the previous look and the look after the last line.
+    offset, line : int
+        The marker after the call: the byte offset and line count read so far.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from cogstats.gates import CycgraphGate, StreamingGate
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl"
+    >>> nl = chr(10)
+    >>> _ = path.write_text('{"run_id": "r1", "score": 0.5}' + nl + nl + '{"run_id": "r2"')
+    >>> result = StreamingGate(CycgraphGate()).ingest(path)  # the last line is incomplete
+    >>> result.recorded, result.lines, result.offset
+    (1, 2, 32)
+    """
+
+    recorded: int
+    lines: int
+    skipped: tuple[SkippedLine, ...]
+    changed: GateReport
+    offset: int
+    line: int
+
+
+@dataclass
+class Marker:
+    """Where :func:`ingest` stopped in one file (saved with the state)."""
+
+    offset: int = 0
+    line: int = 0
+    head: str = ""  # sha256 of the file's first head_len bytes
+    head_len: int = 0
+
+
+def ingest(
+    sg: StreamingGate,
+    path: str | os.PathLike[str],
+    on_error: Literal["raise", "skip"] = "raise",
+) -> IngestResult:
+    """Record the runs of a JSON Lines file from where the last call stopped, then look.
+
+    See :meth:`StreamingGate.ingest <cogstats.gates.StreamingGate.ingest>`.
+    """
+    check_choice("on_error", on_error, ("raise", "skip"))
+    p = Path(path)
+    key = str(p.resolve())
+    src = str(p)
+    mark = sg._markers.get(key, Marker())
+    counts = [0, 0]  # runs recorded, lines read
+    skipped: list[SkippedLine] = []
+    with p.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < mark.offset:
+            raise ParameterError(
+                f"{src} has {size} bytes but the ingest marker is at byte {mark.offset}: "
+                "the file was truncated or replaced; ingest it under another name or "
+                "start a new StreamingGate"
+            )
+        if mark.head_len:
+            head = fh.read(mark.head_len)
+            if hashlib.sha256(head).hexdigest() != mark.head:
+                raise ParameterError(
+                    f"{src}: its first bytes changed since the last ingest (the marker is "
+                    f"at byte {mark.offset}); the file was replaced, so the marker does "
+                    "not describe it"
+                )
+        fh.seek(mark.offset)
+        offset, line = mark.offset, mark.line
+        try:
+            _read_lines(sg, fh, key, src, on_error, offset, line, skipped, counts)
+        finally:
+            _finish_marker(sg, key, p)
+    mark = sg._markers[key]
+    changed = sg._look()
+    return IngestResult(counts[0], counts[1], tuple(skipped), changed, mark.offset, mark.line)
+
+
+def _read_lines(
+    sg: StreamingGate,
+    fh: Any,
+    key: str,
+    src: str,
+    on_error: str,
+    offset: int,
+    line: int,
+    skipped: list[SkippedLine],
+    counts: list[int],
+) -> None:
+    mark = sg._markers.setdefault(key, Marker())
+    pending = b""
+    while True:
+        chunk = fh.read(_CHUNK)
+        if not chunk:
+            break
+        data = pending + chunk
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            raw = data[start:nl]
+            try:
+                parsed = _parse_line(sg, raw, line + 1, offset, src)
+            except LedgerError as exc:
+                if on_error == "raise":
+                    raise  # the marker stays at the start of the bad line
+                skip = SkippedLine(src, line + 1, offset, str(exc))
+                skipped.append(skip)
+                sg._skipped.append(skip)
+                del sg._skipped[:-SKIPPED_KEPT]
+                parsed = None
+            if parsed is not None:
+                sg._commit(*parsed)
+                counts[0] += 1
+            counts[1] += 1
+            line += 1
+            offset += nl + 1 - start
+            start = nl + 1
+            mark.offset, mark.line = offset, line
+        pending = data[start:]
+
+
+def _finish_marker(sg: StreamingGate, key: str, path: Path) -> None:
+    """Store the digest of the file's first bytes that the marker has passed."""
+    mark = sg._markers.setdefault(key, Marker())
+    want = min(mark.offset, _HEAD)
+    if want != mark.head_len:
+        with path.open("rb") as fh:
+            mark.head = hashlib.sha256(fh.read(want)).hexdigest()
+        mark.head_len = want
+
+
+def _parse_line(
+    sg: StreamingGate, raw: bytes, line: int, offset: int, src: str
+) -> tuple[str, float, list[str], dict[str, Any]] | None:
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if offset == 0 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    where = f" (line {line}, byte offset {offset})"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LedgerError(
+            f"not UTF-8 text at byte offset {offset + exc.start}{where}", row=line, source=src
+        ) from None
+    if not text.strip():
+        return None
+    rec = parse_json_record(text, row=line, src=src, where=where)
+    try:
+        return sg._validate(rec, row=line, source=src)
+    except LedgerError as exc:
+        raise LedgerError(exc.message + where, row=line, field=exc.field, source=src) from None

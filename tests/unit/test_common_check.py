@@ -1,0 +1,285 @@
+"""The common check (issue 17 item 7): every registered gate, one set of generated ledgers.
+
+For every gate in :data:`cogstats.gates.GATES` (the loop is over the registry, so a gate
+registered later is covered by its default options without an edit here):
+
+* the gate protocol holds: ``evaluate(ledger) == judge(statistics(ledger))``, both called
+  with the protocol's arguments (``statuses``, ``candidates``, ``rng``);
+* batch = streaming at every step: after each run, ``StreamingGate(gate).report()`` equals
+  ``gate.evaluate(ledger_so_far)`` -- the same lessons, decisions, reasons, ``why``, trials
+  and baseline runs, every number within 1e-9 (relative, 1e-10 absolute near 0), and the
+  rows ``record`` returns are exactly those whose decision changed;
+* a gate that cannot stream says so with a ParameterError naming the gate or setting.
+
+For the evidence gate every estimator of ``cogstats.estimators.METHODS`` is checked: the
+methods with running statistics (lift, welch, ols with the classical covariance, confseq)
+at every step, the others (whose statistics are the ledger) on the protocol identity and
+on the streaming refusal.  The ledgers are seeded (three shapes: a plain one with
+covariates and a replaced run, scores on a 0.05 grid with exact ties, and logged
+propensities); the compiled simulator's agreement is checked in the simulator's tests.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from cogstats import Ledger
+from cogstats._validation import LedgerWarning, ParameterError
+from cogstats.estimators import METHODS, MixedFallbackWarning
+from cogstats.gates import GATES, EvidenceGate, GateReport, LessonState, StreamingGate, make_gate
+
+Run = tuple[str, float, list[str], dict[str, Any]]
+ROOT = Path(__file__).resolve().parents[2]
+
+#: tolerance of every number (relative; absolute for values near 0)
+REL, ABS = 1e-9, 1e-10
+KEYS = ("fact_id", "decision", "reason", "why", "trials", "baseline_runs")
+#: evidence methods that stream (running statistics); the others judge from the ledger
+RUNNING = ("lift", "welch", "ols", "confseq")
+#: options an estimator needs to run on the generated ledgers (none: the defaults)
+METHOD_OPTIONS: dict[str, dict[str, Any]] = {
+    "ols": {"cov": "nonrobust", "covariates": ("d",)},
+    "permutation": {"permutations": 49},
+    "freedman_lane": {"permutations": 49},
+}
+#: gate options other than the method's that a method needs
+METHOD_GATE: dict[str, dict[str, Any]] = {"anytime_ols": {"sequential": "anytime"}}
+#: more settings of the built-in gates (a new gate is checked with its defaults)
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "cycgraph": [
+        {"decision_rule": "margin", "min_trials": 2},
+        {"min_trials": 2, "multiple_comparison": "none", "max_trials": 20},
+    ],
+}
+
+
+def ledger_runs(kind: str, seed: int, n_runs: int = 40) -> list[Run]:
+    """Seeded runs of one of three shapes (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    n_facts = 6
+    effects = rng.normal(0.0, 0.15, n_facts)
+    runs: list[Run] = []
+    for i in range(n_runs):
+        run_id = f"r{i}"
+        if kind == "plain" and i == n_runs // 2:
+            run_id = "r3"  # recorded again: replaces run r3 in place
+        ids = [f"L{j}" for j in range(n_facts) if rng.random() < 0.4]
+        x = 0.5 + sum(effects[int(f[1:])] for f in ids) + rng.normal(0.0, 0.1)
+        score = float(np.clip(x, 0.0, 1.0))
+        covs: dict[str, Any] = {"family": f"f{i % 3}"}
+        if kind == "grid":
+            score = float(min(round(score * 20) * 0.05, 1.0))  # ties on a 0.05 grid
+        if kind in ("plain", "grid"):
+            covs["d"] = float(rng.integers(0, 4)) if kind == "grid" else float(rng.normal())
+        if kind == "logged":
+            eligible = [f"L{j}" for j in range(n_facts)]
+            covs["d"] = float(rng.normal())
+            covs["eligible_ids"] = eligible
+            covs["propensities"] = [0.4] * n_facts
+        runs.append((run_id, score, ids, covs))
+    return runs
+
+
+SHAPES = [("plain", 11), ("grid", 12), ("logged", 13)]
+
+
+def gate_configs() -> Iterator[tuple[str, Any]]:
+    """Every registered gate (defaults, then the variants), evidence on every method."""
+    for name in GATES:
+        if name == "evidence":
+            for method in METHODS:
+                options = METHOD_OPTIONS.get(method, {})
+                gate = EvidenceGate(method=method, options=options, **METHOD_GATE.get(method, {}))
+                yield f"evidence[{method}]", gate
+            continue
+        yield name, make_gate(name)
+        for k, options in enumerate(VARIANTS.get(name, [])):
+            yield f"{name}[{k}]", make_gate(name, **options)
+
+
+CONFIGS = list(gate_configs())
+
+
+def assert_same(stream: GateReport, batch: GateReport, where: Any) -> None:
+    """Decisions etc. identical, every number within the tolerance."""
+    a, b = stream.to_frame(), batch.to_frame()
+    assert stream.gate == batch.gate, where
+    assert a.columns == b.columns, where
+    assert a.schema == b.schema, where
+    for name in a.columns:
+        x, y = a[name].to_list(), b[name].to_list()
+        if a[name].dtype == pl.Float64:
+            for u, v in zip(x, y, strict=True):
+                assert (u is None) == (v is None), (where, name, u, v)
+                if u is None or v is None or (math.isnan(u) and math.isnan(v)):
+                    continue
+                assert math.isclose(u, v, rel_tol=REL, abs_tol=ABS), (where, name, u, v)
+        else:
+            assert x == y, (where, name, x, y)
+
+
+def _ledger(runs: list[Run]) -> Ledger:
+    ledger = Ledger()
+    for run_id, score, ids, covs in runs:
+        ledger.record(run_id, score, ids, **covs)
+    return ledger
+
+
+def _applies(gate: Any, runs: list[Run]) -> bool:
+    """Whether the gate runs on these runs at all (a method may need other columns)."""
+    try:
+        gate.evaluate(_ledger(runs), rng=0)
+    except ParameterError:
+        return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", MixedFallbackWarning)  # the mixed model on 3 groups
+        yield
+
+
+def test_the_check_covers_every_registered_gate() -> None:
+    names = {c.split("[")[0] for c, _ in CONFIGS}
+    assert names == set(GATES)
+    methods = {c[len("evidence[") : -1] for c, _ in CONFIGS if c.startswith("evidence[")}
+    assert methods == set(METHODS)
+
+
+@pytest.mark.parametrize(("config", "gate"), CONFIGS, ids=[c for c, _ in CONFIGS])
+def test_evaluate_is_judge_of_statistics(config: str, gate: Any) -> None:
+    """``evaluate`` = ``judge(statistics(ledger))`` where the gate has the protocol."""
+    if not (callable(getattr(gate, "statistics", None)) and callable(getattr(gate, "judge", None))):
+        pytest.skip(f"{config}: no statistics/judge (evaluate only)")
+    runs = ledger_runs("logged", 5, n_runs=30)
+    if not _applies(gate, runs):
+        runs = ledger_runs("plain", 5, n_runs=30)
+    ledger = _ledger(runs)
+    candidates = [*ledger.fact_ids[:3], "never_seen"]
+    statuses = {f: LessonState("candidate", 0) for f in candidates}
+    batch = gate.evaluate(ledger, candidates, rng=7)
+    judged = gate.judge(gate.statistics(ledger), statuses, candidates, rng=7)
+    assert_same(judged, batch, config)
+    assert_same(
+        gate.judge(gate.statistics(ledger), None, None, rng=7), gate.evaluate(ledger, rng=7), config
+    )
+
+
+def _streams(gate: Any) -> bool:
+    try:
+        StreamingGate(gate)
+    except ParameterError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("config", "gate"), CONFIGS, ids=[c for c, _ in CONFIGS])
+def test_batch_equals_streaming_at_every_step(config: str, gate: Any) -> None:
+    if not _streams(gate):
+        # a gate (or setting) that cannot stream is named in the refusal
+        with pytest.raises(ParameterError, match="stream"):
+            StreamingGate(gate)
+        assert not (config.startswith("evidence[") and config[9:-1] in RUNNING), config
+        return
+    checked = 0
+    for shape, seed in SHAPES:
+        runs = ledger_runs(shape, seed)
+        if not _applies(gate, runs):
+            continue
+        check_streaming(gate, runs, (config, shape))
+        checked += 1
+    assert checked, f"{config}: no generated ledger applies"
+
+
+def check_streaming(gate: Any, runs: list[Run], where: Any) -> StreamingGate:
+    """Record the runs one by one; after each, the report and the changes are the batch's."""
+    sg = StreamingGate(gate)
+    ledger = Ledger()
+    previous: dict[str, tuple[str, str | None]] = {}
+    for k, (run_id, score, ids, covs) in enumerate(runs):
+        changed = sg.record(run_id, score, ids, **covs)
+        ledger.record(run_id, score, ids, **covs)
+        batch = gate.evaluate(ledger)
+        assert_same(sg.report(), batch, (where, k))
+        now = batch.to_frame()
+        expect = [
+            f
+            for f, d, r in zip(now["fact_id"], now["decision"], now["reason"], strict=True)
+            if previous.get(f, ("hold", None)) != (d, r)
+        ]
+        assert changed.to_frame()["fact_id"].to_list() == expect, (where, k)
+        previous.update(
+            (f, (d, r))
+            for f, d, r in zip(now["fact_id"], now["decision"], now["reason"], strict=True)
+        )
+    return sg
+
+
+def _guide_example() -> str:
+    guide = (ROOT / "docs" / "gates.md").read_text(encoding="utf-8")
+    after = guide.split("<!-- writing-a-gate-example -->", 1)[1]
+    match = re.search(r"```python\n(.*?)```", after, flags=re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_guides_example_gate_passes_the_common_check(tmp_path: Path) -> None:
+    """docs/gates.md, "Writing a gate": its module as written, registered by its one line,
+    is then in the registry, and the common check covers it (batch = streaming at every
+    step on every generated ledger; evaluate = judge(statistics); a save and a load)."""
+    module = "cogstats_test_margin_lift"
+    (tmp_path / f"{module}.py").write_text(_guide_example(), encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        mod = importlib.import_module(module)
+        assert "margin_lift" in GATES and GATES["margin_lift"].cls is mod.MarginLift
+        configs = [(c, g) for c, g in gate_configs() if c.startswith("margin_lift")]
+        assert [c for c, _ in configs] == ["margin_lift"]
+        for config, gate in configs:
+            test_evaluate_is_judge_of_statistics(config, gate)
+            test_batch_equals_streaming_at_every_step(config, gate)
+        gate = mod.MarginLift(min_trials=2, margin=0.05)
+        sg = check_streaming(gate, ledger_runs("plain", 11), "margin_lift")
+        assert set(sg.report().to_frame()["decision"]) >= {"promote", "evict"}  # it decides
+        back = StreamingGate.load(sg.save(tmp_path / "state.npz"))
+        assert back.gate == gate
+        assert_same(back.report(), sg.report(), "loaded")
+    finally:
+        sys.path.remove(str(tmp_path))
+        if "margin_lift" in GATES:
+            GATES.unregister("margin_lift")
+        sys.modules.pop(module, None)
+
+
+def test_the_check_can_fail() -> None:
+    """A report off by more than the tolerance, or with another decision, fails."""
+    runs = ledger_runs("plain", 11)
+    gate = make_gate("cycgraph", decision_rule="margin", min_trials=2)
+    report = gate.evaluate(_ledger(runs))
+    frame = report.to_frame()
+    nudged = frame.with_columns(pl.col("estimate") * (1 + 1e-7))
+    with pytest.raises(AssertionError):
+        assert_same(GateReport(report.gate, nudged, report.settings), report, "nudged")
+    flipped = frame.with_columns(
+        pl.when(pl.col("decision") == "hold")
+        .then(pl.lit("promote"))
+        .otherwise(pl.lit("hold"))
+        .alias("decision")
+    )
+    with pytest.raises(AssertionError):
+        assert_same(GateReport(report.gate, flipped, report.settings), report, "flipped")
