@@ -190,6 +190,38 @@ class LifecycleStatistics:
     with_ss: np.ndarray
 
     @classmethod
+    def empty(cls, covariates: Sequence[str] = ()) -> LifecycleStatistics:
+        """Return the statistics of no runs, with these numeric covariate columns.
+
+        A running agent starts here (``from_ledger`` drops a covariate that is constant
+        in the ledger, as every regression estimator does, so a ledger of one run would
+        fix no covariate column).
+
+        Examples
+        --------
+        >>> st = LifecycleStatistics.empty(["difficulty_proxy"]).add_run(
+        ...     "r1", 0.5, ["a"], {"difficulty_proxy": 0.2})
+        >>> st.ridge.n_fixed, st.ridge.gram.shape
+        (2, (3, 3))
+        """
+        cov = tuple(covariates)
+        if isinstance(covariates, str) or not all(isinstance(c, str) and c for c in cov):
+            raise ParameterError(
+                f"covariates must be a list of covariate names; got {covariates!r}"
+            )
+        f = 1 + len(cov)
+        ridge = RidgeStatistics(
+            gram=np.zeros((f, f)),
+            zty=np.zeros(f),
+            yty=0.0,
+            runs=0,
+            n_fixed=f,
+            fact_ids=(),
+            covariates=cov,
+        )
+        return cls(ridge, np.zeros(0))
+
+    @classmethod
     def from_ledger(cls, ledger: Ledger, covariates: Sequence[str] = ()) -> LifecycleStatistics:
         """Build the statistics of a ledger (covariates coded as the ridge codes them)."""
         ridge = ridge_statistics(ledger, tuple(covariates))
@@ -708,15 +740,17 @@ class LifecycleGate:
     def levels_at(self, info: np.ndarray) -> np.ndarray:
         """Tier 2's one-sided level at the last planned look each information has reached.
 
-        Past ``max_information`` (and a look's width) the level is 0: the error is spent,
-        and a lesson without a verdict then stays in rotation (retired only on futility).
+        Past ``max_information`` a lesson is judged at the last look's level (a ledger
+        judged once with much information is one look; a gate that keeps looking past it
+        re-tests at that level, which docs/recommended.md measures); a lesson without a
+        verdict stays in rotation (retired only on futility).
 
         Examples
         --------
         >>> g = LifecycleGate()
         >>> lv = g.levels_at(np.array([0.1, 12.5, 25.0, 40.0]))
-        >>> float(lv[0]), bool(0 < lv[1] < lv[2]), float(lv[3])
-        (0.0, True, 0.0)
+        >>> float(lv[0]), bool(0 < lv[1] < lv[2] == lv[3])
+        (0.0, True)
         """
         info = np.asarray(info, dtype=float)
         levels = self.nominal_levels()
@@ -725,8 +759,7 @@ class LifecycleGate:
             look = np.where(
                 ok, np.minimum(np.floor(info / self.max_information * self.looks), self.looks), 0
             ).astype(np.int64)
-            inside = ok & (info <= self.max_information * (1.0 + 1.0 / self.looks))
-        return np.where(inside, levels[look], 0.0)
+        return np.where(ok, levels[look], 0.0)
 
     def fit(self, stats: LifecycleStatistics | RidgeStatistics) -> RidgeFit:
         """Fit the debiased ridge on the statistics (the noise pooled over the ledger)."""

@@ -85,6 +85,58 @@ def _rate(x: np.ndarray) -> tuple[float, float]:
 
 
 # ======================================================================= S1
+def s1_statistics(
+    x: np.ndarray, y: np.ndarray, r: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the pooled two-sample t statistics after run ``r`` (0-based), every replicate at once.
+
+    ``x`` (replicates, runs) inclusion, ``y`` scores.  Returns (t, df, info, estimate, se,
+    sigma, trials); with one lesson the debiased ridge gives exactly these.
+    """
+    xn = x[:, : r + 1].astype(float)
+    yy = y[:, : r + 1]
+    big = r + 1
+    n = xn.sum(axis=1)
+    m = big - n
+    s1 = (yy * xn).sum(axis=1)
+    s0 = yy.sum(axis=1) - s1
+    q1 = (yy * yy * xn).sum(axis=1)
+    q0 = (yy * yy).sum(axis=1) - q1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ss = np.maximum(q1 - s1 * s1 / n, 0) + np.maximum(q0 - s0 * s0 / m, 0)
+        df = np.where((n > 0) & (m > 0) & (big - 2.0 >= 1), big - 2.0, np.nan)
+        sig = np.sqrt(ss / df)
+        est = s1 / n - s0 / m
+        se = sig * np.sqrt(1 / n + 1 / m)
+        ok = np.isfinite(est) & np.isfinite(se) & (se > 0)
+        t = np.where(ok, est / se, np.nan)
+        info = np.where(ok, n * m / big, np.nan)
+    return t, df, info, est, se, sig, n.astype(np.int64)
+
+
+def _s1_look(
+    gate: LifecycleGate, x: np.ndarray, y: np.ndarray, r: int, status: np.ndarray
+) -> np.ndarray:
+    """Apply the gate's rule at the look after run ``r`` for every replicate (outcome codes)."""
+    t, df, info, est, se, sig, n = s1_statistics(x, y, r)
+    with np.errstate(invalid="ignore"):
+        crater_p = np.where(
+            np.isfinite(t), special.stdtr(np.where(np.isfinite(df), df, 1.0), t), np.nan
+        )
+    out, _, _ = lifecycle_rule(
+        t, df, info, est, se, sig, n, np.ones(len(t), dtype=bool), crater_p, status,
+        gate.levels_at(info), **gate.rule_options(),
+    )  # fmt: skip
+    return out
+
+
+def s1_outcomes_candidate(gate: LifecycleGate, x: np.ndarray, y: np.ndarray) -> list[int]:
+    """One replicate's outcome code at every look, its status held at candidate (a check)."""
+    xx, yy = x[None, :], y[None, :]
+    st = np.array([_ST_CANDIDATE])
+    return [int(_s1_look(gate, xx, yy, r, st)[0]) for r in range(x.shape[0])]
+
+
 def s1_cells(
     gate: LifecycleGate,
     effect: float,
@@ -101,41 +153,11 @@ def s1_cells(
     x = np.zeros((reps, tot), dtype=bool)
     x[:, history:] = rng.random((reps, runs)) < 0.5
     y = np.clip(0.6 + effect * x + rng.normal(0.0, noise, (reps, tot)), 0.0, 1.0)
-    opts = gate.rule_options()
     status = np.full(reps, _ST_CANDIDATE, dtype=np.int64)
     first = np.full(reps, -1, dtype=np.int64)  # outcome code of the first decision
     when = np.full(reps, runs + 1, dtype=np.int64)
-    xn = x.astype(float)
-    cn = np.cumsum(xn, axis=1)
-    cs1 = np.cumsum(y * xn, axis=1)
-    cs1q = np.cumsum(y * y * xn, axis=1)
-    ca = np.cumsum(y, axis=1)
-    caq = np.cumsum(y * y, axis=1)
     for r in range(history, tot):
-        big = r + 1
-        n = cn[:, r]
-        m = big - n
-        s1 = cs1[:, r]
-        s0 = ca[:, r] - s1
-        q1 = cs1q[:, r]
-        q0 = caq[:, r] - q1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ss = np.maximum(q1 - s1 * s1 / n, 0) + np.maximum(q0 - s0 * s0 / m, 0)
-            df = np.where((n > 0) & (m > 0), big - 2.0, np.nan)
-            df = np.where(df >= 1, df, np.nan)
-            sig = np.sqrt(ss / df)
-            est = s1 / n - s0 / m
-            se = sig * np.sqrt(1 / n + 1 / m)
-            t = est / se
-            info = n * m / big
-            ok = np.isfinite(t) & (se > 0)
-            t = np.where(ok, t, np.nan)
-            crater_p = np.where(ok, special.stdtr(np.where(ok, df, 1.0), t), np.nan)
-            level = gate.levels_at(np.where(ok, info, np.nan))
-        out, _, _ = lifecycle_rule(
-            t, df, info, est, se, sig, n, np.ones(reps, dtype=bool), crater_p, status,
-            level, **opts,
-        )  # fmt: skip
+        out = _s1_look(gate, x, y, r, status)
         live = first < 0
         dec = live & ((out == C.OUTCOME_PROMOTE) | (out == C.OUTCOME_EVICT_HARMFUL))
         first[dec] = out[dec]
@@ -358,12 +380,8 @@ def agent_v2(
         cov = {cov_name: float(w["proxy"][r])} if cov_name else {}
         facts = [ids[j] for j in chosen]
         if stats is None:
-            from cogstats import Ledger
-
-            led = Ledger.from_records([{"run_id": "r1", "score": y, "fact_ids": facts, **cov}])
-            stats = gate.statistics(led)
-        else:
-            stats = stats.add_run(f"r{r + 1}", y, facts, cov)
+            stats = LifecycleStatistics.empty([cov_name] if cov_name else [])
+        stats = stats.add_run(f"r{r + 1}", y, facts, cov)
         live = [j for j in range(n_les) if status[j] in names and ids[j] in stats.ridge.fact_ids]
         st = {ids[j]: names[int(status[j])] for j in live}
         rep = gate.judge(stats, st, [ids[j] for j in live]).to_frame()
