@@ -48,6 +48,7 @@ Undefined values (no poison, no lesson tried, ...) are NaN, and averages skip th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -331,7 +332,6 @@ def lesson_outcomes(
     # a lesson that never arrived stays a candidate in this frame (as before the lifecycle)
     final = np.asarray(STATUS_NAMES, dtype=object)[np.maximum(lc.final, 1)].astype(str)
     eff = effects
-    keys = [(rep, j) for rep in range(n) for j in range(n_les)]
 
     def zero_null(a: np.ndarray) -> pl.Series:
         # 0 means "never": null.  Through a float NaN mask (Series.replace is ~50x slower)
@@ -358,12 +358,8 @@ def lesson_outcomes(
             "retired_at_run": zero_null(raw.retire_run),
             "final_status": final.ravel(),
             "admitted_at_run": zero_null(lc.admitted),
-            "suspended_at_runs": pl.Series(
-                [lc.suspended_at.get(k, []) for k in keys], dtype=pl.List(pl.Int64)
-            ),
-            "released_at_runs": pl.Series(
-                [lc.released_at.get(k, []) for k in keys], dtype=pl.List(pl.Int64)
-            ),
+            "suspended_at_runs": _run_lists(lc.suspended_at, n, n_les),
+            "released_at_runs": _run_lists(lc.released_at, n, n_les),
             "suspended_runs": lc.suspended_runs.ravel(),
             "retest_injections": lc.retests.ravel(),
             "last_injected_run": zero_null(lc.last_injected),
@@ -388,19 +384,48 @@ _EVENT_DTYPE = pl.List(
 )
 
 
+def _lists(cell: np.ndarray, n_cells: int, child: Any) -> pl.Series:
+    """Return a list column of ``n_cells`` rows from values sorted by their row ``cell``."""
+    import pyarrow as pa  # the list columns only
+
+    counts = np.bincount(cell, minlength=n_cells)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    out = pl.from_arrow(pa.ListArray.from_arrays(pa.array(offsets), child))
+    assert isinstance(out, pl.Series)
+    return out
+
+
+def _run_lists(runs: dict[tuple[int, int], list[int]], n: int, n_les: int) -> pl.Series:
+    import pyarrow as pa
+
+    cell = np.asarray([rep * n_les + j for (rep, j), v in runs.items() for _ in v], np.int64)
+    value = np.asarray([r for v in runs.values() for r in v], dtype=np.int64)
+    order = np.lexsort((value, cell))
+    return _lists(cell[order], n * n_les, pa.array(value[order], pa.int64()))
+
+
 def _events_by_lesson(raw: RawChunk, n: int, n_les: int) -> pl.Series:
-    cells: list[list[dict[str, object]]] = [[] for _ in range(n * n_les)]
-    for rep, run, j, frm, to, reason, why in raw.status_events():
-        cells[rep * n_les + j].append(
-            {
-                "run": run,
-                "from": STATUS_NAMES[frm],
-                "to": STATUS_NAMES[to],
-                "reason": reason,
-                "why": why,
-            }
-        )
-    return pl.Series(EVENTS_COLUMN, cells, dtype=_EVENT_DTYPE)
+    """Each lesson's status events as a list of structs (run, from, to, reason, why)."""
+    import pyarrow as pa
+
+    events = raw.status_events()
+    cell = np.asarray([ev[0] * n_les + ev[2] for ev in events], dtype=np.int64)
+    run = np.asarray([ev[1] for ev in events], dtype=np.int64)
+    order = np.lexsort((run, cell))
+    names = np.asarray(STATUS_NAMES, dtype=object)
+    frm = np.asarray([ev[3] for ev in events], dtype=np.int64)[order]
+    to = np.asarray([ev[4] for ev in events], dtype=np.int64)[order]
+    child = pa.StructArray.from_arrays(
+        [
+            pa.array(run[order], pa.int64()),
+            pa.array(names[frm].tolist(), pa.string()),
+            pa.array(names[to].tolist(), pa.string()),
+            pa.array([events[i][5] for i in order], pa.string()),
+            pa.array([events[i][6] for i in order], pa.string()),
+        ],
+        names=["run", "from", "to", "reason", "why"],
+    )
+    return _lists(cell[order], n * n_les, child).alias(EVENTS_COLUMN)
 
 
 def status_event_frame(lessons: pl.DataFrame) -> pl.DataFrame:

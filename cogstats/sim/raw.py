@@ -68,19 +68,37 @@ class RawChunk:
         """
         if self.events is not None:
             return sorted(self.events, key=lambda ev: (ev[0], ev[1], ev[2]))
-        out: list[Event] = []
-        for rep, j in zip(*np.nonzero(self.promote_run), strict=True):
-            out.append((int(rep), int(self.promote_run[rep, j]), int(j), _C, _V, None, None))
-        for arr, to in ((self.evict_run, _E), (self.retire_run, _R)):
-            for rep, j in zip(*np.nonzero(arr), strict=True):
-                frm = _V if self.promote_run[rep, j] > 0 else _C
-                reason = (
-                    REASON_BY_CODE[int(self.evict_reason[rep, j])]
-                    if to == _E
-                    else REASON_BY_CODE[REASON_CODE_RETIRE]
-                )
-                out.append((int(rep), int(arr[rep, j]), int(j), frm, to, reason, None))
-        return sorted(out, key=lambda ev: (ev[0], ev[1], ev[2]))
+        parts = []
+        for arr, to in ((self.promote_run, _V), (self.evict_run, _E), (self.retire_run, _R)):
+            r_, j_ = np.nonzero(arr)
+            frm_ = (
+                np.where(self.promote_run[r_, j_] > 0, _V, _C) if to != _V else np.full(r_.size, _C)
+            )
+            # reason codes: 0 none (promote), 1-2 the eviction's, -1 a retirement
+            code_ = (
+                self.evict_reason[r_, j_] if to == _E else np.full(r_.size, 0 if to == _V else -1)
+            )
+            parts.append((r_, arr[r_, j_], j_, frm_, np.full(r_.size, to), code_))
+        rep, run, j, frm, to_code, code = (
+            np.concatenate([p[k] for p in parts]).astype(np.int64) for k in range(6)
+        )
+        order = np.lexsort((j, run, rep))
+        reasons = [
+            None if c == 0 else REASON_BY_CODE[REASON_CODE_RETIRE if c < 0 else c]
+            for c in code[order].tolist()
+        ]
+        return list(
+            zip(
+                rep[order].tolist(),
+                run[order].tolist(),
+                j[order].tolist(),
+                frm[order].tolist(),
+                to_code[order].tolist(),
+                reasons,
+                [None] * len(reasons),
+                strict=True,
+            )
+        )
 
     def _arrays(self) -> list[str]:
         return [f.name for f in fields(self) if f.name != "events"]
