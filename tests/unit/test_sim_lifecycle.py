@@ -323,3 +323,27 @@ def test_simulated_ledgers_name_the_true_difficulty_true_difficulty() -> None:
     simulate(s, replicates=1, rng=1, gate=gate)
     # the reference engine's own ledger, as the gate sees it
     assert "true_difficulty" in gate.covariates and "difficulty" not in gate.covariates
+
+
+def test_many_suspects_widen_the_propensity_log() -> None:
+    # four suspects in a two-lesson prompt: the log holds more lessons than the prompt
+    gate = ScriptedGate({1: {f["id"]: ("suspend", None) for f in LESSONS}})
+    s = Scenario.from_dict(
+        {
+            "runs": 6,
+            "lessons": {"listed": LESSONS},
+            "retrieval": {"max_facts": 2, "candidate_slots": 1, "retest_prob": 1.0},
+            "gate": {"type": "cycgraph"},
+        }
+    )
+    result = simulate(s, replicates=1, rng=2, gate=gate)
+    later = result.runs.filter(pl.col("run") > 1)
+    assert later["fact_ids"].list.len().to_list() == [1] * 5  # one re-test, nothing else
+    for el, pr in zip(later["eligible_ids"], later["propensities"], strict=True):
+        assert sorted(el) == ["G", "H", "N", "P"] and pr.to_list() == [0.25] * 4
+
+
+def test_an_unknown_decision_is_an_error() -> None:
+    gate = ScriptedGate({1: {"P": ("quarantine", None)}})
+    with pytest.raises(ValueError, match=r"decision must be one of \['hold', 'promote'"):
+        simulate(_scenario(0.0, runs=3), replicates=1, rng=1, gate=gate)
