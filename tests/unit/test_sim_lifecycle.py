@@ -327,7 +327,7 @@ def test_simulated_ledgers_name_the_true_difficulty_true_difficulty() -> None:
 
 def test_many_suspects_widen_the_propensity_log() -> None:
     # four suspects in a two-lesson prompt: the log holds more lessons than the prompt
-    gate = ScriptedGate({1: {f["id"]: ("suspend", None) for f in LESSONS}})
+    gate = ScriptedGate({1: {str(f["id"]): ("suspend", None) for f in LESSONS}})
     s = Scenario.from_dict(
         {
             "runs": 6,
@@ -337,6 +337,7 @@ def test_many_suspects_widen_the_propensity_log() -> None:
         }
     )
     result = simulate(s, replicates=1, rng=2, gate=gate)
+    assert result.runs is not None
     later = result.runs.filter(pl.col("run") > 1)
     assert later["fact_ids"].list.len().to_list() == [1] * 5  # one re-test, nothing else
     for el, pr in zip(later["eligible_ids"], later["propensities"], strict=True):
