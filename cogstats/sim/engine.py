@@ -13,6 +13,7 @@ the kernel's parameter vectors, is one adapter per registry name below
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,44 +26,81 @@ from cogstats._rng import as_seed_sequence
 from cogstats._validation import ParameterError, check_choice, check_int
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
+from cogstats.sim import _kernel_audit as KAUD
+from cogstats.sim import _kernel_cycgraph as KCYC
+from cogstats.sim import _kernel_evidence as KEV
+from cogstats.sim import _kernel_recommended as KREC
+from cogstats.sim._kernel_common import Block
 from cogstats.sim.draws import LessonTable, Prepared, draw_uniforms, layout, lesson_table, prepare
 from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import Scenario
 
-__all__ = ["ENGINES", "as_seed_sequence", "fast_support", "simulate"]
+__all__ = ["ENGINES", "KernelGate", "as_seed_sequence", "fast_support", "simulate"]
 
-_Params = Callable[[Any, np.ndarray, np.ndarray], None]
+_Values = Callable[[Any], dict[str, float]]
+_Support = Callable[[Any, Scenario], str | None]
 
 
 # ---------------------------------------------------------------------- kernel adapters
-def _stopping_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    """Write the options cycgraph's and the evidence gate share: trials rules and margins."""
-    ip[K.IP_MINT] = gate.min_trials
-    ip[K.IP_MAXT] = gate.max_trials or 0
-    ip[K.IP_MAXB] = gate.max_baseline_runs or 0
-    fp[K.FP_PM] = gate.promote_margin
-    fp[K.FP_EM] = gate.evict_margin
+@dataclass(frozen=True)
+class KernelGate:
+    """A gate's compiled piece, as the simulator runs it.
+
+    ``block`` is the piece's own parameter block (``BLOCK`` of its ``_kernel_*`` module),
+    ``values(gate)`` fills every slot of it by name from the gate's options, ``code(gate)``
+    is the dispatch code of the kernel's run loop (``cogstats._codes.GATE_*``), ``support``
+    says why the piece cannot run a gate's settings (None when it can), and ``loop(gate)``
+    names the run loop's common slots the gate sets (the audit's win threshold).  A gate
+    compiles exactly when it has an entry in :data:`KERNEL_GATES`.
+    """
+
+    block: Block
+    values: _Values
+    code: Callable[[Any], int]
+    support: _Support | None = None
+    loop: _Values | None = None
+
+    def pack(self, gate: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Return the block's int and float arrays for ``gate``."""
+        return self.block.pack(self.values(gate))
 
 
-def _cycgraph_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_GATE] = C.GATE_MARGIN if gate.decision_rule == "margin" else C.GATE_INFERENCE
-    _stopping_params(gate, ip, fp)
-    ip[K.IP_BH] = int(gate.multiple_comparison == "bh")
-    ip[K.IP_DOUBLING] = int(gate.sequential_control == "doubling")
-    fp[K.FP_PC] = gate.promote_confidence
-    fp[K.FP_EC] = gate.evict_confidence
-    fp[K.FP_FLOOR] = gate.noise_floor_sd
+def _stopping_values(gate: Any) -> dict[str, float]:
+    """Return the options cycgraph's and the evidence gate share: trials rules, margins."""
+    return {
+        "min_trials": gate.min_trials,
+        "max_trials": gate.max_trials or 0,
+        "max_baseline_runs": gate.max_baseline_runs or 0,
+        "promote_margin": gate.promote_margin,
+        "evict_margin": gate.evict_margin,
+    }
 
 
-def _audit_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_GATE] = C.GATE_AUDIT
-    ip[K.IP_AUDIT_HITS] = gate.min_hits
-    fp[K.FP_AUDIT_RATE] = gate.min_win_rate
+def _cycgraph_values(gate: Any) -> dict[str, float]:
+    return {
+        **_stopping_values(gate),
+        "bh": int(gate.multiple_comparison == "bh"),
+        "doubling": int(gate.sequential_control == "doubling"),
+        "promote_confidence": gate.promote_confidence,
+        "evict_confidence": gate.evict_confidence,
+        "noise_floor_sd": gate.noise_floor_sd,
+    }
+
+
+def _cycgraph_code(gate: Any) -> int:
+    return C.GATE_MARGIN if gate.decision_rule == "margin" else C.GATE_INFERENCE
+
+
+def _audit_values(gate: Any) -> dict[str, float]:
+    return {"min_hits": gate.min_hits, "min_win_rate": gate.min_win_rate}
+
+
+def _audit_loop(gate: Any) -> dict[str, float]:
     # the kernel counts wins at one threshold (UCB1's, when the policy is UCB1: then
     # _audit_support has checked that the two agree)
-    fp[K.FP_WIN] = gate.win_threshold
+    return {"win_threshold": gate.win_threshold}
 
 
 def _audit_support(gate: Any, s: Scenario) -> str | None:
@@ -80,16 +118,17 @@ def _audit_support(gate: Any, s: Scenario) -> str | None:
     return None
 
 
-def _evidence_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_GATE] = C.GATE_EVIDENCE
-    _stopping_params(gate, ip, fp)
-    ip[K.IP_EV_GROUP] = int(gate.sequential == "group")
-    ip[K.IP_EV_BONF] = int(gate.multiplicity == "bonferroni")
-    fp[K.FP_ALPHA] = gate.alpha
+def _evidence_values(gate: Any) -> dict[str, float]:
     floor = 0.0
     if gate.method == "welch":
         floor = float(dict(gate.options).get("noise_floor_sd", 0.1))
-    fp[K.FP_FLOOR] = floor
+    return {
+        **_stopping_values(gate),
+        "group": int(gate.sequential == "group"),
+        "bonferroni": int(gate.multiplicity == "bonferroni"),
+        "alpha": gate.alpha,
+        "noise_floor_sd": floor,
+    }
 
 
 def _evidence_support(gate: Any, s: Scenario) -> str | None:
@@ -112,18 +151,19 @@ def _evidence_support(gate: Any, s: Scenario) -> str | None:
     return None
 
 
-def _recommended_params(gate: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_GATE] = C.GATE_RECOMMENDED
-    ip[K.IP_MINT] = gate.min_trials
-    ip[K.IP_MAXT] = gate.max_trials or 0
-    ip[K.IP_PASSES] = gate.passes
-    fp[K.FP_PENALTY] = gate.penalty
-    fp[K.FP_GATE_SUSZ] = gate.suspect_z
-    fp[K.FP_MIN_SHARE] = gate.min_share
-    fp[K.FP_MAX_INFO] = gate.max_information
+def _recommended_values(gate: Any) -> dict[str, float]:
     runs = float(gate.noise_prior_runs)
-    fp[K.FP_PRIOR_RUNS] = runs
-    fp[K.FP_PRIOR_SS] = 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2
+    return {
+        "min_trials": gate.min_trials,
+        "max_trials": gate.max_trials or 0,
+        "passes": gate.passes,
+        "penalty": gate.penalty,
+        "suspect_z": gate.suspect_z,
+        "min_share": gate.min_share,
+        "max_information": gate.max_information,
+        "prior_runs": runs,
+        "prior_ss": 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2,
+    }
 
 
 #: the covariate the compiled recommended gate knows (the scenario's difficulty proxy)
@@ -154,66 +194,81 @@ def _kernel_covariates(s: Scenario) -> int:
     return int(_PROXY in gate.covariates)
 
 
-#: Gate registry name -> (kernel parameters, coverage check or None): the gates the
-#: compiled kernel implements.
-KERNEL_GATES: dict[str, tuple[_Params, Callable[[Any, Scenario], str | None] | None]] = {
-    "cycgraph": (_cycgraph_params, None),
-    "audit": (_audit_params, _audit_support),
-    "evidence": (_evidence_params, _evidence_support),
-    "recommended": (_recommended_params, _recommended_support),
+#: Gate registry name -> its compiled piece: the gates the compiled kernel implements
+#: (a gate compiles by having an entry here, with the one dispatch line of its code in
+#: ``cogstats.sim._kernel.run_chunk``).
+KERNEL_GATES: dict[str, KernelGate] = {
+    "cycgraph": KernelGate(KCYC.BLOCK, _cycgraph_values, _cycgraph_code),
+    "audit": KernelGate(
+        KAUD.BLOCK, _audit_values, lambda g: C.GATE_AUDIT, _audit_support, _audit_loop
+    ),
+    "evidence": KernelGate(
+        KEV.BLOCK, _evidence_values, lambda g: C.GATE_EVIDENCE, _evidence_support
+    ),
+    "recommended": KernelGate(
+        KREC.BLOCK, _recommended_values, lambda g: C.GATE_RECOMMENDED, _recommended_support
+    ),
 }
 
 
-def _gated_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_SLOTS] = min(policy.candidate_slots, policy.max_facts)
-    ip[K.IP_REST] = policy.rest_after_trials or 0
+def _gated_values(policy: Any) -> dict[str, float]:
+    return {
+        "slots": min(policy.candidate_slots, policy.max_facts),
+        "rest": policy.rest_after_trials or 0,
+    }
 
 
-def _pooled_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_SLOTS] = min(policy.candidate_slots, policy.max_facts)
+def _pooled_values(policy: Any) -> dict[str, float]:
+    out: dict[str, float] = {"slots": min(policy.candidate_slots, policy.max_facts)}
     if getattr(policy, "inclusion", "fixed") == "bernoulli":
-        ip[K.IP_BERNOULLI] = 1
-        fp[K.FP_PINC] = policy.inclusion_prob
+        out["bernoulli"] = 1
+        out["inclusion_prob"] = policy.inclusion_prob
+    return out
 
 
-def _suspect_first_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_SLOTS] = min(policy.candidate_slots, policy.max_facts)
-    ip[K.IP_FRESH] = policy.fresh_trials
-    fp[K.FP_PINC] = policy.inclusion_prob
-    fp[K.FP_POL_SUSZ] = policy.suspect_z
+def _suspect_first_values(policy: Any) -> dict[str, float]:
+    return {
+        "slots": min(policy.candidate_slots, policy.max_facts),
+        "fresh": policy.fresh_trials,
+        "inclusion_prob": policy.inclusion_prob,
+        "suspect_z": policy.suspect_z,
+    }
 
 
-def _ucb_params(policy: Any, ip: np.ndarray, fp: np.ndarray) -> None:
-    ip[K.IP_MINF] = policy.max_facts if policy.min_facts is None else policy.min_facts
-    fp[K.FP_EPS] = policy.epsilon
-    fp[K.FP_XSIM] = policy.cross_similarity
-    fp[K.FP_WIN] = policy.win_threshold
-    fp[K.FP_EXPL] = policy.exploration
+def _ucb_values(policy: Any) -> dict[str, float]:
+    return {
+        "min_facts": policy.max_facts if policy.min_facts is None else policy.min_facts,
+        "epsilon": policy.epsilon,
+        "cross_similarity": policy.cross_similarity,
+        "win_threshold": policy.win_threshold,
+        "exploration": policy.exploration,
+    }
 
 
-#: Retrieval policy registry name -> kernel parameters: the policies the kernel implements
-#: (their codes are ``cogstats._codes.POLICY_CODES``).
-KERNEL_POLICIES: dict[str, _Params] = {
-    "in_progress_first": _gated_params,
-    "newest_first": _gated_params,
-    "fewest_trials_first": _gated_params,
-    "randomized": _pooled_params,
-    "designed": _pooled_params,
-    "ucb1": _ucb_params,
-    "suspect_first": _suspect_first_params,
+#: Retrieval policy registry name -> the slots of the run loop's common block it sets
+#: (the policies the kernel implements; their codes are ``cogstats._codes.POLICY_CODES``).
+KERNEL_POLICIES: dict[str, _Values] = {
+    "in_progress_first": _gated_values,
+    "newest_first": _gated_values,
+    "fewest_trials_first": _gated_values,
+    "randomized": _pooled_values,
+    "designed": _pooled_values,
+    "ucb1": _ucb_values,
+    "suspect_first": _suspect_first_values,
 }
 
 
 def fast_support(s: Scenario) -> str | None:
     """Why the compiled engine cannot run this scenario, or None when it can.
 
-    The kernel covers the registered parts marked ``compiled`` that it has an adapter
-    for: every built-in retrieval policy, and the cycgraph, audit and evidence gates.  Its
-    evidence gate covers methods lift and welch, sequential fixed or group, multiplicity
-    none (or Bonferroni with fixed), and hold_unidentifiable False (the identifiability
-    check needs the full design); its audit counts wins at one threshold, so under UCB1
-    the audit's ``win_threshold`` must equal the policy's.  Everything else runs in the
-    reference engine.
+    The kernel covers the registered parts that have a compiled piece
+    (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
+    the cycgraph, audit, evidence and recommended gates.  Its evidence gate covers methods
+    lift and welch, sequential fixed or group, multiplicity none (or Bonferroni with
+    fixed), and hold_unidentifiable False (the identifiability check needs the full
+    design); its audit counts wins at one threshold, so under UCB1 the audit's
+    ``win_threshold`` must equal the policy's; its recommended gate adjusts for the
+    difficulty proxy only.  Everything else runs in the reference engine.
 
     Examples
     --------
@@ -224,14 +279,14 @@ def fast_support(s: Scenario) -> str | None:
     "the compiled engine's evidence gate does not cover method 'ols' ..."
     """
     policy = s.retrieval.entry()
-    if not policy.compiled or policy.name not in KERNEL_POLICIES:
+    if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
     entry = s.gate.entry()
     if entry is None:
         return None
-    if not entry.compiled or entry.name not in KERNEL_GATES:
+    if entry.name not in KERNEL_GATES:
         return f"the compiled engine has no gate {s.gate.type!r}"
-    check = KERNEL_GATES[entry.name][1]
+    check = KERNEL_GATES[entry.name].support
     return None if check is None else check(s.gate.build(), s)
 
 
@@ -246,51 +301,61 @@ def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
     }
 
 
-def params(s: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """Return the kernel's integer and float parameter vectors for a scenario."""
+def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the kernel's parameter blocks for a scenario.
+
+    The run loop's (int, float) block :data:`cogstats.sim._kernel.COMMON`, then the
+    gate's own (int, float) block (empty without a gate).
+    """
     reason = fast_support(s)
     if reason is not None:
         raise ParameterError(reason)
-    ip = np.zeros(K.N_IP, dtype=np.int64)
-    fp = np.zeros(K.N_FP)
     g = s.gate
     policy = s.retrieval.build()
     lay = layout(s)
-    ip[K.IP_RUNS] = s.runs
-    ip[K.IP_L] = s.n_lessons
-    ip[K.IP_POLICY] = C.POLICY_CODES[s.retrieval.entry().name]
-    ip[K.IP_MAXF] = policy.max_facts
-    ip[K.IP_MINF] = policy.max_facts
-    ip[K.IP_POOL] = lay.pool
-    ip[K.IP_P] = lay.pool
-    ip[K.IP_EVERY] = g.every
-    ip[K.IP_FROM] = g.from_run
-    ip[K.IP_RECEMPTY] = int(s.record_empty_runs)
-    ip[K.IP_RECHECK] = int(g.recheck_verified)
-    ip[K.IP_LINK] = int(s.score.link == "logistic")
-    fp[K.FP_BASE] = s.score.base
-    fp[K.FP_NOISE] = s.score.noise_sd
-    fp[K.FP_SAT] = s.score.saturation or 0.0
-    fp[K.FP_DAMP] = s.score.poison_damping
-    KERNEL_POLICIES[s.retrieval.entry().name](policy, ip, fp)
+    common: dict[str, float] = dict.fromkeys(K.COMMON.ints + K.COMMON.floats, 0)
+    common.update(
+        runs=s.runs,
+        lessons=s.n_lessons,
+        policy=C.POLICY_CODES[s.retrieval.entry().name],
+        max_facts=policy.max_facts,
+        min_facts=policy.max_facts,
+        pool=lay.pool,
+        every=g.every,
+        from_run=g.from_run,
+        record_empty=int(s.record_empty_runs),
+        recheck=int(g.recheck_verified),
+        logistic=int(s.score.link == "logistic"),
+        base=s.score.base,
+        noise_sd=s.score.noise_sd,
+        saturation=s.score.saturation or 0.0,
+        damping=s.score.poison_damping,
+        gate=C.GATE_NONE,
+    )
+    common.update(KERNEL_POLICIES[s.retrieval.entry().name](policy))
     entry = g.entry()
-    if entry is None:
-        ip[K.IP_GATE] = C.GATE_NONE
-    else:
-        KERNEL_GATES[entry.name][0](g.build(), ip, fp)
-        if entry.name == "recommended":
-            ip[K.IP_NCOV] = _kernel_covariates(s)
-    return ip, fp
+    gi, gf = np.zeros(0, dtype=np.int64), np.zeros(0)
+    if entry is not None:
+        piece = KERNEL_GATES[entry.name]
+        gate = g.build()
+        common["gate"] = piece.code(gate)
+        if piece.loop is not None:
+            common.update(piece.loop(gate))
+        gi, gf = piece.pack(gate)
+    ip, fp = K.COMMON.pack(common)
+    return ip, fp, gi, gf
 
 
 def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     """Simulate a chunk with the compiled kernel."""
     n = prep.noise.shape[0]
     raw = empty_raw(s, lessons, n)
-    ip, fp = params(s)
+    ip, fp, gi, gf = params(s)
     K.run_chunk(
         ip,
         fp,
+        gi,
+        gf,
         _propensity_table(s),
         _boundary_table(s),
         _level_table(s),
@@ -304,7 +369,7 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
         np.ascontiguousarray(prep.family),
         np.ascontiguousarray(prep.effects),
         prep.retrieval,
-        _covariate_array(s, prep, int(ip[K.IP_NCOV])),
+        _covariate_array(s, prep, _kernel_covariates(s)),
         raw.score,
         raw.recorded,
         raw.inj,

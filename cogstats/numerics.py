@@ -1,0 +1,140 @@
+"""Shared numerics: one copy of the small statistics that the library and the simulator share.
+
+Plain Python and numpy, no numba import: production code calls these functions directly,
+and the simulator's compiled kernel (:mod:`cogstats.sim._kernel`) compiles the very same
+functions with numba (``njit(inline="always")``), so both give the same bits without a
+second copy kept equal by a test.
+
+- :func:`welch_z`: the Welch t of a lesson against the runs without it, from sufficient
+  statistics; scalars or numpy arrays (elementwise, no Python loop).
+- :func:`welch_moments`: lift, Welch standard error and Welch-Satterthwaite df, with a
+  variance floor (cycgraph's inference rule and the evidence gate in the kernel).
+- :func:`gauss_jordan_into`: the Gauss-Jordan inverse of the debiased ridge, in place on
+  caller-provided scratch (the kernel's form; elementwise the same operations, in the same
+  order, as :func:`cogstats.estimators.debiased_ridge.gauss_jordan_inverse`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SINGULAR", "gauss_jordan_into", "welch_moments", "welch_z"]
+
+#: relative pivot below which :func:`gauss_jordan_into` reports a singular matrix
+SINGULAR = 1e-12
+
+
+def welch_z(n: Any, s: Any, ss: Any, tot_n: Any, tot_s: Any, tot_ss: Any) -> Any:
+    """Return the Welch t of a lesson against the runs without it (0 below two a side).
+
+    ``n`` runs with the lesson, score sum ``s`` and sum of squares ``ss``; totals
+    ``tot_*`` over every run.  Each argument is a number or a numpy array (broadcast
+    elementwise); the result is 0 where either side has fewer than two runs or the
+    standard error is 0.  Branch-free, so that numba compiles it for scalars and numpy
+    runs it on arrays: the invalid cases compute on safe denominators and are masked
+    (``ok * value + 0.0`` is exactly ``value`` where ``ok``, exactly ``0.0`` elsewhere).
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> a, b = [0.5, 0.6, 0.4], [0.7, 0.8, 0.75]
+    >>> z = welch_z(3, sum(a), sum(x * x for x in a), 6, sum(a + b), sum(x * x for x in a + b))
+    >>> bool(abs(z - stats.ttest_ind(a, b, equal_var=False).statistic) < 1e-12)
+    True
+    >>> welch_z(np.array([1, 3]), np.array([0.5, 1.5]), np.array([0.25, 0.77]), 6, 3.75, 2.5)
+    array([ 0.        , -2.44948974])
+    """
+    nb = tot_n - n
+    ok_n = (n >= 2) & (nb >= 2)
+    na = np.maximum(n, 2)
+    nbs = np.maximum(nb, 2)
+    mean_a = s / na
+    sb = tot_s - s
+    mean_b = sb / nbs
+    va = np.maximum((ss - s * mean_a) / (na - 1), 0.0)
+    vb = np.maximum(((tot_ss - ss) - sb * mean_b) / (nbs - 1), 0.0)
+    se = np.sqrt(va / na + vb / nbs)
+    ok = ok_n & (se > 0.0)
+    return ok * ((mean_a - mean_b) / (se + (1.0 - ok))) + 0.0
+
+
+def welch_moments(
+    n: int, s: float, ss: float, tot_n: int, tot_s: float, tot_ss: float, floor_var: float
+) -> tuple[float, float, float]:
+    """Return lift, Welch standard error and Welch-Satterthwaite df of a lesson.
+
+    For a lesson with ``n >= 2`` trials and ``tot_n - n >= 2`` baseline runs, from the
+    sufficient statistics of its runs (n, s, ss) and of all recorded runs; each variance
+    is floored at ``floor_var``.  df is infinite when the standard error is 0.  These are
+    :func:`cogstats.estimators.welch_lift`'s formulas (cycgraph's ``welchLift``).
+
+    Examples
+    --------
+    >>> a, b = [0.5, 0.6, 0.4], [0.7, 0.8, 0.75]
+    >>> lift, se, df = welch_moments(
+    ...     3, sum(a), sum(x * x for x in a), 6, sum(a + b), sum(x * x for x in a + b), 0.0
+    ... )
+    >>> round(lift, 6), round(se, 6), round(df, 4)
+    (-0.25, 0.06455, 2.9412)
+    """
+    nb = tot_n - n
+    mean_a = s / n
+    sb = tot_s - s
+    mean_b = sb / nb
+    va = max(max((ss - s * mean_a) / (n - 1), 0.0), floor_var)
+    vb = max(max(((tot_ss - ss) - sb * mean_b) / (nb - 1), 0.0), floor_var)
+    sa = va / n
+    sbv = vb / nb
+    se = math.sqrt(sa + sbv)
+    df = math.inf
+    if se > 0.0:
+        df = (sa + sbv) ** 2 / (sa**2 / (n - 1) + sbv**2 / (nb - 1))
+    return mean_a - mean_b, se, df
+
+
+def gauss_jordan_into(a: np.ndarray, p: int, aug: np.ndarray, out: np.ndarray) -> bool:
+    """Invert the leading ``p x p`` block of ``a`` by Gauss-Jordan elimination, into ``out``.
+
+    ``aug`` is ``p x 2p`` scratch.  Returns False (``out`` undefined) when a pivot is not
+    above :data:`SINGULAR` times the largest diagonal.  Elementwise operations only (no
+    BLAS reductions), so the result does not depend on the machine's BLAS; numba compiles
+    it for the simulator, and in pure Python it runs on numpy arrays of any size (slowly:
+    it is written for the compiled loop).
+
+    Examples
+    --------
+    >>> a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> aug, out = np.empty((2, 4)), np.empty((2, 2))
+    >>> gauss_jordan_into(a, 2, aug, out), bool(np.allclose(out @ a, np.eye(2)))
+    (True, True)
+    >>> gauss_jordan_into(np.ones((2, 2)), 2, aug, out)
+    False
+    """
+    scale = 0.0
+    for i in range(p):
+        scale = max(scale, abs(a[i, i]))
+    for i in range(p):
+        for c in range(2 * p):
+            aug[i, c] = 0.0
+        for c in range(p):
+            aug[i, c] = a[i, c]
+        aug[i, p + i] = 1.0
+    for k in range(p):
+        piv = aug[k, k]
+        if not piv > SINGULAR * scale:
+            return False
+        for c in range(2 * p):
+            aug[k, c] = aug[k, c] / piv
+        for i in range(p):
+            if i == k:
+                continue
+            fi = aug[i, k]
+            for c in range(2 * p):
+                aug[i, c] = aug[i, c] - fi * aug[k, c]
+    for i in range(p):
+        for c in range(p):
+            out[i, c] = aug[i, p + c]
+    return True

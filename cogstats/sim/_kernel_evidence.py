@@ -1,0 +1,120 @@
+"""The evidence gate (:class:`cogstats.gates.EvidenceGate`) in the compiled kernel.
+
+On the Welch statistics: methods lift and welch; sequential fixed or group (boundaries by
+trial count); multiplicity none, or Bonferroni when fixed (what the kernel covers is
+:func:`cogstats.sim.engine.fast_support`'s to say).  The gate's parameters are its own
+block :data:`BLOCK`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from cogstats._codes import (
+    DECISION_EVICT_HARMFUL,
+    DECISION_EVICT_NO_LIFT,
+    DECISION_HOLD,
+    DECISION_PROMOTE,
+    STATUS_CANDIDATE,
+    STATUS_VERIFIED,
+)
+from cogstats.sim._kernel_common import (
+    PRUNE_MARGIN,
+    Block,
+    apply_decision,
+    tail_bound,
+    welch_moments,
+)
+from cogstats.sim._tdist import t_cdf
+
+__all__ = ["BLOCK", "evidence_gate"]
+
+#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+BLOCK = Block(
+    "evidence",
+    ints=("min_trials", "max_trials", "max_baseline_runs", "group", "bonferroni"),
+    floats=("promote_margin", "evict_margin", "alpha", "noise_floor_sd"),
+)
+MIN_TRIALS = BLOCK.i("min_trials")
+MAX_TRIALS = BLOCK.i("max_trials")
+MAX_BASELINE = BLOCK.i("max_baseline_runs")
+GROUP = BLOCK.i("group")
+BONFERRONI = BLOCK.i("bonferroni")
+PROMOTE_MARGIN = BLOCK.f("promote_margin")
+EVICT_MARGIN = BLOCK.f("evict_margin")
+ALPHA = BLOCK.f("alpha")
+NOISE_FLOOR_SD = BLOCK.f("noise_floor_sd")
+
+
+@njit(cache=True, inline="always")
+def evidence_gate(
+    gi: np.ndarray,
+    gf: np.ndarray,
+    recheck: bool,
+    bounds: np.ndarray,
+    status: np.ndarray,
+    n_with: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    tot_n: int,
+    tot_s: float,
+    tot_ss: float,
+    by_age: np.ndarray,
+    run: int,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+    ibuf: np.ndarray,
+) -> None:
+    """One pass of the gate; ``bounds`` holds the group-sequential z boundary by trials."""
+    n_les = status.shape[0]
+    min_trials = gi[MIN_TRIALS]
+    max_trials = gi[MAX_TRIALS]
+    max_base = gi[MAX_BASELINE]
+    group = gi[GROUP] == 1
+    pm = gf[PROMOTE_MARGIN]
+    em = gf[EVICT_MARGIN]
+    floor_var = gf[NOISE_FLOOR_SD] ** 2
+    judged = ibuf[0]
+    n_judged = 0
+    m = 0
+    for jj in range(n_les):
+        j = by_age[jj]
+        if status[j] == STATUS_CANDIDATE or (recheck and status[j] == STATUS_VERIFIED):
+            judged[n_judged] = j
+            n_judged += 1
+            if n_with[j] >= min_trials and n_with[j] < tot_n:
+                m += 1
+    alpha = gf[ALPHA]
+    if gi[BONFERRONI] == 1 and m > 1:
+        alpha = alpha / m
+    for ii in range(n_judged):
+        j = judged[ii]
+        n = n_with[j]
+        nb = tot_n - n
+        d = DECISION_HOLD
+        if n >= min_trials and nb >= 2 and n >= 2:
+            est, se, df = welch_moments(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
+            up = False
+            down = False
+            if se == 0.0:
+                up = est > pm
+                down = est < -em
+            elif group:
+                b = bounds[min(n, max_trials)]
+                up = (est - pm) / se >= b
+                down = (-em - est) / se >= b
+            else:  # the normal tail bounds the t tail from below (see cycgraph_gate)
+                z_up = (est - pm) / se
+                z_dn = (-em - est) / se
+                up = tail_bound(-z_up) < alpha + PRUNE_MARGIN and (1.0 - t_cdf(z_up, df) < alpha)
+                down = tail_bound(-z_dn) < alpha + PRUNE_MARGIN and (1.0 - t_cdf(z_dn, df) < alpha)
+            if up and not down:
+                d = DECISION_PROMOTE
+            elif down and not up:
+                d = DECISION_EVICT_HARMFUL
+        stop = (max_trials > 0 and n >= max_trials) or (max_base > 0 and nb >= max_base)
+        if d == DECISION_HOLD and n > 0 and n >= min_trials and stop:
+            d = DECISION_EVICT_NO_LIFT
+        apply_decision(d, j, run, status, promote_run, evict_run, evict_reason)

@@ -1,0 +1,350 @@
+"""The retrieval policies of the compiled kernel: which lessons the next run carries.
+
+Array re-implementations of :mod:`cogstats.retrieval` (the cycgraph orderings with the
+rest bench, randomized and designed pools, UCB1, suspect-first), reading the run loop's
+block :data:`cogstats.sim._kernel_common.COMMON`.  The suspect-first statistic is
+:func:`cogstats.numerics.welch_z`, compiled.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from cogstats._codes import (
+    POLICY_DESIGNED,
+    POLICY_FEWEST_TRIALS_FIRST,
+    POLICY_IN_PROGRESS_FIRST,
+    POLICY_NEWEST_FIRST,
+    POLICY_RANDOMIZED,
+    POLICY_SUSPECT_FIRST,
+    POLICY_UCB1,
+    STATUS_CANDIDATE,
+    STATUS_VERIFIED,
+)
+from cogstats.sim._kernel_common import (
+    FP_EPS,
+    FP_EXPL,
+    FP_PINC,
+    FP_POL_SUSZ,
+    FP_XSIM,
+    IP_BERNOULLI,
+    IP_FRESH,
+    IP_MAXF,
+    IP_MINF,
+    IP_POLICY,
+    IP_POOL,
+    IP_REST,
+    IP_SLOTS,
+    welch_z,
+)
+
+__all__ = ["select"]
+
+
+@njit(cache=True)
+def pick_smallest(
+    u: np.ndarray, members: np.ndarray, k: int, picked: np.ndarray, inj: np.ndarray, count: int
+) -> int:
+    """Inject the ``k`` of ``members`` with the smallest uniforms ``u``, in member order.
+
+    ``u`` is aligned with ``members``; ``picked`` is scratch of at least ``len(u)``.
+    """
+    m = u.shape[0]
+    order = np.argsort(u, kind="mergesort")
+    picked[:m] = False
+    for i in range(k):
+        picked[order[i]] = True
+    for i in range(m):
+        if picked[i]:
+            inj[count] = members[i]
+            count += 1
+    return count
+
+
+@njit(cache=True, inline="always")
+def select(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    status: np.ndarray,
+    trials: np.ndarray,
+    wins: np.ndarray,
+    last_in: np.ndarray,
+    age_rank: np.ndarray,
+    newest_rank: np.ndarray,
+    applies: np.ndarray,
+    family: int,
+    rec_count: int,
+    u: np.ndarray,
+    inj: np.ndarray,
+    pid: np.ndarray,
+    pval: np.ndarray,
+    by_age: np.ndarray,
+    ibuf: np.ndarray,
+    kbuf: np.ndarray,
+    fbuf: np.ndarray,
+    bbuf: np.ndarray,
+    prop_table: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    tot: np.ndarray,
+) -> tuple[int, int]:
+    """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
+
+    ``s_with``/``ss_with`` are the per-lesson score sums and sums of squares and ``tot``
+    the totals (runs, sum, sum of squares) for the suspect-first policy.
+
+    ``ibuf`` (3 x L int), ``kbuf`` (L int), ``fbuf`` (L float) and ``bbuf`` (2 x L bool)
+    are scratch space, allocated once per chunk.
+    """
+    n_les = status.shape[0]
+    policy = ip[IP_POLICY]
+    max_facts = ip[IP_MAXF]
+    slots = ip[IP_SLOTS]
+    count = 0
+    n_logged = 0
+    if policy == POLICY_UCB1:  # UCB1 over every live lesson (in age order, oldest first)
+        live = ibuf[0]
+        n = 0
+        for jj in range(n_les):
+            j = by_age[jj]
+            if status[j] == STATUS_CANDIDATE or status[j] == STATUS_VERIFIED:
+                live[n] = j
+                n += 1
+        # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
+        span = max_facts - ip[IP_MINF] + 1
+        k_draw = ip[IP_MINF] + min(int(u[1] * span), span - 1)
+        k = min(k_draw, n)
+        score = fbuf[:n]
+        total = max(rec_count, 1)
+        for i in range(n):
+            j = live[i]
+            h = max(trials[j], 1)
+            sim = 1.0 if applies[j] < 0 or applies[j] == family else fp[FP_XSIM]
+            score[i] = sim + wins[j] / h + math.sqrt(fp[FP_EXPL] * math.log(total) / h)
+        order = np.argsort(-score, kind="mergesort")
+        in_top = bbuf[0, :n]
+        in_top[:] = False
+        for i in range(k):
+            in_top[order[i]] = True
+        eps = fp[FP_EPS]
+        chosen = in_top
+        if eps > 0 and u[0] < eps:
+            chosen = bbuf[1, :n]
+            chosen[:] = False
+            rand_order = np.argsort(u[2 : n + 2], kind="mergesort")
+            for i in range(k):
+                chosen[rand_order[i]] = True
+        for i in range(n):
+            if chosen[i]:
+                inj[count] = live[i]
+                count += 1
+        if eps > 0:
+            # inclusion probability over the exploration coin and the prompt-size draw
+            kmin = ip[IP_MINF]
+            mean_k = 0.0
+            for kk in range(kmin, max_facts + 1):
+                mean_k += min(kk, n)
+            mean_k /= span
+            rank = kbuf
+            for i in range(n):
+                rank[order[i]] = i
+            for i in range(n):
+                top = 0
+                for kk in range(kmin, max_facts + 1):
+                    if min(kk, n) > rank[i]:
+                        top += 1
+                pid[n_logged] = live[i]
+                pval[n_logged] = (1 - eps) * (top / span) + eps * (mean_k / n)
+                n_logged += 1
+        return count, n_logged
+
+    # candidate block
+    cand = ibuf[0]
+    n = 0
+    if policy == POLICY_SUSPECT_FIRST:
+        count = suspect_first(
+            ip, fp, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
+        )
+    elif policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
+        # cycgraph-style orderings with the rest bench
+        rest = ip[IP_REST]
+        keys = kbuf
+        for j in range(n_les):
+            if status[j] != STATUS_CANDIDATE:
+                continue
+            if rest > 0 and trials[j] >= rest:
+                continue
+            cand[n] = j
+            if policy == POLICY_IN_PROGRESS_FIRST:
+                keys[n] = -trials[j] * (n_les + 1) + age_rank[j]
+            elif policy == POLICY_NEWEST_FIRST:
+                keys[n] = newest_rank[j]
+            else:
+                keys[n] = trials[j] * (n_les + 1) + age_rank[j]
+            n += 1
+        if n > 1:
+            order = np.argsort(keys[:n], kind="mergesort")
+        else:
+            order = ibuf[2, :n]
+            if n == 1:
+                order[0] = 0
+        take = min(slots, n)
+        for i in range(take):
+            inj[count] = cand[order[i]]
+            count += 1
+    else:  # randomized / designed over the active pool (oldest candidates first)
+        pool_cap = ip[IP_POOL]
+        for jj in range(n_les):
+            j = by_age[jj]
+            if status[j] == STATUS_CANDIDATE and n < pool_cap:
+                cand[n] = j
+                n += 1
+        if policy == POLICY_RANDOMIZED:
+            if ip[IP_BERNOULLI] == 1:
+                # each pool lesson drawn with probability p; at most `slots` kept
+                p_inc = fp[FP_PINC]
+                drawn = 0
+                for i in range(n):
+                    if u[2 + i] < p_inc:
+                        drawn += 1
+                k = min(slots, drawn)
+                # computed once by the library (cogstats.retrieval.randomized) for every
+                # pool size, so both engines log the same numbers
+                prop = prop_table[n]
+            else:
+                k = min(slots, n)
+                prop = k / n if n > 0 else 0.0
+            count = pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
+            for i in range(n):
+                pid[n_logged] = cand[i]
+                pval[n_logged] = prop
+                n_logged += 1
+        elif policy == POLICY_DESIGNED:
+            if rec_count % 2 == 0:
+                k = min(slots, (n + 1) // 2)
+                count = pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
+            else:
+                rest = ibuf[1]
+                ur = fbuf
+                nr = 0
+                for i in range(n):
+                    if not last_in[cand[i]]:
+                        rest[nr] = cand[i]
+                        ur[nr] = u[2 + i]
+                        nr += 1
+                count = pick_smallest(ur[:nr], rest[:nr], min(slots, nr), bbuf[0], inj, count)
+    # verified block (newest first) fills the remaining places
+    room = max_facts - count
+    if room > 0:
+        ver = ibuf[1]
+        vk = kbuf
+        nv = 0
+        for j in range(n_les):
+            if status[j] == STATUS_VERIFIED:
+                ver[nv] = j
+                vk[nv] = newest_rank[j]
+                nv += 1
+        if nv == 0:
+            return count, n_logged
+        if nv == 1:  # no sort (an argsort allocates: this runs once per simulated run)
+            order = ibuf[2, :1]
+            order[0] = 0
+        else:
+            order = np.argsort(vk[:nv], kind="mergesort")
+        for i in range(min(room, nv)):
+            j = ver[order[i]]
+            inj[count] = j
+            count += 1
+            if policy == POLICY_RANDOMIZED:
+                pid[n_logged] = j
+                pval[n_logged] = 1.0
+                n_logged += 1
+    return count, n_logged
+
+
+@njit(cache=True)
+def suspect_first(
+    ip: np.ndarray,
+    fp: np.ndarray,
+    status: np.ndarray,
+    trials: np.ndarray,
+    s_with: np.ndarray,
+    ss_with: np.ndarray,
+    tot: np.ndarray,
+    by_age: np.ndarray,
+    u: np.ndarray,
+    inj: np.ndarray,
+    ibuf: np.ndarray,
+    fbuf: np.ndarray,
+) -> int:
+    """Fill :class:`cogstats.retrieval.SuspectFirst`'s candidate block.
+
+    Suspects (lowest Welch statistic first), fresh candidates (oldest first), then the
+    rest (lowest statistic first), each drawn with probability ``inclusion_prob`` until
+    the slots are taken.
+    """
+    n_les = status.shape[0]
+    slots = ip[IP_SLOTS]
+    fresh_trials = ip[IP_FRESH]
+    susz = fp[FP_POL_SUSZ]
+    p_inc = fp[FP_PINC]
+    tot_n = int(tot[0])
+    cand = ibuf[0]
+    order = ibuf[1]
+    cls = ibuf[2]
+    z = fbuf
+    n = 0
+    for jj in range(n_les):
+        j = by_age[jj]
+        if status[j] == STATUS_CANDIDATE:
+            cand[n] = j
+            n += 1
+    for i in range(n):
+        j = cand[i]
+        z[i] = welch_z(trials[j], s_with[j], ss_with[j], tot_n, tot[1], tot[2])
+        if z[i] < -susz:
+            cls[i] = 0
+        elif trials[j] < fresh_trials:
+            cls[i] = 1
+        else:
+            cls[i] = 2
+    n_ord = 0
+    for c in range(3):
+        m = 0
+        for i in range(n):
+            if cls[i] == c:
+                m += 1
+        if m == 0:
+            continue
+        pos = np.empty(m, dtype=np.int64)
+        key = np.empty(m)
+        k = 0
+        for i in range(n):
+            if cls[i] == c:
+                pos[k] = i
+                key[k] = z[i] if c != 1 else 0.0  # fresh: oldest first (positions)
+                k += 1
+        ro = np.argsort(key, kind="mergesort")
+        for k in range(m):
+            order[n_ord] = pos[ro[k]]
+            n_ord += 1
+    count = 0
+    chosen = cls  # reuse: mark chosen positions
+    for i in range(n):
+        chosen[i] = 0
+    for k in range(n_ord):
+        if count >= slots:
+            break
+        i = order[k]
+        if u[2 + i] < p_inc:
+            chosen[i] = 1
+            count += 1
+    count = 0
+    for i in range(n):
+        if chosen[i] == 1:
+            inj[count] = cand[i]
+            count += 1
+    return count

@@ -1,0 +1,285 @@
+"""The recommended gate (:class:`cogstats.gates.RecommendedGate`) in the compiled kernel.
+
+The debiased ridge of :mod:`cogstats.estimators.debiased_ridge` on the running Gram
+matrix of [1, covariates, lessons] (filled by the run loop), its passes, and the t test
+against the level spent at each lesson's information.  The inverse is
+:func:`cogstats.numerics.gauss_jordan_into`, compiled.  The gate's parameters are its own
+block :data:`BLOCK`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from cogstats._codes import (
+    DECISION_EVICT_HARMFUL,
+    DECISION_EVICT_NO_LIFT,
+    DECISION_HOLD,
+    DECISION_PROMOTE,
+    STATUS_CANDIDATE,
+    STATUS_VERIFIED,
+)
+from cogstats.sim._kernel_common import Block, apply_decision, gauss_jordan_into
+from cogstats.sim._tdist import t_cdf
+
+__all__ = ["BLOCK", "recommended_gate", "ridge_pass"]
+
+#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+BLOCK = Block(
+    "recommended",
+    ints=("min_trials", "max_trials", "passes"),
+    floats=(
+        "penalty",
+        "suspect_z",
+        "min_share",
+        "max_information",
+        "prior_runs",
+        "prior_ss",
+    ),
+)
+MIN_TRIALS = BLOCK.i("min_trials")
+MAX_TRIALS = BLOCK.i("max_trials")
+PASSES = BLOCK.i("passes")
+PENALTY = BLOCK.f("penalty")
+SUSPECT_Z = BLOCK.f("suspect_z")
+MIN_SHARE = BLOCK.f("min_share")
+MAX_INFORMATION = BLOCK.f("max_information")
+PRIOR_RUNS = BLOCK.f("prior_runs")
+PRIOR_SS = BLOCK.f("prior_ss")
+
+
+@njit(cache=True)
+def ridge_pass(
+    gram: np.ndarray,
+    zty: np.ndarray,
+    yty: float,
+    runs: int,
+    f: int,
+    p: int,
+    pen: np.ndarray,
+    prior_ss: float,
+    prior_runs: float,
+    a: np.ndarray,
+    aug: np.ndarray,
+    m: np.ndarray,
+    b: np.ndarray,
+    gb: np.ndarray,
+    t_out: np.ndarray,
+    info: np.ndarray,
+    df_out: np.ndarray,
+) -> bool:
+    """Run one pass of :func:`cogstats.estimators.debiased_ridge._one_pass`.
+
+    The pass runs on the compact statistics (``p`` columns, ``f`` fixed), the same
+    operations in the same order; writes each lesson's t, info and df (NaN where
+    undefined); False when singular.
+    """
+    for i in range(p):
+        for c in range(p):
+            a[i, c] = gram[i, c]
+    for i in range(f, p):
+        a[i, i] = a[i, i] + pen[i - f]
+    for i in range(p - f):
+        t_out[i] = math.nan
+        info[i] = math.nan
+        df_out[i] = math.nan
+    if not gauss_jordan_into(a, p, aug, m):
+        return False
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += m[i, c] * zty[c]
+        b[i] = acc
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += gram[i, c] * b[c]
+        gb[i] = acc
+    bg = 0.0
+    for i in range(p):
+        bg += b[i] * zty[i]
+    bgb = 0.0
+    for i in range(p):
+        bgb += b[i] * gb[i]
+    rss = yty - 2.0 * bg + bgb
+    trace = 0.0
+    for i in range(p):
+        ri = 0.0
+        for c in range(p):
+            ri += m[i, c] * gram[c, i]
+        trace += ri
+    for i in range(f, p):
+        k = pen[i - f]
+        mjj = m[i, i]
+        if mjj > 0.0:
+            info[i - f] = 1.0 / mjj - k
+        own = 1.0 - k * mjj
+        if not (own > 0.0 and mjj > 0.0):
+            continue
+        mkb = 0.0
+        mkm = 0.0
+        for c in range(f, p):
+            mkb += m[i, c] * (pen[c - f] * b[c])
+            mkm += (m[i, c] * m[i, c]) * pen[c - f]
+        cj = k * b[i] / own
+        gap = mjj - mkm
+        rss_j = rss - 2.0 * cj * mkb + cj * cj * gap
+        df = runs - (trace + k * gap / own) + prior_runs
+        if not df >= 1.0:
+            continue
+        s2 = (max(rss_j, 0.0) + prior_ss) / df
+        est = b[i] / own
+        se = math.sqrt(s2 * mjj / own)
+        if se > 0.0:
+            t_out[i - f] = est / se
+            df_out[i - f] = df
+    return True
+
+
+@njit(cache=True)
+def recommended_gate(
+    gi: np.ndarray,
+    gf: np.ndarray,
+    recheck: bool,
+    nfix: int,
+    levels: np.ndarray,
+    status: np.ndarray,
+    n_with: np.ndarray,
+    first_trial: np.ndarray,
+    gram_full: np.ndarray,
+    zty_full: np.ndarray,
+    yty: float,
+    runs: int,
+    by_age: np.ndarray,
+    run: int,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+    ibuf: np.ndarray,
+) -> None:
+    """Run :class:`~cogstats.gates.RecommendedGate` on the running Gram matrix.
+
+    ``nfix`` columns come first (the intercept and the covariates).  The debiased ridge
+    over the lessons tried so far (in order of first trial, as a ledger
+    lists them), then a t test against the level spent at each lesson's age (recorded runs
+    since its first trial).
+    """
+    n_les = status.shape[0]
+    f = nfix
+    # the lessons tried so far, in order of first appearance (first trial run, index)
+    act = ibuf[0]
+    m_act = 0
+    for j in range(n_les):
+        if n_with[j] > 0:
+            act[m_act] = j
+            m_act += 1
+    if m_act == 0:
+        return
+    keys = np.empty(m_act, dtype=np.int64)
+    for i in range(m_act):
+        keys[i] = first_trial[act[i]] * (n_les + 1) + act[i]
+    order = np.argsort(keys, kind="mergesort")
+    cols = np.empty(m_act, dtype=np.int64)
+    for i in range(m_act):
+        cols[i] = act[order[i]]
+    p = f + m_act
+    gram = np.empty((p, p))
+    zty = np.empty(p)
+    for r in range(p):
+        rr = r if r < f else f + cols[r - f]
+        zty[r] = zty_full[rr]
+        for c in range(p):
+            cc = c if c < f else f + cols[c - f]
+            gram[r, c] = gram_full[rr, cc]
+    # not identifiable: in every run, or sharing an inclusion pattern
+    ident = np.ones(m_act, dtype=np.bool_)
+    for i in range(m_act):
+        di = gram[f + i, f + i]
+        if di >= runs or di <= 0:
+            ident[i] = False
+            continue
+        for k in range(i + 1, m_act):
+            if gram[f + k, f + k] == di and gram[f + i, f + k] == di:
+                ident[i] = False
+                ident[k] = False
+    k_pen = gf[PENALTY]
+    pen = np.full(m_act, k_pen)
+    new = np.empty(m_act)
+    a = np.empty((p, p))
+    aug = np.empty((p, 2 * p))
+    mm = np.empty((p, p))
+    b = np.empty(p)
+    gb = np.empty(p)
+    t = np.empty(m_act)
+    info = np.empty(m_act)
+    dfs = np.empty(m_act)
+    passes = gi[PASSES]
+    susz = gf[SUSPECT_Z]
+    share = gf[MIN_SHARE]
+    ok = False
+    for step in range(passes):
+        ok = ridge_pass(
+            gram,
+            zty,
+            yty,
+            runs,
+            f,
+            p,
+            pen,
+            gf[PRIOR_SS],
+            gf[PRIOR_RUNS],
+            a,
+            aug,
+            mm,
+            b,
+            gb,
+            t,
+            info,
+            dfs,
+        )
+        if not ok or step == passes - 1:
+            break
+        same = True
+        for i in range(m_act):
+            strong = ident[i] and t[i] < -susz and info[i] >= share * gram[f + i, f + i]
+            new[i] = 0.0 if strong else k_pen
+            if new[i] != pen[i]:
+                same = False
+        if same:
+            break
+        for i in range(m_act):
+            pen[i] = new[i]
+    pos = np.full(n_les, -1, dtype=np.int64)
+    for i in range(m_act):
+        pos[cols[i]] = i
+    min_trials = gi[MIN_TRIALS]
+    max_trials = gi[MAX_TRIALS]
+    for jj in range(n_les):
+        j = by_age[jj]
+        if not (status[j] == STATUS_CANDIDATE or (recheck and status[j] == STATUS_VERIFIED)):
+            continue
+        i = pos[j]
+        n = n_with[j]
+        if i < 0 or n < min_trials or not ident[i]:
+            continue
+        ti = t[i]
+        if not ok or math.isnan(ti) or math.isinf(ti):
+            continue
+        top = levels.shape[0] - 1
+        look = 0
+        if info[i] > 0.0:
+            look = min(int(info[i] / gf[MAX_INFORMATION] * top), top)  # info > 0: int is floor
+        level = levels[look]
+        up = t_cdf(-ti, dfs[i])
+        down = t_cdf(ti, dfs[i])
+        d = DECISION_HOLD
+        if level > 0.0 and up <= level:
+            d = DECISION_PROMOTE
+        elif level > 0.0 and down <= level:
+            d = DECISION_EVICT_HARMFUL
+        elif look >= top or (max_trials > 0 and n >= max_trials):
+            d = DECISION_EVICT_NO_LIFT
+        apply_decision(d, j, run, status, promote_run, evict_run, evict_reason)
