@@ -609,12 +609,12 @@ class LifecycleGate:
     margin_min_df: float = 8.0
     margin_min_information: float = 2.0
     margin_max_information: float = 3.0
-    suspect_t: float = 2.0
-    release_t: float = 1.0
+    suspect_t: float = 1.5
+    release_t: float = 0.75
     crater_level: float = 0.05
     crater_max_trials: int = 2
     admit_margin: float = 0.05
-    admit_level: float = 0.1
+    admit_level: float = 0.2
     futility_margin: float = 0.02
     futility_level: float = 0.01
     futility_min_information: float = 5.0

@@ -324,6 +324,8 @@ def agent_v2(
     w: dict[str, np.ndarray],
     retest_slots: int = 1,
     retest_floor: float | None = None,
+    retest_window: int | None = 5,
+    fill_room: bool = True,
 ) -> dict[str, np.ndarray]:
     """Run the lifecycle gate with its retrieval: injections per run and final statuses."""
     n_les = len(w["effect"])
@@ -353,6 +355,8 @@ def agent_v2(
         chosen: list[int] = []
         floor = gate.suspect_t if retest_floor is None else retest_floor
         sus = np.flatnonzero((status == _ST_SUSPENDED) & (last_t >= -floor))
+        if retest_window is not None:
+            sus = sus[r + 1 - since[sus] <= retest_window]
         if sus.size:
             # the most likely innocent first (highest t), one at a time: suspects apart
             order = sus[np.lexsort((since[sus], -last_t[sus]))]
@@ -370,6 +374,15 @@ def agent_v2(
             fill = fill[np.argsort(coins[fill + 1] if fill.max() + 1 < coins.size else fill)][:room]
             fill = np.sort(fill)
         chosen += list(fill)
+        if fill_room and len(chosen) < sc["max_facts"]:
+            # keep the prompt full: the places left go to further candidates, each drawn
+            # at 1/2 (their inclusion stays randomized)
+            taken = set(chosen)
+            for j in cand:
+                if len(chosen) >= sc["max_facts"]:
+                    break
+                if j not in taken and coins[(j + 3) % coins.size] < 0.5:
+                    chosen.append(int(j))
         on = np.zeros(n_les, dtype=bool)
         on[chosen] = True
         inj[r] = on

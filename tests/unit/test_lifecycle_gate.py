@@ -204,7 +204,7 @@ def _with_t(t: float, se: float = 0.03, **over: Any) -> dict[str, Any]:
         ("candidate", dict(trials=1, t=np.nan, crater_p=0.01), (("suspend", None), "crater")),
         ("candidate", _with_t(1.5, info=10.0), (("admit", None), "non_inferior")),
         ("candidate", _with_t(0.0, se=0.002, info=10.0), (("evict", C.NO_LIFT), "futility")),
-        ("candidate", _with_t(0.3, info=10.0, se=0.05), (("hold", None), "insufficient_evidence")),
+        ("candidate", _with_t(0.3, info=10.0, se=0.1), (("hold", None), "insufficient_evidence")),
         ("candidate", dict(trials=2), (("hold", None), "min_trials")),
         ("candidate", dict(identifiable=False), (("hold", None), "not_identifiable")),
         # admitted: promoted or convicted, suspended on a lenient test; never admitted again
@@ -255,7 +255,7 @@ def test_every_outcome_leads_to_a_store_status() -> None:
         ({"alpha": 0.7}, r"alpha must be .*0\.5.*got 0\.7"),
         ({"margin": 0.0}, r"margin must be > 0; got 0\.0"),
         ({"margin_level": 0.0}, r"margin_level must be a one-sided level in \(0, 0\.5\); got 0\.0"),
-        ({"release_t": 3.0}, r"release_t must be <= suspect_t \(2\).*; got 3"),
+        ({"release_t": 3.0}, r"release_t must be <= suspect_t \(1.5\).*; got 3"),
         ({"spending": "nope"}, r"nope"),
         ({"covariates": "difficulty"}, r"covariates must be a list .*got 'difficulty'"),
         ({"crater_max_trials": 0}, r"crater_max_trials"),
@@ -317,3 +317,30 @@ def test_s1_closed_form_equals_the_gate_on_a_ledger() -> None:
 def test_module_doctests() -> None:
     res = doctest.testmod(L, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert res.attempted >= 6 and res.failed == 0
+
+
+def test_recorded_demo_suspends_the_crater_group_and_convicts_no_genuine_lesson() -> None:
+    """cycgraph's recorded demo: run 4 is the crater (P1-P3 with L3, L4, L5); replayed with
+    the statuses carried, P1-P3 (and L4, L5, which share runs 4-5 with them exactly) are
+    out of the prompt after run 5, and no genuine lesson is convicted."""
+    import polars as pl
+
+    from cogstats.reports.audit import recorded_ledger
+    from cogstats.reports.resources import resource_path
+
+    runs = pl.read_csv(resource_path("data/cycgraph_poison_demo_runs.csv"))
+    recs = recorded_ledger(runs).to_records()
+    gate = LifecycleGate()
+    statuses: dict[str, str] = {}
+    for k in range(1, len(recs) + 1):
+        report = gate.evaluate(Ledger.from_records(recs[:k]), statuses=statuses)
+        for row in report.to_frame().iter_rows(named=True):
+            new = C.OUTCOME_STATUS[row["decision"]]
+            if new is not None:
+                statuses[row["fact_id"]] = new
+            if row["fact_id"].startswith("L"):
+                assert row["reason"] != C.HARMFUL, row
+        if recs[k - 1]["run_id"] == "5":
+            out = {f for f, s in statuses.items() if s not in C.LIVE_STATUSES}
+            assert {"P1", "P2", "P3"} <= out
+            assert out <= {"P1", "P2", "P3", "L4", "L5"}
