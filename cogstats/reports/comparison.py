@@ -34,6 +34,7 @@ promoted or evicted as harmful (the false decisions), and the share with any dec
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -109,6 +110,8 @@ _SPECS = {
     "s2": "simulations/poison_crater.toml",
     "s4": "simulations/peeking_null.toml",
     "variants": "simulations/s2_variants",
+    # the variant whose genuine effects reach 0.05 (issue 18: helpful lost is measured there)
+    "helpful": "simulations/s2_helpful_lessons.toml",
 }
 _POISON = KINDS[KIND_POISON]
 
@@ -787,7 +790,9 @@ def compare_gates(
         The benchmark specs (paths resolve with
         :func:`~cogstats.reports.resources.resource_path`).
     variant_specs : sequence, optional
-        The S2 variants (default: every ``simulations/s2_variants/*.toml``, by name).
+        The S2 variants (default: every ``simulations/s2_variants/*.toml``, by name, then
+        ``simulations/s2_helpful_lessons.toml`` when present: S2 with genuine effects
+        U(-0.03, 0.08), where helpful lessons lost is measured).
     s4_alpha : float
         The S4 goal: false decisions at most this share.
     confidence_level : float
@@ -831,6 +836,9 @@ def compare_gates(
     if variant_specs is None:
         folder = resource_path(_SPECS["variants"])
         variant_specs = sorted(folder.glob("*.toml"))
+        # an install without the helpful-lessons spec runs the other variants only
+        with contextlib.suppress(FileNotFoundError):
+            variant_specs.append(resource_path(_SPECS["helpful"]))
     variants = [_load(v) for v in variant_specs]
     s1_frame = _run_s1(s1, rules, reps, engine)
     s2_rows = _run_s2(s2, "S2", rules, reps, engine, level, resamples)

@@ -121,6 +121,25 @@ def test_variant_differs_from_s2_only_as_stated(name: str) -> None:
         assert b[key] == value
 
 
+def test_the_helpful_lessons_variant_differs_from_s2_only_in_its_genuine_effects() -> None:
+    # issue 18: helpful lost is measured on S2 with genuine effects U(-0.03, 0.08); the
+    # comparison runs it after the variants folder by default
+    from cogstats.reports.comparison import _SPECS
+
+    path = ROOT / _SPECS["helpful"]
+    base, spec = load_spec(S2), load_spec(path)
+    assert spec.seed == base.seed and spec.replicates == base.replicates
+    a = _flat(base.scenario.to_dict())
+    b = _flat(spec.scenario.to_dict())
+    changed = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    assert changed == {"name", "description", "lessons.streams"}
+    (mine,), (theirs,) = b["lessons.streams"], a["lessons.streams"]
+    assert mine["effect"] == {"dist": "uniform", "low": -0.03, "high": 0.08}
+    assert {**mine, "effect": None} == {**theirs, "effect": None}
+    result = simulate(spec.scenario, replicates=20, rng=1, keep_runs=False)
+    assert result.metrics["helpful_lost_rate"].is_not_nan().all()  # helpful lessons exist
+
+
 def test_every_variant_runs() -> None:
     specs = sorted(VARIANTS.glob("*.toml"))
     assert [p.stem for p in specs] == sorted(CHANGES)
