@@ -319,3 +319,112 @@ def test_gates_beyond_the_compiled_ones_run_in_the_reference_engine_automaticall
     # a scenario the kernel covers takes the compiled engine
     fast = simulate(CASES["ipf_inference"], replicates=2, rng=1, keep_runs=False)
     assert (fast.engine, fast.extras["engine_reason"]) == ("fast", None)
+
+
+# ---------------------------------------------------------------------- kernel pieces
+def _sum_cases(seed: int, count: int) -> list[tuple[int, float, float, int, float, float]]:
+    """Sufficient statistics of random ledgers, with the edge cases (n < 2, nb < 2, ties)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        tot_n = int(rng.integers(0, 12))
+        n = int(rng.integers(0, tot_n + 1))
+        y = rng.uniform(0, 1, tot_n) if rng.random() < 0.8 else np.full(tot_n, 0.5)
+        ya = y[:n]
+        out.append((n, float(ya.sum()), float(ya @ ya), tot_n, float(y.sum()), float(y @ y)))
+    return out
+
+
+def test_one_welch_z_for_the_policy_the_kernel_and_arrays() -> None:
+    """cogstats.numerics.welch_z gives the retrieval policy's bits: in Python, compiled
+    (as the kernel's suspect-first policy calls it) and elementwise on arrays."""
+    from numba import njit
+
+    from cogstats.numerics import welch_z
+    from cogstats.retrieval.recommended import welch_z as policy_welch_z
+
+    compiled = njit(welch_z)
+    cases = _sum_cases(3, 3000)
+    want = np.array([policy_welch_z(*c) for c in cases])
+    assert (want == 0.0).any() and (want != 0.0).any()  # both branches exercised
+    got = np.array([welch_z(*c) for c in cases])
+    jit = np.array([compiled(*c) for c in cases])
+    cols = [np.array(col) for col in zip(*cases, strict=True)]
+    arr = welch_z(*cols)
+    for x in (got, jit, arr):
+        assert x.tobytes() == want.tobytes()
+
+
+def test_welch_moments_are_welch_lift() -> None:
+    from cogstats.estimators.lift import welch_lift
+    from cogstats.numerics import welch_moments
+
+    for n, s, ss, tn, ts, tss in _sum_cases(5, 300):
+        nb = tn - n
+        if n < 2 or nb < 2:
+            continue
+        lift, se, df = welch_moments(n, s, ss, tn, ts, tss, 0.01)
+        va, vb = (ss - s * s / n) / (n - 1), ((tss - ss) - (ts - s) ** 2 / nb) / (nb - 1)
+        ref = welch_lift(
+            s / n, max(va, 0.0), n, (ts - s) / nb, max(vb, 0.0), nb, 0.0, noise_floor_sd=0.1
+        )
+        assert (lift, se) == pytest.approx((ref.lift, ref.se), rel=1e-9, abs=1e-12)
+        assert df == pytest.approx(ref.df, rel=1e-9)
+
+
+def test_gauss_jordan_into_gives_the_estimators_bits() -> None:
+    from cogstats.estimators.debiased_ridge import gauss_jordan_inverse
+    from cogstats.numerics import gauss_jordan_into
+    from cogstats.sim import _kernel_common as KC
+
+    rng = np.random.default_rng(11)
+    for p in (1, 3, 17):
+        x = rng.normal(size=(3 * p, p))
+        a = x.T @ x + np.eye(p)
+        aug, out, out_c = np.empty((p, 2 * p)), np.empty((p, p)), np.empty((p, p))
+        assert gauss_jordan_into(a, p, aug, out) and KC.gauss_jordan_into(a, p, aug, out_c)
+        want = gauss_jordan_inverse(a)
+        assert want is not None
+        assert out.tobytes() == want.tobytes() == out_c.tobytes()
+    singular = np.ones((2, 2))
+    assert not gauss_jordan_into(singular, 2, np.empty((2, 4)), np.empty((2, 2)))
+    assert gauss_jordan_inverse(singular) is None
+
+
+def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
+    """A gate compiles by having a kernel piece: its adapter fills every slot of the
+    piece's block by name, and nothing else; no two gates share a block."""
+    from cogstats._validation import ParameterError
+    from cogstats.sim import _kernel as K
+    from cogstats.sim.engine import KERNEL_GATES, fast_support, params
+
+    gates = {
+        "cycgraph": {"type": "cycgraph", "min_trials": 2},
+        "audit": {"type": "audit"},
+        "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
+        "recommended": {"type": "recommended"},
+    }
+    assert set(gates) == set(KERNEL_GATES)
+    assert len({id(p.block) for p in KERNEL_GATES.values()}) == len(KERNEL_GATES)
+    for name, gate in gates.items():
+        s = _variant(gate=gate)
+        assert fast_support(s) is None, name
+        piece = KERNEL_GATES[name]
+        ip, _fp, gi, gf = params(s)
+        assert (gi.dtype, gf.dtype) == (np.int64, np.float64)
+        assert (len(gi), len(gf)) == (len(piece.block.ints), len(piece.block.floats))
+        assert ip[K.IP_RUNS] == s.runs and ip[K.IP_GATE] == piece.code(s.gate.build())
+    block = KERNEL_GATES["audit"].block
+    with pytest.raises(ParameterError, match="missing \\['min_win_rate'\\], unknown \\['x'\\]"):
+        block.pack({"min_hits": 1, "x": 2})
+
+
+def test_the_former_global_gate_slots_warn() -> None:
+    from cogstats.sim import _kernel as K
+
+    with pytest.warns(DeprecationWarning, match="no global gate slot table"):
+        assert K.IP_MINT == 8
+    with pytest.raises(AttributeError):
+        K.IP_NO_SUCH_SLOT  # noqa: B018
+    # the names the reference engine imports stay where they were
+    from cogstats.sim._kernel import injected_total, link_score, oracle_total  # noqa: F401
