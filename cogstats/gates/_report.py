@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cogstats._codes import DECISIONS, LESSON_STATUSES
+from cogstats._codes import DECISIONS, LESSON_STATUSES, OUTCOMES
 from cogstats._results import format_settings, frame_text
 from cogstats._validation import ParameterError, suggest
 from cogstats.ledger import Ledger
@@ -29,6 +29,10 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "std_error",
     "baseline_runs",
 )
+
+#: decisions in the report's text form: today's four first (their order unchanged), then
+#: the lifecycle's outcomes
+_REPR_ORDER = (*DECISIONS, *(o for o in OUTCOMES if o not in DECISIONS))
 
 _SCHEMA: dict[str, Any] = {
     "fact_id": pl.String,
@@ -110,9 +114,9 @@ class GateReport:
         for col in ("fact_id", "decision"):
             if col not in frame.columns:
                 raise ParameterError(f"a gate report needs a {col!r} column; got {frame.columns}")
-        bad = frame.filter(~pl.col("decision").is_in(DECISIONS))["decision"].to_list()
+        bad = frame.filter(~pl.col("decision").is_in(OUTCOMES))["decision"].to_list()
         if bad:
-            raise ParameterError(f"decision must be one of {list(DECISIONS)}; got {bad[0]!r}")
+            raise ParameterError(f"decision must be one of {list(OUTCOMES)}; got {bad[0]!r}")
         lead = [
             pl.col(c).cast(_SCHEMA[c]) if c in frame.columns else pl.lit(None, _SCHEMA[c]).alias(c)
             for c in REPORT_COLUMNS
@@ -148,6 +152,21 @@ class GateReport:
         """Lessons retired (audit gates)."""
         return self._ids("retire")
 
+    @property
+    def admitted(self) -> tuple[str, ...]:
+        """Lessons admitted in this pass (the lifecycle gate)."""
+        return self._ids("admit")
+
+    @property
+    def suspended(self) -> tuple[str, ...]:
+        """Lessons suspended in this pass (the lifecycle gate)."""
+        return self._ids("suspend")
+
+    @property
+    def released(self) -> tuple[str, ...]:
+        """Lessons released from suspension in this pass (the lifecycle gate)."""
+        return self._ids("release")
+
     def decision(self, fact_id: str) -> dict[str, Any]:
         """Return the row of one lesson.
 
@@ -166,7 +185,7 @@ class GateReport:
 
     def summary(self) -> str:
         """Summarise the pass: counts per decision, the policy, and the table."""
-        counts = ", ".join(f"{d}={len(self._ids(d))}" for d in DECISIONS if self._ids(d))
+        counts = ", ".join(f"{d}={len(self._ids(d))}" for d in _REPR_ORDER if self._ids(d))
         lines = [f"GateReport (gate={self.gate!r}): {counts or 'no candidates'}"]
         if self.settings:
             lines.append(f"policy: {format_settings(self.settings)}")
@@ -174,7 +193,7 @@ class GateReport:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        counts = {d: len(self._ids(d)) for d in DECISIONS}
+        counts = {d: len(self._ids(d)) for d in _REPR_ORDER}
         inner = ", ".join(f"{k}={v}" for k, v in counts.items() if v)
         return f"GateReport(gate={self.gate!r}, {inner or 'empty'})"
 

@@ -679,7 +679,7 @@ def _running_lift_welch(
     m: int,
     identifiable: Mapping[str, bool],
 ) -> Attribution:
-    from cogstats.estimators.lift import _lift_from_stats, _welch_from_stats
+    from cogstats.estimators.lift import lift_from_stats, welch_from_stats
 
     opts = {**_method_defaults("welch" if gate.method == "welch" else "lift"), **gate.options}
     idx = stats.lesson_index(judged)
@@ -718,14 +718,14 @@ def _running_lift_welch(
         for name in ("n_a", "mean_a", "var_a", "n_b", "mean_b", "var_b"):
             arrays[name][ks] = getattr(exact, name)
     if gate.method == "welch":
-        return _welch_from_stats(
+        return welch_from_stats(
             arrays,
             level,
             floor,
             float(opts["promote_margin"]),
             float(opts["evict_margin"]),
         )
-    return _lift_from_stats(arrays, level)
+    return lift_from_stats(arrays, level)
 
 
 def _running_ols(
@@ -735,11 +735,11 @@ def _running_ols(
 
     from cogstats.estimators import Attribution, attribute
     from cogstats.estimators.regression import (
-        _SINGULAR_PIVOT,
-        _settings,
-        _table,
-        _wald,
+        SINGULAR_PIVOT,
         normal_solution,
+        regression_settings,
+        regression_table,
+        wald,
     )
 
     opts = {**_method_defaults("ols"), **gate.options}
@@ -762,7 +762,7 @@ def _running_ols(
     try:
         chol = linalg.cholesky(xtx, lower=True, check_finite=False)
         pivots = np.diag(chol) ** 2 / np.maximum(np.diag(xtx), np.finfo(float).tiny)
-        clean_pivots = bool(pivots.min() > _OLS_PIVOT) and _OLS_PIVOT > _SINGULAR_PIVOT
+        clean_pivots = bool(pivots.min() > _OLS_PIVOT) and _OLS_PIVOT > SINGULAR_PIVOT
     except linalg.LinAlgError:
         clean_pivots = False
     if not clean_pivots:
@@ -792,7 +792,7 @@ def _running_ols(
         est = params[lesson]
         se = np.sqrt(np.maximum(scale * np.diag(inv), 0.0))[lesson]
         df = df_resid
-        lo, hi, pvalue, statistic = _wald(est, se, df, level)
+        lo, hi, pvalue, statistic = wald(est, se, df, level)
         # decisions within the streaming rounding of a threshold: recompute in batch
         kept = [f for f, k in zip(reg.fact_ids, keep, strict=True) if k]
         pos = {f: k for k, f in enumerate(kept)}
@@ -819,7 +819,7 @@ def _running_ols(
         ident: pl.DataFrame
 
     p = len(reg.fact_ids)
-    table = _table(
+    table = regression_table(
         "ols",
         _D(reg.fact_ids, stats.trials(list(reg.fact_ids)), n, ident),
         keep,
@@ -830,7 +830,7 @@ def _running_ols(
         pvalue,
         {"df": np.full(p, df), "statistic": statistic},
     )
-    settings = _settings(
+    settings = regression_settings(
         covariates=tuple(opts["covariates"]),
         cov="nonrobust",
         cluster=None,
@@ -843,17 +843,16 @@ def _running_ols(
 
 
 def _running_confseq(gate: EvidenceGate, stats: StreamingStats, level: float) -> Attribution:
-    from cogstats.estimators import Attribution
-    from cogstats.estimators._base import make_table
+    from cogstats.estimators import Attribution, make_table
     from cogstats.estimators.confseq import (
         OUTCOME_MODELS,
         PROPENSITY_MODES,
-        _resolve_rho,
-        _studentised_sequence,
+        resolve_rho,
+        studentised_sequence,
     )
 
     opts = {**_method_defaults("confseq"), **gate.options}
-    rho = _resolve_rho(opts["rho"], opts["target_runs"], level)
+    rho = resolve_rho(opts["rho"], opts["target_runs"], level)
     model = check_choice("outcome_model", opts["outcome_model"], OUTCOME_MODELS)
     propensity = check_choice("propensity", opts["propensity"], PROPENSITY_MODES)
     has = "eligible_ids" in stats.covariates and "propensities" in stats.covariates
@@ -902,7 +901,7 @@ def _running_confseq(gate: EvidenceGate, stats: StreamingStats, level: float) ->
         n1_i = c1.astype(np.int64)
         n0_i = n_i - n1_i
         ready = n_i > 0
-    lo, hi, pval, se = _studentised_sequence(est, v, n_i, ready, rho, 1.0 - level)
+    lo, hi, pval, se = studentised_sequence(est, v, n_i, ready, rho, 1.0 - level)
     estimate = np.where(n_i > 0, est, np.nan)
     table = make_table(
         "confseq",

@@ -707,8 +707,8 @@ class StreamingStats:
         from cogstats.estimators.identifiability import (
             DEFAULT_TOL,
             DENSE_LIMIT,
-            _identify,
-            _weak_from_cross_products,
+            identify,
+            weak_from_cross_products,
         )
 
         reg_state = self._reg
@@ -737,10 +737,10 @@ class StreamingStats:
             used["m"] = len(reps) + zu.size
             if c_ll.shape[0] + c_z.shape[0] == 0:
                 return np.zeros(0), np.zeros((0, 0)), col_sources, False
-            s_w, vt = _weak_from_cross_products(c_ll, c_lz, c_z, vif_threshold)
+            s_w, vt = weak_from_cross_products(c_ll, c_lz, c_z, vif_threshold)
             return s_w, vt, col_sources, True
 
-        frame = _identify(list(reg.fact_ids), n, counts, keys, weak, DEFAULT_TOL, vif_threshold)
+        frame = identify(list(reg.fact_ids), n, counts, keys, weak, DEFAULT_TOL, vif_threshold)
         m = int(used.get("m", 0))
         if m == 0 or (q == 0 and n * m > DENSE_LIMIT):
             return frame, True

@@ -184,24 +184,6 @@ SHARED_PRIVATE = {
     "gates and the partitioned path reduce (issue 17's statistics package replaces it)",
 }
 
-#: private imports still waiting for a public face in the estimators package (issue 17,
-#: requested of the estimators' owner): "module:text" as private_imports reports it,
-#: without the line number.  Each entry must still occur (a stale entry fails).
-PENDING_FACES = {
-    "cogstats.gates.evidence: from cogstats.estimators.lift import _lift_from_stats",
-    "cogstats.gates.evidence: from cogstats.estimators.lift import _welch_from_stats",
-    "cogstats.gates.evidence: from cogstats.estimators.regression import _SINGULAR_PIVOT",
-    "cogstats.gates.evidence: from cogstats.estimators.regression import _settings",
-    "cogstats.gates.evidence: from cogstats.estimators.regression import _table",
-    "cogstats.gates.evidence: from cogstats.estimators.regression import _wald",
-    "cogstats.gates.evidence: import of cogstats.estimators._base",
-    "cogstats.gates.evidence: from cogstats.estimators.confseq import _resolve_rho",
-    "cogstats.gates.evidence: from cogstats.estimators.confseq import _studentised_sequence",
-    "cogstats.stats.running: from cogstats.estimators.identifiability import _identify",
-    "cogstats.stats.running: from cogstats.estimators.identifiability import "
-    "_weak_from_cross_products",
-}
-
 
 def _modname(path: Path) -> str:
     parts = list(path.relative_to(ROOT_DIR).with_suffix("").parts)
@@ -306,9 +288,7 @@ def private_imports(sources: dict[str, Path]) -> list[str]:
 
 
 def test_no_private_name_is_imported_across_packages() -> None:
-    found = {f"{f.split(':')[0]}: {f.split(': ', 1)[1]}": f for f in private_imports(_sources())}
-    assert sorted(PENDING_FACES - set(found)) == []  # a face that landed: drop its entry
-    assert [f for key, f in found.items() if key not in PENDING_FACES] == []
+    assert private_imports(_sources()) == []
 
 
 def test_the_private_import_check_can_fail(tmp_path: Path) -> None:

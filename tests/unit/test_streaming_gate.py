@@ -725,3 +725,53 @@ def test_fixed_prompt_size_collinearity_needs_no_batch_check() -> None:
     sg = check_stream(gate, runs)
     assert sg.stats.fallbacks == 0
     assert set(sg.report().to_frame()["identifiable"].to_list()) == {False}
+
+
+# ---------------------------------------------------------------------- state version 1
+V1 = Path(__file__).resolve().parents[1] / "data" / "streaming"
+
+
+def _v1_runs() -> list[tuple[str, float, list[str], dict[str, Any]]]:
+    """The runs of tests/data/streaming/make_v1_states.py (same seed, same draws)."""
+    rng = np.random.default_rng(20261202)
+    runs = []
+    for i in range(30):
+        ids = [f"L{j}" for j in range(5) if rng.random() < 0.4]
+        runs.append((f"r{i}", float(rng.integers(0, 21) * 0.05), ids, {"d": float(rng.normal())}))
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("name", "gate"),
+    [
+        ("cycgraph", CycgraphGate(min_trials=2)),
+        ("confseq", EvidenceGate(method="confseq", min_trials=2)),
+        ("ols", EvidenceGate(method="ols", options={"cov": "nonrobust", "covariates": ("d",)})),
+    ],
+)
+def test_a_version_1_state_loads_and_goes_on(name: str, gate: Any, tmp_path: Path) -> None:
+    """A state written by the code before the statistics package (format version 1:
+    confseq's sums under adapter/) loads, reports as the batch gate, and goes on recording
+    exactly as a gate that saw every run; saved again it is version 2."""
+    import zipfile
+
+    path = V1 / f"streaming_state_v1_{name}.npz"
+    with zipfile.ZipFile(path) as zf:
+        assert json.loads(zf.read("manifest.json"))["version"] == 1
+    back = StreamingGate.load(path)
+    assert back.gate == gate and len(back) == 20
+    assert_same(back.report(), gate.evaluate(back.to_ledger()))
+    runs = _v1_runs()
+    fresh = StreamingGate(gate)
+    for run_id, score, ids, covs in runs[:20]:
+        fresh.record(run_id, score, ids, **covs)
+    fresh.record("r3", 0.95, ["L0"], d=0.5)
+    assert back.report().to_frame().equals(fresh.report().to_frame())
+    for run_id, score, ids, covs in runs[20:]:
+        a = back.record(run_id, score, ids, **covs).to_frame()
+        assert a.equals(fresh.record(run_id, score, ids, **covs).to_frame()), run_id
+    again = back.save(tmp_path / "v2.npz")
+    with zipfile.ZipFile(again) as zf:
+        assert json.loads(zf.read("manifest.json"))["version"] == 2
+        assert any(n.startswith("confseq/") for n in zf.namelist()) == (name == "confseq")
+    assert StreamingGate.load(again).report().to_frame().equals(back.report().to_frame())

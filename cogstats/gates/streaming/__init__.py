@@ -32,7 +32,10 @@ lets the runner build frames for the changed rows only) and either
 ``running_statistics()`` (an empty :class:`~cogstats.stats.StreamingStats` configured for
 the gate: the built-in gates) or ``statistics(ledger)`` (its own statistics object; one
 with ``add_run(run_id, score, fact_ids, covariates)`` is updated run by run, another is
-rebuilt from the runs at each look).  The deprecated *adapters*
+rebuilt from the runs at each look).  A gate may refuse a run before it is recorded with
+``check_run(stats, covariates)`` (raise :class:`~cogstats._validation.LedgerError` naming
+the field; default: a covariate its cross-products carry must be in every run).  The
+deprecated *adapters*
 (:class:`StreamingAdapter`, :func:`register_streaming`, :data:`STREAMING_ADAPTERS`) still
 work and warn.
 """

@@ -116,22 +116,24 @@ class StreamingGate:
         # how the gate is run: its deprecated adapter, its running statistics, or the
         # protocol's statistics(ledger) (updated by add_run, else rebuilt at each look)
         self._adapter: StreamingAdapter | None = find_adapter(gate, self._name)
-        self._own: Any = None  # the gate's own statistics (protocol gates)
+        # "running": the gate judges the runner's StreamingStats; "own": the gate's own
+        # statistics object, updated by its add_run (which may return the updated object)
+        # or, without one, rebuilt from the runs at each look (None)
+        self._mode = "adapter"
+        self._own: Any = None
+        has_judge = callable(getattr(gate, "judge", None))
         if self._adapter is not None:
             self._stats = self._adapter.new_statistics()
-        elif callable(getattr(gate, "running_statistics", None)) and callable(
-            getattr(gate, "judge", None)
-        ):
-            self._stats = gate.running_statistics()
-            if not isinstance(self._stats, StreamingStats):
-                raise ParameterError(
-                    f"{type(gate).__name__}.running_statistics() must return a "
-                    f"cogstats.stats.StreamingStats; got {type(self._stats).__name__}"
-                )
-        elif callable(getattr(gate, "statistics", None)) and callable(getattr(gate, "judge", None)):
+        elif has_judge and callable(getattr(gate, "running_statistics", None)):
+            first = gate.running_statistics()
+            if isinstance(first, StreamingStats):
+                self._mode, self._stats = "running", first
+            else:
+                self._mode, self._stats, self._own = "own", StreamingStats(), first
+        elif has_judge and callable(getattr(gate, "statistics", None)):
             from cogstats.ledger import Ledger
 
-            self._stats = StreamingStats()
+            self._mode, self._stats = "own", StreamingStats()
             self._own = gate.statistics(Ledger())
         else:
             raise ParameterError(
@@ -235,8 +237,11 @@ class StreamingGate:
             raise
         self._stats.check_kinds(covs, row=row, source=source)
         try:
+            check = getattr(self._gate, "check_run", None)
             if self._adapter is not None:
                 self._adapter.validate(self._stats, covs)
+            elif callable(check):  # the gate's own refusal of a run (before it is recorded)
+                check(self._stats, covs)
             else:
                 self._stats.check_regression_covariates(covs)
         except LedgerError as exc:
@@ -257,12 +262,14 @@ class StreamingGate:
                 adapter.reset(stats)
                 for k in range(stats.n_runs):
                     adapter.observe(stats, k)
-        elif self._own is not None:
+        elif self._mode == "own":
             add = getattr(self._own, "add_run", None)
             if replaced or not callable(add):
-                self._own = None if not callable(add) else self._gate.statistics(stats.to_ledger())
+                self._own = None  # rebuilt from the runs at the next look
             else:
-                add(run_id, score, facts, covs)
+                updated = add(run_id, score, facts, covs)
+                if updated is not None:  # an immutable statistics object returns its update
+                    self._own = updated
         self._cache = None
 
     def record(
@@ -322,11 +329,10 @@ class StreamingGate:
         gate, stats = self._gate, self._stats
         if self._adapter is not None:
             return self._adapter.judge(stats, candidates)
-        if self._own is not None or not callable(getattr(gate, "running_statistics", None)):
-            own = self._own
-            if own is None:  # statistics without add_run: rebuilt from the runs
-                own = gate.statistics(stats.to_ledger())
-            return gate.judge(own, self._statuses, candidates)
+        if self._mode == "own":
+            if self._own is None:  # statistics without add_run, or a run replaced
+                self._own = gate.statistics(stats.to_ledger())
+            return gate.judge(self._own, self._statuses, candidates)
         judgement = getattr(gate, "judgement", None)
         if callable(judgement):
             return judgement(stats, self._statuses, candidates)
@@ -503,8 +509,8 @@ class StreamingGate:
             self._adapter.restore(
                 {k[len("adapter/") :]: v for k, v in arrays.items() if k.startswith("adapter/")}
             )
-        if self._own is not None:  # the gate's own statistics: rebuilt from the runs
-            self._own = self._gate.statistics(stats.to_ledger())
+        if self._mode == "own":  # the gate's own statistics: rebuilt from the runs
+            self._own = None
         self._last = {f: (v[0], v[1]) for f, v in manifest["last_decisions"].items()}
         self._markers = {k: Marker(**v) for k, v in manifest["markers"].items()}
         self._skipped = [SkippedLine(**s) for s in manifest["skipped"]]
