@@ -64,15 +64,10 @@ def _takes_statuses(gate: Any) -> bool:
 
 
 def _lesson_state() -> Any:
-    """``cogstats.gates.LessonState`` when it exists, else a plain (status, since) tuple."""
-    import importlib
+    """Return :class:`cogstats.gates.LessonState` (imported when a gate takes statuses)."""
+    from cogstats.gates import LessonState
 
-    import cogstats.gates as gates
-
-    found = getattr(gates, "LessonState", None)
-    if found is None:  # defined in the gates' report module before it is exported
-        found = getattr(importlib.import_module("cogstats.gates._report"), "LessonState", None)
-    return found if found is not None else (lambda status, since: (status, since))
+    return LessonState
 
 
 #: simulator status codes by name (the events' from/to)
