@@ -348,3 +348,20 @@ def test_an_unknown_decision_is_an_error() -> None:
     gate = ScriptedGate({1: {"P": ("quarantine", None)}})
     with pytest.raises(ValueError, match=r"decision must be one of \['hold', 'promote'"):
         simulate(_scenario(0.0, runs=3), replicates=1, rng=1, gate=gate)
+
+
+def test_retest_frequency_in_the_simulator_matches_the_logged_propensity() -> None:
+    # three suspects from run 2 on, retest_prob 0.6: each re-tested in a share 0.2 of the
+    # runs (binomial Monte Carlo tolerance, 4 sd), and the ledger logs exactly that
+    gate = ScriptedGate({1: {f: ("suspend", None) for f in ("P", "G", "N")}})
+    s = _scenario(0.6, runs=40)
+    result = simulate(s, replicates=8, rng=4, gate=gate)
+    st = result.injected_statuses().filter(pl.col("status") == "suspended")
+    opportunities = 8 * 39
+    for f in ("P", "G", "N"):
+        share = st.filter(pl.col("fact_id") == f).height / opportunities
+        assert abs(share - 0.2) < 4 * math.sqrt(0.2 * 0.8 / opportunities), (f, share)
+    led = result.ledger(3).frame.filter(pl.col("run_id").cast(pl.Int64) >= 2)
+    for el, pr in zip(led["eligible_ids"], led["propensities"], strict=True):
+        logged = dict(zip(el, pr, strict=True))
+        assert [logged[f] for f in ("P", "G", "N")] == pytest.approx([0.2] * 3, abs=1e-15)
