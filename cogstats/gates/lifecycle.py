@@ -534,7 +534,9 @@ class LifecycleGate:
     ----------
     covariates : tuple of str
         Ledger covariates to adjust for, each used when the ledger has it (default the
-        difficulty proxy, ``difficulty_proxy``, then a column named ``difficulty``).
+        difficulty proxy, ``difficulty_proxy``; a ledger without it but with a
+        ``difficulty`` column is adjusted for that, and the report's settings carry a
+        ``covariate_note`` saying so, or naming a difficulty-like column left unused).
     penalty, passes, suspect_z, min_share : float, int, float, float
         The debiased ridge's options (:func:`~cogstats.estimators.debiased_ridge.ridge_fit`).
     alpha : float
@@ -593,7 +595,7 @@ class LifecycleGate:
     True
     """
 
-    covariates: tuple[str, ...] = ("difficulty_proxy", "difficulty")
+    covariates: tuple[str, ...] = ("difficulty_proxy",)
     penalty: float = 40.0
     passes: int = 4
     suspect_z: float = 2.5
@@ -691,17 +693,21 @@ class LifecycleGate:
         return out
 
     # -------------------------------------------------------------- the protocol
-    def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:
-        """Return the first of the gate's covariates that the ledger has (or none).
+    def covariate_choice(self, ledger: Ledger) -> Any:
+        """Return the covariates adjusted for on ``ledger`` and the note for the user.
 
-        The names are alternatives for the difficulty covariate: ``difficulty_proxy``
-        when the ledger records it, else ``difficulty``.
+        The one covariate rule (:func:`cogstats.covariates.choose_covariates`): the
+        gate's covariates the ledger has; with the default and none of them, the ledger's
+        ``difficulty`` column (noted); nothing, with a note naming a difficulty-like
+        column, otherwise.
         """
-        have = set(ledger.covariates)
-        for c in self.covariates:
-            if c in have:
-                return (c,)
-        return ()
+        from cogstats.covariates import choose_covariates
+
+        return choose_covariates(self.covariates, ledger.covariates, default=_DEFAULT_COVARIATES)
+
+    def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:
+        """Return the covariates the gate adjusts for on ``ledger``."""
+        return tuple(self.covariate_choice(ledger).columns)
 
     def statistics(self, ledger: Ledger) -> LifecycleStatistics:
         """Return the gate's sufficient statistics of a ledger."""
@@ -954,10 +960,16 @@ class LifecycleGate:
     ) -> GateReport:
         """Judge the candidates on a ledger: ``judge(statistics(ledger), statuses, candidates)``."""
         ids = candidate_ids(ledger, candidates)
-        return self.judge(self.statistics(ledger), statuses, ids, rng=rng)
+        report = self.judge(self.statistics(ledger), statuses, ids, rng=rng)
+        note = self.covariate_choice(ledger).note
+        if note:
+            settings = {**report.settings, "covariate_note": note}
+            object.__setattr__(report, "settings", MappingProxyType(settings))
+        return report
 
 
 _LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
+_DEFAULT_COVARIATES = ("difficulty_proxy",)
 
 
 def _num(v: Any) -> float | None:

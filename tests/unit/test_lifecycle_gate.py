@@ -344,3 +344,45 @@ def test_recorded_demo_suspends_the_crater_group_and_convicts_no_genuine_lesson(
             out = {f for f, s in statuses.items() if s not in C.LIVE_STATUSES}
             assert {"P1", "P2", "P3"} <= out
             assert out <= {"P1", "P2", "P3", "L4", "L5"}
+
+
+def test_a_users_ledger_with_history_and_a_difficulty_column() -> None:
+    """400 runs, 30 lessons (2 harmful at -0.15, 4 helpful at +0.05..+0.10, the rest small),
+    a column named ``difficulty``, judged once with no options: both harmful lessons are
+    evicted as harmful, no helpful one is evicted or retired, and the report says which
+    column it adjusted for."""
+    rng = np.random.default_rng(0)
+    runs, k = 400, 30
+    eff = np.zeros(k)
+    eff[:2] = -0.15
+    eff[2:6] = [0.05, 0.067, 0.083, 0.10]
+    eff[6:] = rng.uniform(-0.02, 0.03, k - 6)
+    x = rng.random((runs, k)) < 0.3
+    d = rng.normal(0, 0.1, runs)
+    y = np.clip(0.6 + d + x @ eff + rng.normal(0, 0.05, runs), 0, 1)
+    led = Ledger.from_records(
+        {
+            "run_id": f"r{i}",
+            "score": float(y[i]),
+            "difficulty": float(d[i] + rng.normal(0, 0.05)),
+            "fact_ids": [f"L{j}" for j in np.flatnonzero(x[i])],
+        }
+        for i in range(runs)
+    )
+    report = LifecycleGate().evaluate(led)
+    for j in range(2):
+        assert report.decision(f"L{j}")["reason"] == C.HARMFUL
+    for j in range(2, 6):
+        assert report.decision(f"L{j}")["decision"] not in (C.EVICT, C.RETIRE)
+    assert "'difficulty'" in report.settings["covariate_note"]
+    keep = ("run_id", "score", "fact_ids")
+    bare = LifecycleGate().evaluate(
+        Ledger.from_records({c: r[c] for c in keep} for r in led.to_records())
+    )
+    assert "covariate_note" not in bare.settings
+    hard = LifecycleGate().evaluate(
+        Ledger.from_records(
+            {**{c: r[c] for c in keep}, "task_hardness": r["difficulty"]} for r in led.to_records()
+        )
+    )
+    assert "task_hardness" in hard.settings["covariate_note"]
