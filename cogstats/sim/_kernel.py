@@ -12,7 +12,7 @@ The kernel is split by concern, one module each:
 - ``_kernel_score``: the score model (:func:`injected_total`, :func:`oracle_total`,
   :func:`link_score`), written once and called by both engines;
 - ``_kernel_policies``: the retrieval policies (re-implementations of
-  :mod:`cogstats.retrieval` in array form);
+  :mod:`cogstats.retrieval` in array form), with their own parameter blocks;
 - ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_recommended``:
   each gate's compiled rule, with its own parameter block (``BLOCK``);
 - ``_kernel_common``: the parameter blocks (:class:`Block`, the run loop's
@@ -47,30 +47,20 @@ from cogstats.sim._kernel_common import (
     COMMON,
     FP_BASE,
     FP_DAMP,
-    FP_EPS,
-    FP_EXPL,
     FP_NOISE,
-    FP_PINC,
-    FP_POL_SUSZ,
     FP_SAT,
     FP_WIN,
-    FP_XSIM,
-    IP_BERNOULLI,
     IP_EVERY,
-    IP_FRESH,
     IP_FROM,
     IP_GATE,
     IP_L,
     IP_LINK,
     IP_MAXF,
-    IP_MINF,
     IP_POLICY,
     IP_POOL,
     IP_RECEMPTY,
     IP_RECHECK,
-    IP_REST,
     IP_RUNS,
-    IP_SLOTS,
     N_FP,
     N_IP,
     Block,
@@ -85,30 +75,20 @@ __all__ = [
     "COMMON",
     "FP_BASE",
     "FP_DAMP",
-    "FP_EPS",
-    "FP_EXPL",
     "FP_NOISE",
-    "FP_PINC",
-    "FP_POL_SUSZ",
     "FP_SAT",
     "FP_WIN",
-    "FP_XSIM",
-    "IP_BERNOULLI",
     "IP_EVERY",
-    "IP_FRESH",
     "IP_FROM",
     "IP_GATE",
     "IP_L",
     "IP_LINK",
     "IP_MAXF",
-    "IP_MINF",
     "IP_POLICY",
     "IP_POOL",
     "IP_RECEMPTY",
     "IP_RECHECK",
-    "IP_REST",
     "IP_RUNS",
-    "IP_SLOTS",
     "N_FP",
     "N_IP",
     "Block",
@@ -118,9 +98,19 @@ __all__ = [
     "run_chunk",
 ]
 
-#: slots of the former global table that moved into a gate's own block: old name ->
+#: slots of the former global table that moved into a gate's or a policy's own block: old name ->
 #: (old index, block and slot now)
 _MOVED = {
+    "IP_SLOTS": (4, "_kernel_policies' blocks, slot 'slots'"),
+    "IP_REST": (5, "_kernel_policies.ORDER_BLOCK, slot 'rest'"),
+    "IP_BERNOULLI": (20, "_kernel_policies.POOL_BLOCK, slot 'bernoulli'"),
+    "IP_MINF": (21, "_kernel_policies.UCB_BLOCK, slot 'min_facts'"),
+    "IP_FRESH": (26, "_kernel_policies.SUSPECT_BLOCK, slot 'fresh'"),
+    "FP_EPS": (9, "_kernel_policies.UCB_BLOCK, slot 'epsilon'"),
+    "FP_XSIM": (10, "_kernel_policies.UCB_BLOCK, slot 'cross_similarity'"),
+    "FP_EXPL": (12, "_kernel_policies.UCB_BLOCK, slot 'exploration'"),
+    "FP_PINC": (14, "_kernel_policies.POOL_BLOCK/SUSPECT_BLOCK, slot 'inclusion_prob'"),
+    "FP_POL_SUSZ": (21, "_kernel_policies.SUSPECT_BLOCK, slot 'suspect_z'"),
     "IP_MINT": (8, "each gate's BLOCK, slot 'min_trials'"),
     "IP_MAXT": (9, "each gate's BLOCK, slot 'max_trials'"),
     "IP_MAXB": (10, "_kernel_cycgraph/_kernel_evidence BLOCK, slot 'max_baseline_runs'"),
@@ -153,8 +143,8 @@ def __getattr__(name: str) -> Any:
     if name in _MOVED:
         index, now = _MOVED[name]
         warnings.warn(
-            f"cogstats.sim._kernel.{name} is deprecated: the kernel has no global gate slot "
-            f"table any more; the option lives in {now}",
+            f"cogstats.sim._kernel.{name} is deprecated: the kernel has no global table of "
+            f"gate and policy slots any more; the option lives in {now}",
             DeprecationWarning,
             stacklevel=2,
         )
@@ -166,6 +156,8 @@ def __getattr__(name: str) -> Any:
 def run_chunk(
     ip: np.ndarray,
     fp: np.ndarray,
+    pi: np.ndarray,
+    pf: np.ndarray,
     gi: np.ndarray,
     gf: np.ndarray,
     prop_table: np.ndarray,
@@ -199,8 +191,9 @@ def run_chunk(
 ) -> None:
     """Simulate ``noise.shape[0]`` replicates; write every output array in place.
 
-    ``ip``/``fp`` are the run loop's block (:data:`COMMON`), ``gi``/``gf`` the gate's own
-    block (its kernel piece's ``BLOCK``).  ``cov`` holds each run's covariates for the
+    ``ip``/``fp`` are the run loop's block (:data:`COMMON`), ``pi``/``pf`` the retrieval
+    policy's own block (``_kernel_policies``), ``gi``/``gf`` the gate's own block (its
+    kernel piece's ``BLOCK``).  ``cov`` holds each run's covariates for the
     recommended gate (replicate x run x covariates) and ``levels`` its one-sided levels by
     trial count.
     """
@@ -281,7 +274,8 @@ def run_chunk(
                     status[j] = STATUS_CANDIDATE
             count, n_logged = select(
                 ip,
-                fp,
+                pi,
+                pf,
                 status,
                 n_with,
                 wins,

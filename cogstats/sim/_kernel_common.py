@@ -7,7 +7,8 @@ A kernel piece (a gate's rule, see ``_kernel_cycgraph`` ... ``_kernel_recommende
 declares its parameters as a :class:`Block` of named int and float slots; the simulator's
 adapter for the gate (:data:`cogstats.sim.engine.KERNEL_GATES`) fills the block by name,
 and the piece reads its slots through the index constants it derives from its block.  No
-gate reads another's slots.  The run loop's own parameters (score model, retrieval,
+gate reads another's slots.  Retrieval policies have their blocks too
+(``_kernel_policies``).  The run loop's own parameters (score model, prompt size, gate
 cadence) are the block :data:`COMMON`.
 
 The shared numerics (:mod:`cogstats.numerics`, plain Python) are compiled here, once.
@@ -83,7 +84,8 @@ class Block:
         return f"Block({self.name!r}, ints={self.ints}, floats={self.floats})"
 
 
-#: the run loop's own parameters: scenario shape, score model, retrieval, gate cadence
+#: the run loop's own parameters: scenario shape, score model, prompt size and pool, the
+#: gate's dispatch code and cadence, the one win threshold
 COMMON = Block(
     "common",
     ints=(
@@ -91,8 +93,6 @@ COMMON = Block(
         "lessons",
         "policy",
         "max_facts",
-        "slots",
-        "rest",
         "pool",
         "gate",
         "every",
@@ -100,29 +100,19 @@ COMMON = Block(
         "record_empty",
         "recheck",
         "logistic",
-        "bernoulli",
-        "min_facts",
-        "fresh",
     ),
     floats=(
         "base",
         "noise_sd",
         "saturation",
         "damping",
-        "epsilon",
-        "cross_similarity",
         "win_threshold",
-        "exploration",
-        "inclusion_prob",
-        "suspect_z",
     ),
 )
 IP_RUNS = COMMON.i("runs")
 IP_L = COMMON.i("lessons")
 IP_POLICY = COMMON.i("policy")
 IP_MAXF = COMMON.i("max_facts")
-IP_SLOTS = COMMON.i("slots")
-IP_REST = COMMON.i("rest")
 IP_POOL = COMMON.i("pool")
 IP_GATE = COMMON.i("gate")
 IP_EVERY = COMMON.i("every")
@@ -130,20 +120,12 @@ IP_FROM = COMMON.i("from_run")
 IP_RECEMPTY = COMMON.i("record_empty")
 IP_RECHECK = COMMON.i("recheck")
 IP_LINK = COMMON.i("logistic")
-IP_BERNOULLI = COMMON.i("bernoulli")
-IP_MINF = COMMON.i("min_facts")
-IP_FRESH = COMMON.i("fresh")
 N_IP = len(COMMON.ints)
 FP_BASE = COMMON.f("base")
 FP_NOISE = COMMON.f("noise_sd")
 FP_SAT = COMMON.f("saturation")
 FP_DAMP = COMMON.f("damping")
-FP_EPS = COMMON.f("epsilon")
-FP_XSIM = COMMON.f("cross_similarity")
 FP_WIN = COMMON.f("win_threshold")
-FP_EXPL = COMMON.f("exploration")
-FP_PINC = COMMON.f("inclusion_prob")
-FP_POL_SUSZ = COMMON.f("suspect_z")
 N_FP = len(COMMON.floats)
 
 # ---------------------------------------------------------------------- shared numerics

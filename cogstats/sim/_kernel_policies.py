@@ -2,7 +2,9 @@
 
 Array re-implementations of :mod:`cogstats.retrieval` (the cycgraph orderings with the
 rest bench, randomized and designed pools, UCB1, suspect-first), reading the run loop's
-block :data:`cogstats.sim._kernel_common.COMMON`.  The suspect-first statistic is
+block :data:`cogstats.sim._kernel_common.COMMON` (max_facts, pool size) and each policy's
+own block (:data:`ORDER_BLOCK`, :data:`POOL_BLOCK`, :data:`SUSPECT_BLOCK`,
+:data:`UCB_BLOCK`).  The suspect-first statistic is
 :func:`cogstats.numerics.welch_z`, compiled.
 """
 
@@ -24,24 +26,36 @@ from cogstats._codes import (
     STATUS_CANDIDATE,
     STATUS_VERIFIED,
 )
-from cogstats.sim._kernel_common import (
-    FP_EPS,
-    FP_EXPL,
-    FP_PINC,
-    FP_POL_SUSZ,
-    FP_XSIM,
-    IP_BERNOULLI,
-    IP_FRESH,
-    IP_MAXF,
-    IP_MINF,
-    IP_POLICY,
-    IP_POOL,
-    IP_REST,
-    IP_SLOTS,
-    welch_z,
-)
+from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, welch_z
 
-__all__ = ["select"]
+__all__ = ["ORDER_BLOCK", "POOL_BLOCK", "SUSPECT_BLOCK", "UCB_BLOCK", "select"]
+
+#: the policies' own parameter blocks (filled by name by cogstats.sim.engine's adapters);
+#: every candidate-block policy has its slot count first
+SLOTS = 0
+#: in_progress_first, newest_first, fewest_trials_first (cycgraph's orderings)
+ORDER_BLOCK = Block("order", ints=("slots", "rest"), floats=())
+#: randomized, designed
+POOL_BLOCK = Block("pool", ints=("slots", "bernoulli"), floats=("inclusion_prob",))
+#: suspect_first
+SUSPECT_BLOCK = Block(
+    "suspect_first", ints=("slots", "fresh"), floats=("inclusion_prob", "suspect_z")
+)
+#: ucb1 (its win threshold is the run loop's: wins are counted there)
+UCB_BLOCK = Block(
+    "ucb1", ints=("min_facts",), floats=("epsilon", "cross_similarity", "exploration")
+)
+assert SLOTS == ORDER_BLOCK.i("slots") == POOL_BLOCK.i("slots") == SUSPECT_BLOCK.i("slots")
+ORDER_REST = ORDER_BLOCK.i("rest")
+POOL_BERNOULLI = POOL_BLOCK.i("bernoulli")
+POOL_PINC = POOL_BLOCK.f("inclusion_prob")
+SUSPECT_FRESH = SUSPECT_BLOCK.i("fresh")
+SUSPECT_PINC = SUSPECT_BLOCK.f("inclusion_prob")
+SUSPECT_Z = SUSPECT_BLOCK.f("suspect_z")
+UCB_MINF = UCB_BLOCK.i("min_facts")
+UCB_EPS = UCB_BLOCK.f("epsilon")
+UCB_XSIM = UCB_BLOCK.f("cross_similarity")
+UCB_EXPL = UCB_BLOCK.f("exploration")
 
 
 @njit(cache=True)
@@ -67,7 +81,8 @@ def pick_smallest(
 @njit(cache=True, inline="always")
 def select(
     ip: np.ndarray,
-    fp: np.ndarray,
+    pi: np.ndarray,
+    pf: np.ndarray,
     status: np.ndarray,
     trials: np.ndarray,
     wins: np.ndarray,
@@ -102,7 +117,6 @@ def select(
     n_les = status.shape[0]
     policy = ip[IP_POLICY]
     max_facts = ip[IP_MAXF]
-    slots = ip[IP_SLOTS]
     count = 0
     n_logged = 0
     if policy == POLICY_UCB1:  # UCB1 over every live lesson (in age order, oldest first)
@@ -114,22 +128,22 @@ def select(
                 live[n] = j
                 n += 1
         # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
-        span = max_facts - ip[IP_MINF] + 1
-        k_draw = ip[IP_MINF] + min(int(u[1] * span), span - 1)
+        span = max_facts - pi[UCB_MINF] + 1
+        k_draw = pi[UCB_MINF] + min(int(u[1] * span), span - 1)
         k = min(k_draw, n)
         score = fbuf[:n]
         total = max(rec_count, 1)
         for i in range(n):
             j = live[i]
             h = max(trials[j], 1)
-            sim = 1.0 if applies[j] < 0 or applies[j] == family else fp[FP_XSIM]
-            score[i] = sim + wins[j] / h + math.sqrt(fp[FP_EXPL] * math.log(total) / h)
+            sim = 1.0 if applies[j] < 0 or applies[j] == family else pf[UCB_XSIM]
+            score[i] = sim + wins[j] / h + math.sqrt(pf[UCB_EXPL] * math.log(total) / h)
         order = np.argsort(-score, kind="mergesort")
         in_top = bbuf[0, :n]
         in_top[:] = False
         for i in range(k):
             in_top[order[i]] = True
-        eps = fp[FP_EPS]
+        eps = pf[UCB_EPS]
         chosen = in_top
         if eps > 0 and u[0] < eps:
             chosen = bbuf[1, :n]
@@ -143,7 +157,7 @@ def select(
                 count += 1
         if eps > 0:
             # inclusion probability over the exploration coin and the prompt-size draw
-            kmin = ip[IP_MINF]
+            kmin = pi[UCB_MINF]
             mean_k = 0.0
             for kk in range(kmin, max_facts + 1):
                 mean_k += min(kk, n)
@@ -162,15 +176,16 @@ def select(
         return count, n_logged
 
     # candidate block
+    slots = pi[SLOTS]
     cand = ibuf[0]
     n = 0
     if policy == POLICY_SUSPECT_FIRST:
         count = suspect_first(
-            ip, fp, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
+            pi, pf, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
         )
     elif policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
         # cycgraph-style orderings with the rest bench
-        rest = ip[IP_REST]
+        rest = pi[ORDER_REST]
         keys = kbuf
         for j in range(n_les):
             if status[j] != STATUS_CANDIDATE:
@@ -203,9 +218,9 @@ def select(
                 cand[n] = j
                 n += 1
         if policy == POLICY_RANDOMIZED:
-            if ip[IP_BERNOULLI] == 1:
+            if pi[POOL_BERNOULLI] == 1:
                 # each pool lesson drawn with probability p; at most `slots` kept
-                p_inc = fp[FP_PINC]
+                p_inc = pf[POOL_PINC]
                 drawn = 0
                 for i in range(n):
                     if u[2 + i] < p_inc:
@@ -267,8 +282,8 @@ def select(
 
 @njit(cache=True)
 def suspect_first(
-    ip: np.ndarray,
-    fp: np.ndarray,
+    pi: np.ndarray,
+    pf: np.ndarray,
     status: np.ndarray,
     trials: np.ndarray,
     s_with: np.ndarray,
@@ -287,10 +302,10 @@ def suspect_first(
     the slots are taken.
     """
     n_les = status.shape[0]
-    slots = ip[IP_SLOTS]
-    fresh_trials = ip[IP_FRESH]
-    susz = fp[FP_POL_SUSZ]
-    p_inc = fp[FP_PINC]
+    slots = pi[SLOTS]
+    fresh_trials = pi[SUSPECT_FRESH]
+    susz = pf[SUSPECT_Z]
+    p_inc = pf[SUSPECT_PINC]
     tot_n = int(tot[0])
     cand = ibuf[0]
     order = ibuf[1]

@@ -29,6 +29,7 @@ from cogstats.sim import _kernel as K
 from cogstats.sim import _kernel_audit as KAUD
 from cogstats.sim import _kernel_cycgraph as KCYC
 from cogstats.sim import _kernel_evidence as KEV
+from cogstats.sim import _kernel_policies as KPOL
 from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import Block
 from cogstats.sim.draws import LessonTable, Prepared, draw_uniforms, layout, lesson_table, prepare
@@ -37,7 +38,7 @@ from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import Scenario
 
-__all__ = ["ENGINES", "KernelGate", "as_seed_sequence", "fast_support", "simulate"]
+__all__ = ["ENGINES", "KernelGate", "KernelPolicy", "as_seed_sequence", "fast_support", "simulate"]
 
 _Values = Callable[[Any], dict[str, float]]
 _Support = Callable[[Any, Scenario], str | None]
@@ -211,24 +212,45 @@ KERNEL_GATES: dict[str, KernelGate] = {
 }
 
 
-def _gated_values(policy: Any) -> dict[str, float]:
-    return {
-        "slots": min(policy.candidate_slots, policy.max_facts),
-        "rest": policy.rest_after_trials or 0,
-    }
+@dataclass(frozen=True)
+class KernelPolicy:
+    """A retrieval policy's compiled piece, as the simulator runs it.
+
+    ``block`` is its own block in ``_kernel_policies``, ``values(policy)`` fills it by
+    name, and ``loop(policy)`` names the run loop's common slots the policy sets (UCB1's
+    win threshold).  A policy compiles exactly when it has an entry in
+    :data:`KERNEL_POLICIES` (its dispatch code is ``cogstats._codes.POLICY_CODES``).
+    """
+
+    block: Block
+    values: _Values
+    loop: _Values | None = None
+
+    def pack(self, policy: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Return the block's int and float arrays for ``policy``."""
+        return self.block.pack(self.values(policy))
+
+
+def _slots(policy: Any) -> int:
+    return int(min(policy.candidate_slots, policy.max_facts))
+
+
+def _order_values(policy: Any) -> dict[str, float]:
+    return {"slots": _slots(policy), "rest": policy.rest_after_trials or 0}
 
 
 def _pooled_values(policy: Any) -> dict[str, float]:
-    out: dict[str, float] = {"slots": min(policy.candidate_slots, policy.max_facts)}
-    if getattr(policy, "inclusion", "fixed") == "bernoulli":
-        out["bernoulli"] = 1
-        out["inclusion_prob"] = policy.inclusion_prob
-    return out
+    bernoulli = getattr(policy, "inclusion", "fixed") == "bernoulli"
+    return {
+        "slots": _slots(policy),
+        "bernoulli": int(bernoulli),
+        "inclusion_prob": policy.inclusion_prob if bernoulli else 0.0,
+    }
 
 
 def _suspect_first_values(policy: Any) -> dict[str, float]:
     return {
-        "slots": min(policy.candidate_slots, policy.max_facts),
+        "slots": _slots(policy),
         "fresh": policy.fresh_trials,
         "inclusion_prob": policy.inclusion_prob,
         "suspect_z": policy.suspect_z,
@@ -240,21 +262,27 @@ def _ucb_values(policy: Any) -> dict[str, float]:
         "min_facts": policy.max_facts if policy.min_facts is None else policy.min_facts,
         "epsilon": policy.epsilon,
         "cross_similarity": policy.cross_similarity,
-        "win_threshold": policy.win_threshold,
         "exploration": policy.exploration,
     }
 
 
-#: Retrieval policy registry name -> the slots of the run loop's common block it sets
-#: (the policies the kernel implements; their codes are ``cogstats._codes.POLICY_CODES``).
-KERNEL_POLICIES: dict[str, _Values] = {
-    "in_progress_first": _gated_values,
-    "newest_first": _gated_values,
-    "fewest_trials_first": _gated_values,
-    "randomized": _pooled_values,
-    "designed": _pooled_values,
-    "ucb1": _ucb_values,
-    "suspect_first": _suspect_first_values,
+def _ucb_loop(policy: Any) -> dict[str, float]:
+    return {"win_threshold": policy.win_threshold}
+
+
+_ORDER = KernelPolicy(KPOL.ORDER_BLOCK, _order_values)
+_POOLED = KernelPolicy(KPOL.POOL_BLOCK, _pooled_values)
+
+#: Retrieval policy registry name -> its compiled piece: the policies the kernel implements
+#: (their codes are ``cogstats._codes.POLICY_CODES``).
+KERNEL_POLICIES: dict[str, KernelPolicy] = {
+    "in_progress_first": _ORDER,
+    "newest_first": _ORDER,
+    "fewest_trials_first": _ORDER,
+    "randomized": _POOLED,
+    "designed": _POOLED,
+    "ucb1": KernelPolicy(KPOL.UCB_BLOCK, _ucb_values, _ucb_loop),
+    "suspect_first": KernelPolicy(KPOL.SUSPECT_BLOCK, _suspect_first_values),
 }
 
 
@@ -301,11 +329,11 @@ def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
     }
 
 
-def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def params(s: Scenario) -> tuple[np.ndarray, ...]:
     """Return the kernel's parameter blocks for a scenario.
 
     The run loop's (int, float) block :data:`cogstats.sim._kernel.COMMON`, then the
-    gate's own (int, float) block (empty without a gate).
+    retrieval policy's own (int, float) block, then the gate's (empty without a gate).
     """
     reason = fast_support(s)
     if reason is not None:
@@ -319,7 +347,6 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
         lessons=s.n_lessons,
         policy=C.POLICY_CODES[s.retrieval.entry().name],
         max_facts=policy.max_facts,
-        min_facts=policy.max_facts,
         pool=lay.pool,
         every=g.every,
         from_run=g.from_run,
@@ -332,7 +359,10 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
         damping=s.score.poison_damping,
         gate=C.GATE_NONE,
     )
-    common.update(KERNEL_POLICIES[s.retrieval.entry().name](policy))
+    retrieval = KERNEL_POLICIES[s.retrieval.entry().name]
+    if retrieval.loop is not None:
+        common.update(retrieval.loop(policy))
+    pi, pf = retrieval.pack(policy)
     entry = g.entry()
     gi, gf = np.zeros(0, dtype=np.int64), np.zeros(0)
     if entry is not None:
@@ -343,17 +373,19 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
             common.update(piece.loop(gate))
         gi, gf = piece.pack(gate)
     ip, fp = K.COMMON.pack(common)
-    return ip, fp, gi, gf
+    return ip, fp, pi, pf, gi, gf
 
 
 def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     """Simulate a chunk with the compiled kernel."""
     n = prep.noise.shape[0]
     raw = empty_raw(s, lessons, n)
-    ip, fp, gi, gf = params(s)
+    ip, fp, pi, pf, gi, gf = params(s)
     K.run_chunk(
         ip,
         fp,
+        pi,
+        pf,
         gi,
         gf,
         _propensity_table(s),

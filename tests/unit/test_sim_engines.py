@@ -410,7 +410,7 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         s = _variant(gate=gate)
         assert fast_support(s) is None, name
         piece = KERNEL_GATES[name]
-        ip, _fp, gi, gf = params(s)
+        ip, _fp, _pi, _pf, gi, gf = params(s)
         assert (gi.dtype, gf.dtype) == (np.int64, np.float64)
         assert (len(gi), len(gf)) == (len(piece.block.ints), len(piece.block.floats))
         assert ip[K.IP_RUNS] == s.runs and ip[K.IP_GATE] == piece.code(s.gate.build())
@@ -422,7 +422,7 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
 def test_the_former_global_gate_slots_warn() -> None:
     from cogstats.sim import _kernel as K
 
-    with pytest.warns(DeprecationWarning, match="no global gate slot table"):
+    with pytest.warns(DeprecationWarning, match="no global table of gate and policy slots"):
         assert K.IP_MINT == 8
     with pytest.raises(AttributeError):
         K.IP_NO_SUCH_SLOT  # noqa: B018
