@@ -12,6 +12,9 @@ second copy kept equal by a test.
 - :func:`gauss_jordan_into`: the Gauss-Jordan inverse of the debiased ridge, in place on
   caller-provided scratch (the kernel's form; elementwise the same operations, in the same
   order, as :func:`cogstats.estimators.debiased_ridge.gauss_jordan_inverse`).
+- :func:`wald`: the Wald table (interval, two-sided p-value, statistic) of estimates and
+  standard errors with the t or normal reference (scipy; production only: the kernel
+  tests against levels and needs no interval).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SINGULAR", "gauss_jordan_into", "welch_moments", "welch_z"]
+__all__ = ["SINGULAR", "gauss_jordan_into", "wald", "welch_moments", "welch_z"]
 
 #: relative pivot below which :func:`gauss_jordan_into` reports a singular matrix
 SINGULAR = 1e-12
@@ -138,3 +141,31 @@ def gauss_jordan_into(a: np.ndarray, p: int, aug: np.ndarray, out: np.ndarray) -
         for c in range(p):
             out[i, c] = aug[i, p + c]
     return True
+
+
+def wald(
+    est: np.ndarray, se: np.ndarray, df: float, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the Wald table: interval low, high, two-sided p-value and statistic.
+
+    ``est / se`` against Student's t with ``df`` degrees of freedom (finite) or the
+    normal reference (``df`` infinite), at confidence ``level``; the operations of
+    :mod:`cogstats.estimators.regression`'s table, in order.
+
+    Examples
+    --------
+    >>> lo, hi, p, z = wald(np.array([0.2]), np.array([0.1]), math.inf, 0.95)
+    >>> round(float(lo[0]), 4), round(float(hi[0]), 4), round(float(p[0]), 4), float(z[0])
+    (0.004, 0.396, 0.0455, 2.0)
+    """
+    from scipy import special
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stat = est / se
+    if math.isfinite(df):
+        q = float(special.stdtrit(df, 0.5 + level / 2))
+        p = 2.0 * special.stdtr(df, -np.abs(stat))
+    else:
+        q = float(special.ndtri(0.5 + level / 2))
+        p = 2.0 * special.ndtr(-np.abs(stat))
+    return est - q * se, est + q * se, p, stat

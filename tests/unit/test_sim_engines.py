@@ -428,3 +428,19 @@ def test_the_former_global_gate_slots_warn() -> None:
         K.IP_NO_SUCH_SLOT  # noqa: B018
     # the names the reference engine imports stay where they were
     from cogstats.sim._kernel import injected_total, link_score, oracle_total  # noqa: F401
+
+
+def test_the_wald_table_is_regressions() -> None:
+    """cogstats.numerics.wald gives the regression estimators' table, bit for bit."""
+    from cogstats.estimators import regression
+    from cogstats.numerics import wald
+
+    rng = np.random.default_rng(2)
+    est, se = rng.normal(size=50), rng.uniform(0.0, 0.3, 50)
+    se[0] = 0.0
+    for df in (3.0, 40.5, np.inf):
+        for level in (0.9, 0.95):
+            got = wald(est, se, df, level)
+            want = regression._wald(est, se, df, level)
+            for g, w in zip(got, want, strict=True):
+                assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
