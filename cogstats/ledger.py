@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cogstats import _ledger_io, _ledger_stats
+from cogstats import _ledger_io
 from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-exported
     FORMATS,  # noqa: F401
     PROPENSITY_COLUMNS,  # noqa: F401
@@ -40,6 +40,7 @@ from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-expor
     LedgerFormat,
     parse_json_record,  # noqa: F401  (the streaming gate reads JSON Lines as the ledger)
 )
+from cogstats.stats import groups as _ledger_stats
 
 if TYPE_CHECKING:  # scipy.sparse loads with the first design (0.2 s off every start-up)
     from scipy import sparse
@@ -894,10 +895,7 @@ def _aggregate(y: np.ndarray) -> Baseline:
 def validate_record(
     rec: Mapping[str, Any], *, row: int, source: str | None, fact_ids_required: bool
 ) -> tuple[str, float, list[str], dict[str, Any]]:
-    """Check one run as the ledger does (the public validator of the ledger layer).
-
-    Returns ``(run_id, score, fact_ids, covariates)``; raises :class:`LedgerError`.
-    """
+    """Validate one run as the ledger does: ``(run_id, score, fact_ids, covariates)``."""
     if type(rec) is not dict and not isinstance(rec, Mapping):
         raise LedgerError(
             f"a run must be a mapping; got {type(rec).__name__}", row=row, source=source

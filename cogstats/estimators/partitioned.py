@@ -195,7 +195,7 @@ def _lesson_codes(frame: pl.DataFrame, src: str) -> tuple[list[str], np.ndarray,
     order (a polars ``unique`` over (row, id) pairs costs ten times more), and an id
     listed twice in one run is dropped after coding, on the integer pairs.
     """
-    from cogstats._ledger_stats import first_in_run
+    from cogstats.stats.groups import first_in_run
 
     pairs = (
         frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"), pl.col("fact_ids"))

@@ -19,7 +19,6 @@ import polars as pl
 from scipy import special
 
 from cogstats import _codes as C
-from cogstats import _ledger_stats
 from cogstats._codes import HARMFUL, NO_LIFT
 from cogstats._validation import (
     ParameterError,
@@ -41,6 +40,7 @@ from cogstats.gates._report import (
     report_schema,
 )
 from cogstats.ledger import Ledger
+from cogstats.stats import groups as _ledger_stats
 
 if TYPE_CHECKING:
     from cogstats.stats import StreamingStats

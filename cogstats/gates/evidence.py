@@ -59,9 +59,9 @@ from cogstats.gates._report import (
 from cogstats.ledger import Ledger
 
 if TYPE_CHECKING:
-    from cogstats._ledger_stats import GroupArrays
     from cogstats.estimators import Attribution
     from cogstats.stats import StreamingStats
+    from cogstats.stats.groups import GroupArrays
 
 __all__ = ["EVIDENCE_DECISION_COLUMNS", "EvidenceGate"]
 

@@ -13,8 +13,10 @@ path build (issue 17):
   batch design's columns;
 * :class:`ConfseqSums` -- confseq's running sums.
 
-The per-lesson group arrays of a :class:`~cogstats.ledger.Ledger` (the batch path) are
-``cogstats._ledger_stats``'s, which these reproduce.
+* :mod:`cogstats.stats.groups` -- the per-lesson group arrays of a
+  :class:`~cogstats.ledger.Ledger` (the batch path: inclusion index, with-lesson and
+  leave-one-out statistics, rounding bounds, the exact run-order recompute), which the
+  running statistics reproduce (formerly ``cogstats._ledger_stats``).
 
 Examples
 --------
@@ -27,8 +29,27 @@ Examples
 
 from __future__ import annotations
 
-from cogstats.stats.confseq import ConfseqSums
-from cogstats.stats.crossproducts import CrossProducts, RegressionStats
-from cogstats.stats.running import StreamingStats
+from typing import TYPE_CHECKING
 
-__all__ = ["ConfseqSums", "CrossProducts", "RegressionStats", "StreamingStats"]
+from cogstats._lazy import attach
+
+if TYPE_CHECKING:  # the real names, for type checkers and IDEs
+    from cogstats.stats.confseq import ConfseqSums
+    from cogstats.stats.crossproducts import CrossProducts, RegressionStats
+    from cogstats.stats.groups import FactArrays, GroupArrays
+    from cogstats.stats.running import StreamingStats
+
+#: public name -> module that defines it (loaded on first use: the ledger imports
+#: :mod:`cogstats.stats.groups` without the running statistics, which import the ledger)
+_LAZY: dict[str, str] = {
+    "ConfseqSums": "cogstats.stats.confseq",
+    "CrossProducts": "cogstats.stats.crossproducts",
+    "RegressionStats": "cogstats.stats.crossproducts",
+    "FactArrays": "cogstats.stats.groups",
+    "GroupArrays": "cogstats.stats.groups",
+    "StreamingStats": "cogstats.stats.running",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = attach("cogstats.stats", _LAZY, globals())

@@ -149,6 +149,7 @@ class FactArrays:
 
     @property
     def n_runs(self) -> int:
+        """Runs in the ledger."""
         return int(self.y.size)
 
 

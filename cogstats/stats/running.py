@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cogstats import _ledger_stats
 from cogstats._validation import LedgerError, ParameterError
 from cogstats.ledger import column_kind, value_kind
+from cogstats.stats import groups as _ledger_stats
 from cogstats.stats._arrays import grow, grow_square, run_hashes
 from cogstats.stats.confseq import ConfseqSums
 from cogstats.stats.crossproducts import CrossProducts, RegressionStats

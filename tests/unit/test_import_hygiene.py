@@ -180,8 +180,6 @@ SHARED_PRIVATE = {
     "cogstats._imports": "the one rule for importing a 'module:Class' named in data",
     "cogstats._cli_options": "the command-line flags shared by the sub-commands",
     "cogstats._version": "the package version, a leaf",
-    "cogstats._ledger_stats": "the ledger's per-lesson sufficient statistics, which the "
-    "gates and the partitioned path reduce (issue 17's statistics package replaces it)",
 }
 
 
