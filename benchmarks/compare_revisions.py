@@ -47,8 +47,20 @@ def _seconds(d: Any, prefix: str = "") -> dict[str, float]:
     return out
 
 
+# The virtual environment's editable install maps ``cogstats`` onto this checkout through an
+# import hook that outranks PYTHONPATH for submodules; drop it, so each tree runs its own code.
+_OWN_TREE = (
+    "import runpy, sys\n"
+    "sys.meta_path[:] = [m for m in sys.meta_path if 'editable' not in repr(m).lower()]\n"
+    "sys.path_hooks[:] = [h for h in sys.path_hooks if 'editable' not in repr(h).lower()]\n"
+    "sys.path_importer_cache.clear()\n"
+    "sys.argv = ['benchmarks.run', *sys.argv[1:]]\n"
+    "runpy.run_module('benchmarks.run', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def _run(tree: Path, name: str, quick: bool) -> dict[str, float]:
-    cmd = [sys.executable, "-m", "benchmarks.run", "--only", name, *(["--quick"] if quick else [])]
+    cmd = [sys.executable, "-c", _OWN_TREE, "--only", name, *(["--quick"] if quick else [])]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
