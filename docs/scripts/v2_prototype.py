@@ -21,11 +21,14 @@ difficulty with its proxy, noise and prompt caps, read from the TOML): per repli
 same draws (lesson effects, difficulty, proxy, noise) for two agents:
 
 - *v2*: the lifecycle gate's ``judge`` after every run on its sufficient statistics
-  (updated per run), statuses carried; retrieval: up to ``retest_slots`` (2) suspended
-  lessons re-tested per run (fewest re-tests since suspension first), then candidates in
-  order fresh (fewest trials, oldest) first, each drawn with probability 1/2, up to
-  ``candidate_slots``; verified and admitted lessons fill the rest (a random subset when
-  there are more);
+  (``LifecycleStatistics.empty([difficulty_proxy]).add_run`` per run), statuses carried;
+  retrieval: one suspended lesson re-tested per run (the re-test slot: suspects kept
+  apart), chosen among those suspended at most ``retest_window`` (5) runs ago whose last t
+  is at least ``-suspect_t`` or not yet computed, highest t first (the most likely
+  innocent first); then candidates, fewest trials and oldest first, each drawn with
+  probability 1/2, up to ``candidate_slots``; verified and admitted lessons fill the rest
+  (a random subset when there are more); places still empty go to the candidates not
+  drawn, each with probability ``fill_prob`` (1: the prompt kept full);
 - *margin*: cycgraph's margin rule (``CycgraphGate(decision_rule="margin")`` with the
   spec's options, ``evaluate`` on the ledger after every run) with cycgraph's retrieval
   (in-progress-first, rest after the spec's ``rest_after_trials``).
@@ -326,6 +329,7 @@ def agent_v2(
     retest_floor: float | None = None,
     retest_window: int | None = 5,
     fill_room: bool = True,
+    fill_prob: float = 1.0,
 ) -> dict[str, np.ndarray]:
     """Run the lifecycle gate with its retrieval: injections per run and final statuses."""
     n_les = len(w["effect"])
@@ -381,7 +385,7 @@ def agent_v2(
             for j in cand:
                 if len(chosen) >= sc["max_facts"]:
                     break
-                if j not in taken and coins[(j + 3) % coins.size] < 0.5:
+                if j not in taken and coins[(j + 3) % coins.size] < fill_prob:
                     chosen.append(int(j))
         on = np.zeros(n_les, dtype=bool)
         on[chosen] = True
