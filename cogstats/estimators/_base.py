@@ -274,10 +274,6 @@ _DEPRECATED = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "attribute":  # moved to cogstats.estimators.attribution (the front door)
-        import importlib
-
-        return importlib.import_module("cogstats.estimators.attribution").attribute
     if name in _DEPRECATED:
         warnings.warn(
             f"cogstats.estimators._base.{name} is deprecated; use {_DEPRECATED[name]}",
