@@ -12,11 +12,13 @@ status each leads to is ``OUTCOME_STATUS``), by the lesson's status (``statuses`
 - **convict** (any live or suspended lesson; ``evict``, reason ``eval-gate:harmful``):
   *tier 1* (``why`` = ``harm_margin``), a test of the harm against a margin of
   ``margin`` noise standard deviations, ``(estimate + margin * sigma) / se <
-  -t(1 - margin_level, df)``, with at least ``margin_min_df`` residual degrees of freedom:
-  a lenient level for large harm, its margin in units of the estimated noise, so its error
-  at effect 0 does not depend on the noise level; *tier 2* (``harm_evidence``), effect 0
+  -t(1 - margin_level, df)``, with at least ``margin_min_df`` residual degrees of freedom
+  and an information between ``margin_min_information`` and ``margin_max_information``
+  runs (the early tier): a lenient level for large harm, its margin in units of the
+  estimated noise, so its error at effect 0 does not depend on the noise level; *tier 2* (``harm_evidence``), effect 0
   tested with the one-sided error ``alpha`` spent over the lesson's information
-  (Hwang-Shih-DeCani, as :class:`~cogstats.gates.RecommendedGate`).
+  (Hwang-Shih-DeCani, as :class:`~cogstats.gates.RecommendedGate`; past
+  ``max_information`` at the last look's level).
 - **promote** (candidate, admitted; -> verified): the mirror images, ``promote_margin``
   and ``promote_evidence``.
 - **suspend** (candidate, admitted; -> suspended, out of the prompt except re-tests): a

@@ -205,10 +205,55 @@ def run_s1(gate: LifecycleGate, reps: int, seed: int) -> None:
                 print(f"correct, noise {noise}, e {e:+.2f}: {row}")
 
 
+# ======================================================================= S4
+def run_s4(gate: LifecycleGate, reps: int, seed: int, runs: int = 200, k: int = 20) -> None:
+    """Print S4's false decisions (simulations/peeking_null.toml, statuses carried).
+
+    20 null lessons injected at 1/2 in every run whatever their status, clamp01(0.6 +
+    N(0, 0.1)), the rule after every one of 200 runs (``decide`` on the statistics).
+    Prints the share of lessons ever promoted or convicted, and of those retired for no
+    lift by futility.
+    """
+    ss = np.random.SeedSequence([seed, 4])
+    decided, futile = [], []
+    for child in ss.spawn(reps):
+        rng = np.random.default_rng(child)
+        x = rng.random((runs, k)) < 0.5
+        y = np.clip(0.6 + rng.normal(0.0, 0.1, runs), 0.0, 1.0)
+        ids = [f"N{j}" for j in range(k)]
+        stats = LifecycleStatistics.empty()
+        status = np.full(k, _ST_CANDIDATE, dtype=np.int64)
+        ever = np.zeros(k, dtype=bool)
+        fut = np.zeros(k, dtype=bool)
+        for r in range(runs):
+            stats = stats.add_run(f"r{r}", float(y[r]), [ids[j] for j in np.flatnonzero(x[r])])
+            col = {f: i for i, f in enumerate(stats.ridge.fact_ids)}
+            order = [col[f] for f in ids if f in col]
+            have = np.array([f in col for f in ids])
+            st = np.full(len(col), _ST_CANDIDATE, dtype=np.int64)
+            st[order] = status[have]
+            out, _, _ = gate.decide(stats, st)
+            o = np.full(k, C.OUTCOME_HOLD, dtype=np.int64)
+            o[have] = out[order]
+            live = status != _ST_INACTIVE
+            ever |= live & ((o == C.OUTCOME_PROMOTE) | (o == C.OUTCOME_EVICT_HARMFUL))
+            fut |= live & (o == C.OUTCOME_EVICT_NO_LIFT)
+            for code, nxt in _NEXT_STATUS.items():
+                status[live & (o == code)] = nxt
+            status[ever] = _ST_INACTIVE  # a decided lesson is counted once
+        decided.append(ever.mean())
+        futile.append(fut.mean())
+    d, f = np.array(decided), np.array(futile)
+    print(f"S4 ({reps} replicates x {k} null lessons, {runs} runs, seed {seed})")
+    se_d, se_f = d.std(ddof=1) / math.sqrt(reps), f.std(ddof=1) / math.sqrt(reps)
+    print(f"promoted or convicted: {100 * d.mean():.2f}% ± {100 * se_d:.2f}")
+    print(f"retired by futility:   {100 * f.mean():.2f}% ± {100 * se_f:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``s1`` or ``s2``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["s1", "s2"])
+    ap.add_argument("what", choices=["s1", "s2", "s4"])
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--spec", nargs="*", default=None)
@@ -222,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if a.what == "s1":
         run_s1(gate, a.reps or 4000, a.seed)
+    elif a.what == "s4":
+        run_s4(gate, a.reps or 100, a.seed)
     else:
         specs = a.spec or DEFAULT_SPECS
         for path in specs:
