@@ -21,6 +21,11 @@ The kernel is split by concern, one module each:
 - this module: the run loop, with one dispatch line per compiled gate.
 
 Codes come from :mod:`cogstats._codes`.
+
+Numba's on-disk cache of :func:`run_chunk` is keyed on this file alone: the pieces are
+inlined into it, so after editing a piece (``_kernel_*.py``, ``cogstats/numerics.py``,
+``_tdist.py``) and nothing here, touch this file (or delete ``__pycache__/_kernel.*.nb*``)
+so that the loop is compiled again.
 """
 
 from __future__ import annotations
