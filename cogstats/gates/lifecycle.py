@@ -15,9 +15,9 @@ status each leads to is ``OUTCOME_STATUS``), by the lesson's status (``statuses`
   -t(1 - margin_level, df)``, with at least ``margin_min_df`` residual degrees of freedom
   and an information between ``margin_min_information`` and ``margin_max_information``
   runs (the early tier): a lenient level for large harm, its margin in units of the
-  estimated noise, so its error at effect 0 does not depend on the noise level; *tier 2* (``harm_evidence``), effect 0
-  tested with the one-sided error ``alpha`` spent over the lesson's information
-  (Hwang-Shih-DeCani, as :class:`~cogstats.gates.RecommendedGate`; past
+  estimated noise, so its error at effect 0 does not depend on the noise level; *tier 2*
+  (``harm_evidence``), effect 0 tested with the one-sided error ``alpha`` spent over the
+  lesson's information (Hwang-Shih-DeCani, as :class:`~cogstats.gates.RecommendedGate`; past
   ``max_information`` at the last look's level).
 - **promote** (candidate, admitted; -> verified): the mirror images, ``promote_margin``
   and ``promote_evidence``.
