@@ -602,7 +602,7 @@ class LifecycleGate:
     passes: int = 4
     suspect_z: float = 2.5
     min_share: float = 0.3
-    alpha: float = 0.003
+    alpha: float = 0.0025
     spending: str = "hsd"
     spending_options: Mapping[str, Any] = field(default_factory=lambda: {"gamma": -3.0})
     max_information: float = 25.0

@@ -5,7 +5,7 @@ one of 100 runs, injected at 1/2, is promoted or convicted (either tier) in at m
 replicates, in a new ledger and with 20 runs of history, at noise 0.1 and 0.2 (the tiers'
 margins are in units of the estimated noise, so the rate does not depend on its scale).
 Tolerance: three binomial Monte Carlo standard errors of the replicates (the measured
-rates, 4,000 replicates a cell, are 1.05-1.12%: within one error of the bound).  The
+rates, 4,000 replicates a cell, are 0.85-1.00% by run 100: at the bound).  The
 simulation is the prototype's closed form (docs/scripts/v2_prototype.py), which
 tests/unit/test_lifecycle_gate.py checks against the gate on a ledger look by look.
 """
