@@ -38,6 +38,7 @@ from cogstats import Ledger
 from cogstats._validation import LedgerWarning, ParameterError
 from cogstats.estimators import METHODS, MixedFallbackWarning
 from cogstats.gates import GATES, EvidenceGate, GateReport, LessonState, StreamingGate, make_gate
+from cogstats.stats import StreamingStats
 
 Run = tuple[str, float, list[str], dict[str, Any]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -228,6 +229,41 @@ def check_streaming(gate: Any, runs: list[Run], where: Any) -> StreamingGate:
             for f, d, r in zip(now["fact_id"], now["decision"], now["reason"], strict=True)
         )
     return sg
+
+
+@pytest.mark.parametrize(("config", "gate"), CONFIGS, ids=[c for c, _ in CONFIGS])
+def test_running_statistics_are_built_merged_and_saved_alike(config: str, gate: Any) -> None:
+    """The running statistics of a gate judge alike however they were filled: run by run,
+    from a ledger, two halves merged, and back from their arrays."""
+    if not callable(getattr(gate, "running_statistics", None)):
+        pytest.skip(f"{config}: no running statistics")
+    try:
+        empty = gate.running_statistics()
+    except ParameterError:
+        pytest.skip(f"{config}: this setting has no running statistics")
+    if not isinstance(empty, StreamingStats):
+        pytest.skip(f"{config}: statistics of its own")
+    runs = ledger_runs("plain", 11)
+    ledger = _ledger(runs)
+    batch = gate.evaluate(ledger)
+    reg, confseq = empty.regression_covariates, empty.confseq is not None
+    one_by_one = gate.running_statistics()
+    one_by_one.extend(runs)
+    built = StreamingStats.from_ledger(ledger, reg, confseq=confseq)
+    half = len(runs) // 2
+    first, second = gate.running_statistics(), gate.running_statistics()
+    first.extend(runs[:half])
+    second.extend(runs[half:])
+    merged = first.merge(second)
+    info, arrays = one_by_one.to_arrays()
+    restored = StreamingStats.from_arrays(info, arrays)
+    for name, stats in [
+        ("run by run", one_by_one),
+        ("from_ledger", built),
+        ("merged", merged),
+        ("from_arrays", restored),
+    ]:
+        assert_same(gate.judge(stats), batch, (config, name))
 
 
 def _guide_example() -> str:
