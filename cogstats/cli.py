@@ -492,6 +492,10 @@ def _gate_name(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cogstats`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["sweep", "check"]:  # its own parser (sweep's first argument is a spec)
+        from cogstats.sweep.check import check_main
+
+        return check_main(argv[2:])
     try:
         # the gate's option flags depend on which gate: look it up first
         parser = build_parser(_gate_name(argv))
