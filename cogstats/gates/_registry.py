@@ -73,6 +73,7 @@ GATES: Registry = Registry(
         "evidence": "cogstats.gates.evidence",
         "audit": "cogstats.gates.audit",
         "recommended": "cogstats.gates.recommended",
+        "recommended_v2": "cogstats.gates.lifecycle",
     },
     check=_check_gate,
 )

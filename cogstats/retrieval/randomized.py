@@ -216,7 +216,7 @@ class Randomized(_Pooled):
     inclusion_prob : float
         The Bernoulli draw probability (default 0.5).
     retest_prob : float
-        The re-test slot's probability per run (default 0.5): with ``m >= 1`` suspended
+        The re-test slot's probability per run (default 0.5; in [0, 1]): with ``m`` suspended
         lessons a run re-tests one of them, each with propensity ``retest_prob / m``, in
         one of the candidate slots (:func:`cogstats.retrieval._base.retest_pick`; the
         draw is ``uniforms[0]``, logged with the pool's propensities).  Admitted lessons

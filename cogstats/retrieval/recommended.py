@@ -112,7 +112,7 @@ class SuspectFirst:
     fresh_trials : int
         Candidates with fewer trials come next (>= 0).
     retest_prob : float
-        The re-test slot's probability per run (default 0.5): with ``m >= 1`` suspended
+        The re-test slot's probability per run (default 0.5; in [0, 1]): with ``m`` suspended
         lessons (status ``suspended``, out of the prompt) a run re-tests one of them, each
         with propensity ``retest_prob / m``, in one of the candidate slots
         (:func:`cogstats.retrieval._base.retest_pick`, drawn from ``uniforms[0]``); the

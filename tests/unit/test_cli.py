@@ -132,6 +132,8 @@ def test_every_registered_gate_runs(
         "evidence": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         "audit": [("hold", "win_rate_ok"), ("retire", "low_win_rate")],
         "recommended": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
+        # tier 1 (a margin in noise sds) promotes the +0.3 lesson; tier 2 convicts the other
+        "recommended_v2": [("promote", "promote_margin"), ("evict", "harm_evidence")],
     }
     assert got == want[name]
 

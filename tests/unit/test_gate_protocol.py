@@ -41,6 +41,14 @@ WHY_DECISION = {
     "max_looks": "evict",
     "low_win_rate": "retire",
     "superseded": "retire",
+    # the lifecycle (recommended_v2)
+    "harm_margin": "evict",
+    "promote_margin": "promote",
+    "futility": "evict",
+    "non_inferior": "admit",
+    "suspect": "suspend",
+    "crater": "suspend",
+    "cleared": "release",
 }
 
 
@@ -77,7 +85,7 @@ def _check_why(frame: pl.DataFrame) -> None:
         want = WHY_DECISION.get(row["why"], "hold")
         assert row["decision"] == want, row
         if row["decision"] == "evict":
-            harmful = row["why"] == "harm_evidence"
+            harmful = row["why"] in ("harm_evidence", "harm_margin")
             assert row["reason"] == ("eval-gate:harmful" if harmful else "eval-gate:no_lift")
 
 
