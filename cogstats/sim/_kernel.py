@@ -22,16 +22,19 @@ The kernel is split by concern, one module each:
 
 Codes come from :mod:`cogstats._codes`.
 
-Numba's on-disk cache of :func:`run_chunk` is keyed on this file alone: the pieces are
-inlined into it, so after editing a piece (``_kernel_*.py``, ``cogstats/numerics.py``,
-``_tdist.py``) and nothing here, touch this file (or delete ``__pycache__/_kernel.*.nb*``)
-so that the loop is compiled again.
+Numba's on-disk cache of :func:`run_chunk` is keyed on this file alone, while the pieces
+are inlined into it; so that an edited piece (``_kernel_*.py``, ``cogstats/numerics.py``,
+``_tdist.py``) never runs stale, :func:`_drop_stale_cache` keeps a hash of every piece's
+source beside the cache and deletes this module's cached loop when the hash changes
+(numba then compiles it again).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -155,6 +158,39 @@ def __getattr__(name: str) -> Any:
         )
         return index
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _drop_stale_cache() -> None:
+    """Delete the cached compiled loop when a piece inlined into it has changed.
+
+    Numba checks only this file's timestamp; the hash of every piece's source is kept in
+    ``__pycache__/_kernel.pieces.sha256``.  Without a writable ``__pycache__`` (or with
+    ``NUMBA_CACHE_DIR`` elsewhere) nothing is done.
+    """
+    here = Path(__file__).resolve()
+    pieces = [
+        *sorted(here.parent.glob("_kernel*.py")),
+        here.parent / "_tdist.py",
+        here.parent.parent / "numerics.py",
+    ]
+    digest = hashlib.sha256()
+    for piece in pieces:
+        if piece.exists():
+            digest.update(piece.name.encode() + b"\0" + piece.read_bytes())
+    cache = here.parent / "__pycache__"
+    stamp = cache / "_kernel.pieces.sha256"
+    try:
+        if stamp.exists() and stamp.read_text() == digest.hexdigest():
+            return
+        if cache.is_dir():
+            for old in cache.glob("_kernel.*.nb[ic]"):
+                old.unlink(missing_ok=True)
+            stamp.write_text(digest.hexdigest())
+    except OSError:  # a read-only install: numba's own cache rules apply
+        return
+
+
+_drop_stale_cache()
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: cells run in threads side by side
