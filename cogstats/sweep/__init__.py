@@ -5,7 +5,8 @@ cells, seeds cell ``i`` with child ``i`` of the root SeedSequence, runs the cell
 local worker processes or a Dask cluster, and appends one Parquet row per finished cell
 to a resumable store; :func:`read_sweep` reads the table back, and the analysis helpers
 (:func:`operating_characteristics`, :func:`pareto_frontier`, :func:`recommend`) turn it
-into operating characteristics, trade-off frontiers and a recommended setting.
+into operating characteristics, trade-off frontiers and a recommended setting;
+:func:`check_sweep` (``cogstats sweep check``) fails a CI job when a metric crosses a bound.
 
 Needs the ``sim`` extra (numba, tqdm); the Dask executor needs the ``scale`` extra.
 """
@@ -19,6 +20,7 @@ from cogstats.sweep.analysis import (
     recommend,
     with_derived,
 )
+from cogstats.sweep.check import SweepCheck, check_sweep
 from cogstats.sweep.executors import DaskExecutor, LocalExecutor, run_cell
 from cogstats.sweep.runner import SweepResult, rerun_cell, sweep_spec
 from cogstats.sweep.spec import CellTask, SweepSpec, cell_key, load_sweep, sweep_from_dict
@@ -31,10 +33,12 @@ __all__ = [
     "LocalExecutor",
     "Recommendation",
     "StoreMismatchError",
+    "SweepCheck",
     "SweepResult",
     "SweepSpec",
     "SweepStore",
     "cell_key",
+    "check_sweep",
     "grid_columns",
     "load_sweep",
     "operating_characteristics",
