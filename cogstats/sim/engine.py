@@ -22,6 +22,7 @@ import polars as pl
 from cogstats import _codes as C
 from cogstats._codes import ENGINES
 from cogstats._progress import progress_bar
+from cogstats._registry import Registry
 from cogstats._rng import as_seed_sequence
 from cogstats._validation import ParameterError, check_choice, check_int
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
@@ -198,18 +199,23 @@ def _kernel_covariates(s: Scenario) -> int:
 #: Gate registry name -> its compiled piece: the gates the compiled kernel implements
 #: (a gate compiles by having an entry here, with the one dispatch line of its code in
 #: ``cogstats.sim._kernel.run_chunk``).
-KERNEL_GATES: dict[str, KernelGate] = {
-    "cycgraph": KernelGate(KCYC.BLOCK, _cycgraph_values, _cycgraph_code),
-    "audit": KernelGate(
-        KAUD.BLOCK, _audit_values, lambda g: C.GATE_AUDIT, _audit_support, _audit_loop
-    ),
-    "evidence": KernelGate(
-        KEV.BLOCK, _evidence_values, lambda g: C.GATE_EVIDENCE, _evidence_support
-    ),
-    "recommended": KernelGate(
-        KREC.BLOCK, _recommended_values, lambda g: C.GATE_RECOMMENDED, _recommended_support
-    ),
-}
+KERNEL_GATES: Registry[KernelGate] = Registry(
+    "compiled gate",
+    param="gate",
+    sort=False,
+    values={
+        "cycgraph": KernelGate(KCYC.BLOCK, _cycgraph_values, _cycgraph_code),
+        "audit": KernelGate(
+            KAUD.BLOCK, _audit_values, lambda g: C.GATE_AUDIT, _audit_support, _audit_loop
+        ),
+        "evidence": KernelGate(
+            KEV.BLOCK, _evidence_values, lambda g: C.GATE_EVIDENCE, _evidence_support
+        ),
+        "recommended": KernelGate(
+            KREC.BLOCK, _recommended_values, lambda g: C.GATE_RECOMMENDED, _recommended_support
+        ),
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -275,15 +281,20 @@ _POOLED = KernelPolicy(KPOL.POOL_BLOCK, _pooled_values)
 
 #: Retrieval policy registry name -> its compiled piece: the policies the kernel implements
 #: (their codes are ``cogstats._codes.POLICY_CODES``).
-KERNEL_POLICIES: dict[str, KernelPolicy] = {
-    "in_progress_first": _ORDER,
-    "newest_first": _ORDER,
-    "fewest_trials_first": _ORDER,
-    "randomized": _POOLED,
-    "designed": _POOLED,
-    "ucb1": KernelPolicy(KPOL.UCB_BLOCK, _ucb_values, _ucb_loop),
-    "suspect_first": KernelPolicy(KPOL.SUSPECT_BLOCK, _suspect_first_values),
-}
+KERNEL_POLICIES: Registry[KernelPolicy] = Registry(
+    "compiled retrieval policy",
+    param="retrieval",
+    sort=False,
+    values={
+        "in_progress_first": _ORDER,
+        "newest_first": _ORDER,
+        "fewest_trials_first": _ORDER,
+        "randomized": _POOLED,
+        "designed": _POOLED,
+        "ucb1": KernelPolicy(KPOL.UCB_BLOCK, _ucb_values, _ucb_loop),
+        "suspect_first": KernelPolicy(KPOL.SUSPECT_BLOCK, _suspect_first_values),
+    },
+)
 
 
 def fast_support(s: Scenario) -> str | None:
