@@ -8,8 +8,8 @@
    that evicts poison fastest with recall >= 0.99 and false eviction <= 2% (benchmark
    S2's goals), or the closest one when none meets them;
 3. render the report notebooks (papermill, offline HTML with inline SVG charts; two
-   kernels at a time) with the trade-off report reading that sweep, and write
-   ``index.html``.
+   kernels at a time) with the trade-off report reading that sweep, printing one line
+   when each report starts and one with its time when it ends, and write ``index.html``.
 
 The specs come from the checkout's ``simulations/`` folder, or the installed copy
 (:func:`cogstats.reports.resource_root`), so the demo runs outside a checkout too.
@@ -81,6 +81,7 @@ def run_demo(out: Path, *, quick: bool = False) -> int:
             "threshold_explorer": {"sweep_path": str(sweep_dir.resolve())},
         },
         workers=2,
+        progress=_say,
     )
     _say(f"report: {index}")
     _say(f"done in {time.perf_counter() - started:.0f} s")
