@@ -10,6 +10,8 @@ key numbers.  :func:`interactive_chart` embeds an altair chart with its paramete
 (sliders, dropdowns) and the Vega JavaScript inlined, so the page needs no kernel and no
 network.  All three return small frozen objects that render in a notebook
 (``_repr_html_``); the report notebooks display them, they never build HTML themselves.
+:func:`terminal_table` is the command line's counterpart: a frame as text that fits the
+terminal, keeping the leading columns.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "interactive_chart",
     "show_table",
     "summary_block",
+    "terminal_table",
 ]
 
 _TABLE_STYLE = (
@@ -316,3 +319,78 @@ def interactive_chart(chart: Any, *, height: int = 600) -> InteractiveChart:
         buffer, format="html", inline=True, embed_options={"renderer": "svg", "actions": False}
     )
     return InteractiveChart(page=buffer.getvalue(), height=height)
+
+
+def _text_width(frame: pl.DataFrame, max_rows: int) -> tuple[str, int]:
+    from cogstats._results import CLI_TABLE_WIDTH, frame_text
+
+    text = frame_text(frame, max_rows=max_rows, width=CLI_TABLE_WIDTH)
+    return text, max((len(line) for line in text.splitlines()), default=0)
+
+
+def terminal_table(
+    frame: pl.DataFrame,
+    *,
+    width: int | None = None,
+    wide: bool = False,
+    max_rows: int = 200,
+) -> str:
+    """Return ``frame`` as a text table that fits ``width`` characters, or all of it.
+
+    The leading columns are kept, in order, as many as fit (at least the first); the
+    columns left out are named on a last line with the way to see them all (``--format
+    wide``).  A gate report's leading columns are the ones every gate shares (fact_id,
+    decision, reason, why, trials, estimate, std_error, baseline_runs); the gate's own
+    columns come after them and are the first to go.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The table.
+    width : int, optional
+        Characters available; default: the terminal's width
+        (:func:`shutil.get_terminal_size`: ``COLUMNS`` or the terminal, 80 when output
+        is not a terminal).
+    wide : bool
+        Every column, however wide (``--format wide``).
+    max_rows : int
+        Rows shown (>= 1).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> t = pl.DataFrame({"fact_id": ["a", "b"], "decision": ["hold", "evict"],
+    ...                   "a_long_column_name": [1.5, 2.25], "another_one": [1, 2]})
+    >>> print(terminal_table(t, width=40))
+    ┌─────────┬──────────┐
+    │ fact_id ┆ decision │
+    ╞═════════╪══════════╡
+    │ a       ┆ hold     │
+    │ b       ┆ evict    │
+    └─────────┴──────────┘
+    2 more columns: a_long_column_name, another_one (--format wide shows every column)
+    >>> len(terminal_table(t, wide=True).splitlines()[0]) > 40
+    True
+    """
+    import shutil
+
+    rows = int(check_int("max_rows", max_rows, minimum=1))  # type: ignore[arg-type]
+    if width is None:
+        width = shutil.get_terminal_size((80, 24)).columns
+    avail = int(check_int("width", width, minimum=1))  # type: ignore[arg-type]
+    text, used = _text_width(frame, rows)
+    if wide or used <= avail or frame.width <= 1:
+        return text
+    columns = frame.columns
+    kept = 1
+    best = _text_width(frame.select(columns[:1]), rows)[0]
+    # add leading columns while the table fits (each render is one small frame)
+    for k in range(2, len(columns)):
+        candidate, used = _text_width(frame.select(columns[:k]), rows)
+        if used > avail:
+            break
+        kept, best = k, candidate
+    dropped = columns[kept:]
+    names = ", ".join(dropped)
+    note = f"{len(dropped)} more column{'s' if len(dropped) > 1 else ''}: {names}"
+    return f"{best}\n{note} (--format wide shows every column)"
