@@ -744,6 +744,10 @@ class StreamingStats:
         m = int(used.get("m", 0))
         if m == 0 or (q == 0 and n * m > DENSE_LIMIT):
             return frame, True
+        if q > 0 and n < xtx.shape[0]:
+            # fewer runs than design columns, with covariates: the batch's dense check
+            # tells an estimable lesson from a collinear one, which the factors cannot
+            return frame, False
         # a flag is the batch's unless the factor could be on either side of the
         # threshold: it is clearly below (half) or clearly above (a million times, which
         # an exact dependency gives in both decompositions)
