@@ -17,6 +17,8 @@ from cogstats.charts.admission import admission_roc, monitor_statistic, recall_b
 from cogstats.charts.audit import attribution_forest, gate_decisions, lesson_timeline
 from cogstats.charts.comparison import (
     FIGURE_TITLES,
+    HEADLINE_TITLES,
+    LIFECYCLE_TITLES,
     benchmark_figures,
     rule_operating_characteristics,
 )
@@ -32,6 +34,8 @@ __all__ = [
     "DEFAULT_OUTCOMES",
     "EXPLORER_METRICS",
     "FIGURE_TITLES",
+    "HEADLINE_TITLES",
+    "LIFECYCLE_TITLES",
     "REFERENCE_COLUMNS",
     "VERDICTS",
     "admission_roc",

@@ -17,10 +17,16 @@ import polars as pl
 from cogstats._validation import ParameterError, check_int
 from cogstats.charts._frames import check_multiplier, require_columns, select_as
 
-__all__ = ["FIGURE_TITLES", "benchmark_figures", "rule_operating_characteristics"]
+__all__ = [
+    "FIGURE_TITLES",
+    "HEADLINE_TITLES",
+    "LIFECYCLE_TITLES",
+    "benchmark_figures",
+    "rule_operating_characteristics",
+]
 
-#: Metric -> panel title (words, with units) of :func:`benchmark_figures`.
-FIGURE_TITLES: dict[str, str] = {
+#: The headline figures (S2, its variants, S4): metric -> panel title (words, units).
+HEADLINE_TITLES: dict[str, str] = {
     "poison_recall": "poison recall (share removed)",
     "median_removal_delay": "median delay to removal (runs)",
     "poison_time_to_eviction": "mean delay to removal (runs)",
@@ -30,6 +36,19 @@ FIGURE_TITLES: dict[str, str] = {
     "false_decision_rate": "null lessons decided (share)",
     "any_decision_rate": "null lessons, any decision (share)",
 }
+#: What happens after a verdict (suspension, re-test, exposure; the ``S2_METRICS`` of
+#: :mod:`cogstats.reports.comparison` beyond the headline): metric -> panel title.
+LIFECYCLE_TITLES: dict[str, str] = {
+    "regret_vs_margin": "regret minus margin rule's (paired)",
+    "poison_exposure": "poison exposure, mean (runs)",
+    "median_poison_exposure": "poison exposure, median (runs)",
+    "poison_out_last5": "poisons out of the last 5 runs (share)",
+    "false_conviction_rate": "effect >= 0 evicted as harmful (share)",
+    "helpful_lost_rate": "helpful lessons lost (share)",
+    "median_suspended_runs": "genuine suspended, median (runs)",
+}
+#: Every metric :func:`benchmark_figures` draws by default -> its panel title.
+FIGURE_TITLES: dict[str, str] = {**HEADLINE_TITLES, **LIFECYCLE_TITLES}
 _OC = "rule_operating_characteristics"
 _BARS = "benchmark_figures"
 

@@ -15,7 +15,13 @@ import pytest
 import vl_convert as vlc
 
 from cogstats._validation import ParameterError
-from cogstats.charts import FIGURE_TITLES, benchmark_figures, rule_operating_characteristics
+from cogstats.charts import (
+    FIGURE_TITLES,
+    HEADLINE_TITLES,
+    LIFECYCLE_TITLES,
+    benchmark_figures,
+    rule_operating_characteristics,
+)
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +125,28 @@ def test_benchmark_figures_errors(figures: pl.DataFrame) -> None:
         benchmark_figures(figures, goals=pl.DataFrame({"where": ["s2"]}))
     only = benchmark_figures(figures, metrics={"regret": "regret"})
     assert set(only.data["metric"]) == {"regret"}
+
+
+def test_every_comparison_metric_has_a_panel_title() -> None:
+    """Every S2 and S4 figure compare_gates produces is charted (issue 20: none left out)."""
+    from cogstats.reports.comparison import S2_METRICS, S4_METRICS
+
+    assert set(S2_METRICS) | set(S4_METRICS) <= set(FIGURE_TITLES)
+    assert FIGURE_TITLES == {**HEADLINE_TITLES, **LIFECYCLE_TITLES}
+    assert not set(HEADLINE_TITLES) & set(LIFECYCLE_TITLES)
+    # short enough for a panel header of the default width (no cut titles)
+    assert max(len(t) for t in FIGURE_TITLES.values()) <= 40
+
+
+def test_lifecycle_panels_render(figures: pl.DataFrame) -> None:
+    rows = figures.with_columns(
+        pl.col("metric").replace(
+            {"poison_recall": "poison_out_last5", "regret": "regret_vs_margin"}
+        )
+    )
+    chart = benchmark_figures(rows, metrics=LIFECYCLE_TITLES)
+    assert set(chart.data["panel"]) == {
+        "poisons out of the last 5 runs (share)",
+        "regret minus margin rule's (paired)",
+    }
+    assert "<svg" in _svg(chart)
