@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import polars as pl
 
 from cogstats._codes import ADMITTED, LIVE_STATUSES, SUSPENDED
@@ -21,9 +22,14 @@ __all__ = [
     "RetrievalPolicy",
     "Selection",
     "lesson_table",
+    "retest_eligible",
     "retest_pick",
     "split_lessons",
 ]
+
+#: The lesson-table column that holds, per lesson, the first run of its current status
+#: (the simulator's reference engine writes it; a re-test window reads it).
+SINCE_COLUMN = "status_since"
 
 #: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
 #: backward compatibility for stores written before eval-gating).
@@ -114,11 +120,16 @@ def check_slots(max_facts: Any, candidate_slots: Any) -> tuple[int, int]:
 
 def split_lessons(
     lessons: pl.DataFrame | Iterable[Mapping[str, Any]],
+    *,
+    retest_window: int | None = None,
+    context: Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Validate a lesson table once: (its live lessons, the suspended ids oldest first).
 
     Suspended lessons are out of the prompt; a policy with a re-test slot
-    (:func:`retest_pick`) may inject one of them per run, at random.
+    (:func:`retest_pick`) may inject one of them per run, at random.  With
+    ``retest_window`` only the suspended lessons eligible for a re-test are returned
+    (:func:`retest_eligible`: suspended within the last ``retest_window`` runs).
 
     Examples
     --------
@@ -133,6 +144,7 @@ def split_lessons(
         .sort(["created_at", "id"], maintain_order=True)["id"]
         .to_list()
     )
+    suspended = retest_eligible(table, suspended, retest_window, context)
     return live_lessons(table), suspended
 
 
@@ -166,6 +178,107 @@ def retest_pick(suspended: list[str], u: float, prob: float) -> tuple[str | None
     if u < prob:
         return suspended[min(int(u / prob * m), m - 1)], props
     return None, props
+
+
+def check_retest_options(retest_window: Any, fill_empty: Any) -> tuple[int | None, bool]:
+    """Validate ``retest_window`` (int >= 1 or None) and ``fill_empty`` (bool).
+
+    Examples
+    --------
+    >>> check_retest_options(5, True)
+    (5, True)
+    >>> check_retest_options(0, False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: retest_window must be an integer >= 1 (runs) or None; got 0
+    """
+    window = retest_window
+    if window is not None:
+        ok = isinstance(window, int | np.integer) and not isinstance(window, bool | np.bool_)
+        if not ok or int(window) < 1:
+            raise ParameterError(
+                f"retest_window must be an integer >= 1 (runs) or None; got {retest_window!r}"
+            )
+        window = int(window)
+    if not isinstance(fill_empty, bool | np.bool_):
+        raise ParameterError(f"fill_empty must be True or False; got {fill_empty!r}")
+    return window, bool(fill_empty)
+
+
+def retest_eligible(
+    lessons: pl.DataFrame,
+    suspended: list[str],
+    window: int | None,
+    context: Mapping[str, Any] | None,
+) -> list[str]:
+    """Return the suspended lessons the re-test slot may draw (order kept).
+
+    ``window`` None: every suspended lesson.  Otherwise only those suspended within the
+    last ``window`` runs: with ``since`` the first run of the lesson's suspension (the
+    table's ``status_since`` column) and ``run`` the coming run (``context["run"]``),
+    eligible when ``run - since < window``, i.e. in the suspension's first ``window``
+    runs.
+
+    Examples
+    --------
+    >>> t = validate_lesson_table([
+    ...     {"id": "a", "status": "suspended", "created_at": 1, "status_since": 2},
+    ...     {"id": "b", "status": "suspended", "created_at": 2, "status_since": 6}])
+    >>> retest_eligible(t, ["a", "b"], 5, {"run": 7})
+    ['b']
+    >>> retest_eligible(t, ["a", "b"], None, None)
+    ['a', 'b']
+    """
+    if window is None or not suspended:
+        return suspended
+    run = None if context is None else context.get("run")
+    if isinstance(run, bool) or not isinstance(run, int | np.integer):
+        raise ParameterError(
+            "retest_window needs the coming run's number as context['run'] (an integer); "
+            f"got context {dict(context) if context is not None else None!r}"
+        )
+    if SINCE_COLUMN not in lessons.columns:
+        raise ParameterError(
+            f"retest_window needs the lesson table's {SINCE_COLUMN!r} column (the first run "
+            f"of each lesson's status); got columns {lessons.columns}"
+        )
+    since = dict(zip(lessons["id"].to_list(), lessons[SINCE_COLUMN].to_list(), strict=True))
+    out = []
+    for f in suspended:
+        s = since.get(f)
+        if s is None:
+            raise ParameterError(
+                f"retest_window: suspended lesson {f!r} has no {SINCE_COLUMN!r}; got None"
+            )
+        if int(run) - int(s) < window:
+            out.append(f)
+    return out
+
+
+def fill_candidates(
+    cands: pl.DataFrame, taken: Iterable[str], ledger: Ledger | None, room: int
+) -> list[str]:
+    """Return up to ``room`` candidates not yet ``taken``: fewest trials, oldest, id first.
+
+    The places a prompt has left after its candidates and verified block go to further
+    candidates (benched ones included), deterministically, so that over runs every
+    candidate gets its turn.
+    """
+    if room <= 0 or cands.height == 0:
+        return []
+    taken = set(taken)
+    rest = cands.filter(~pl.col("id").is_in(list(taken)))
+    if rest.height == 0:
+        return []
+    if ledger is not None and len(ledger):
+        stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
+        rest = rest.join(stats, on="id", how="left", maintain_order="left").with_columns(
+            pl.col("trials").fill_null(0)
+        )
+    else:
+        rest = rest.with_columns(pl.lit(0).alias("trials"))
+    rest = rest.sort(["trials", "created_at", "id"], maintain_order=True)
+    return list(rest["id"].head(room).to_list())
 
 
 def verified_block(

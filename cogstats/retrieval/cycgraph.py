@@ -21,7 +21,9 @@ from cogstats._validation import check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
     Selection,
+    check_retest_options,
     check_slots,
+    fill_candidates,
     retest_pick,
     split_lessons,
     verified_block,
@@ -48,6 +50,8 @@ class _Gated(ABC):
     candidate_slots: int = 2
     rest_after_trials: int | None = None
     retest_prob: float = 0.5
+    retest_window: int | None = None
+    fill_empty: bool = False
 
     #: the simulator's reference engine shows this policy its suspended lessons
     retests_suspended = True
@@ -60,6 +64,9 @@ class _Gated(ABC):
         object.__setattr__(self, "rest_after_trials", rest)
         prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
         object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
+        window, fill = check_retest_options(self.retest_window, self.fill_empty)
+        object.__setattr__(self, "retest_window", window)
+        object.__setattr__(self, "fill_empty", fill)
 
     @abstractmethod
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
@@ -80,7 +87,7 @@ class _Gated(ABC):
         minus the candidates taken.  Deterministic unless lessons are suspended: then
         one uniform from ``rng`` draws the re-test slot (see the class notes).
         """
-        table, suspended = split_lessons(lessons)
+        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         u0 = float(np.random.default_rng(rng).random()) if suspended else 1.0
         return self._select(table, suspended, ledger, u0)
 
@@ -98,6 +105,10 @@ class _Gated(ABC):
         room = self.max_facts - chosen.height - (pick is not None)
         ver = verified_block(table.filter(~is_cand), ledger).head(room)
         fact_ids = tuple(ver["id"].to_list()) + tuple(chosen["id"].to_list())
+        if self.fill_empty:
+            # places still empty go to further candidates (benched ones too), fewest
+            # trials first: deterministic given the re-test draw
+            fact_ids += tuple(fill_candidates(cands, fact_ids, ledger, room - ver.height))
         if pick is not None:
             fact_ids += (pick,)
         if not props:
@@ -122,7 +133,7 @@ class _Gated(ABC):
         Only ``uniforms[0]`` is used, and only when lessons are suspended: it draws the
         re-test slot.
         """
-        table, suspended = split_lessons(lessons)
+        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         return self._select(table, suspended, ledger, float(uniforms[0]) if suspended else 1.0)
 
 
@@ -147,6 +158,15 @@ class InProgressFirst(_Gated):
         leave-one-out baseline can form.
     retest_prob : float
         The re-test slot's probability per run (default 0.5; in [0, 1]).
+    retest_window : int or None
+        Re-test only lessons suspended within the last ``retest_window`` runs (``run -
+        since < retest_window``, ``since`` the first run suspended, read from the lesson
+        table's ``status_since`` column; the coming run is ``context["run"]``; the
+        simulator's reference engine passes both).  Default None: every suspended lesson.
+    fill_empty : bool
+        Keep the prompt full (default False): places left after the candidates and the
+        verified block go to further candidates, benched ones included, fewest trials
+        first, then oldest, then id (deterministic, logged with propensity 1).
 
     Notes
     -----
@@ -159,7 +179,9 @@ class InProgressFirst(_Gated):
     propensities are logged (``Selection.propensities``: the suspects', and 1 for the
     rest of the prompt, which is deterministic given the re-test draw), so that a gate
     can weigh the re-test runs.  Never two suspended lessons in one run.  With no
-    suspended lesson the selection is cycgraph's, deterministic.
+    suspended lesson the selection is cycgraph's, deterministic.  With ``retest_window``
+    the ``m`` above counts only the eligible suspects (propensity ``retest_prob / m``
+    each; suspects past their window are not logged: they cannot be drawn).
 
     With a ledger, candidates are ordered by trials (most first), then oldest first,
     then id; without one, newest first, then id.  Ids compare by code point (cycgraph

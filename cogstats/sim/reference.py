@@ -14,8 +14,11 @@ look (verified ones too when re-checking); a gate whose ``evaluate`` accepts
 ``statuses`` gets each judged lesson's ``LessonState(status, since)``, ``since`` the
 first run in that status (the arrival run, or the run after the decision).  Retrieval
 sees candidates, admitted and verified lessons, and the suspended ones when the policy
-has a re-test slot (``retests_suspended``).  The simulated ledger names the true
-difficulty ``true_difficulty`` (a covariate no gate selects by default).
+has a re-test slot (``retests_suspended``); each row of the lesson table it is shown
+carries ``status_since`` (the lesson's ``since``) and the context the coming run
+(``{"family": ..., "run": ...}``), so that a re-test window can be applied.  The
+simulated ledger names the true difficulty ``true_difficulty`` (a covariate no gate
+selects by default).
 
 It consumes the same pre-drawn numbers as the compiled engine (:mod:`cogstats.sim._kernel`)
 and must reach the same decisions; it exists for that cross-check and for benchmark C1,
@@ -138,6 +141,7 @@ def run_reference(
                     "status": status[lessons.ids[j]],
                     "created_at": int(lessons.arrival[j]),
                     "applies_to": None if lessons.applies[j] < 0 else fam_names[lessons.applies[j]],
+                    "status_since": since[lessons.ids[j]],
                 }
                 for j in order
                 if status.get(lessons.ids[j]) in shown
@@ -148,7 +152,8 @@ def run_reference(
                 props = None
             else:
                 fam = fam_names[prep.family[rep, r]] if fam_names else None
-                sel = policy.select_with_uniforms(table, ledger, u, context={"family": fam})
+                ctx = {"family": fam, "run": run}
+                sel = policy.select_with_uniforms(table, ledger, u, context=ctx)
                 fact_ids, props = sel.fact_ids, sel.propensities
             idx = sorted(index[f] for f in fact_ids)
             inj = np.asarray(idx, dtype=np.int64)

@@ -365,3 +365,158 @@ def test_retest_frequency_in_the_simulator_matches_the_logged_propensity() -> No
     for el, pr in zip(led["eligible_ids"], led["propensities"], strict=True):
         logged = dict(zip(el, pr, strict=True))
         assert [logged[f] for f in ("P", "G", "N")] == pytest.approx([0.2] * 3, abs=1e-15)
+
+
+# --- the re-test window and the full prompt (retest_window, fill_empty) -------------------
+
+
+def _window_scenario(retest_prob: float, window: int | None, runs: int, **extra: Any) -> Scenario:
+    s = _scenario(retest_prob, runs=runs)
+    return s.with_values({"retrieval.retest_window": window, **extra})
+
+
+def test_retest_window_is_respected_in_the_simulator() -> None:
+    # P, G suspended after run 2 (since 3), N after run 6 (since 7); window 3, prob 1:
+    # runs 3-5 re-test one of P, G (1/2 each), run 6 none, runs 7-9 N (1), then none
+    gate = ScriptedGate(
+        {2: {"P": ("suspend", None), "G": ("suspend", None)}, 6: {"N": ("suspend", None)}}
+    )
+    result = simulate(_window_scenario(1.0, 3, runs=12), replicates=3, rng=8, gate=gate)
+    sus = result.injected_statuses().filter(pl.col("status") == "suspended")
+    for rep in range(3):
+        mine = sus.filter(pl.col("replicate") == rep).sort("run")
+        assert mine["run"].to_list() == [3, 4, 5, 7, 8, 9]
+        assert set(mine.filter(pl.col("run") <= 5)["fact_id"]) <= {"P", "G"}
+        assert set(mine.filter(pl.col("run") >= 7)["fact_id"]) == {"N"}
+        frame = result.ledger(rep).frame
+        for run_id, el, pr in zip(
+            frame["run_id"], frame["eligible_ids"], frame["propensities"], strict=True
+        ):
+            run = int(run_id)
+            logged = {} if el is None else dict(zip(el, pr, strict=True))
+            # the lessons suspended at this run (N is a candidate, logged with 1, to run 6)
+            suspended = "PGN" if run >= 7 else "PG"
+            suspects = {f: logged[f] for f in suspended if f in logged}
+            if 3 <= run <= 5:
+                assert suspects == {"P": 0.5, "G": 0.5}, (run, logged)
+            elif 7 <= run <= 9:
+                assert suspects == {"N": 1.0}, (run, logged)
+            elif run >= 6:
+                # nobody eligible: no suspect drawn or logged (a deterministic run logs
+                # its injected lessons with 1)
+                assert suspects == {}, (run, logged)
+                assert set(logged.values()) <= {1.0}
+
+
+def test_retest_window_propensities_equal_the_empirical_frequency() -> None:
+    # suspensions after runs 1, 3, 5 (since 2, 4, 6), window 4, retest_prob 0.6: each
+    # suspect is eligible for 4 runs, sharing the slot with another in some of them.  The
+    # logged propensities are retest_prob / m_eligible exactly, and their sum over runs
+    # and replicates is the expected re-test count: the empirical count is within 4
+    # binomial standard errors of it (fixed seed)
+    gate = ScriptedGate(
+        {1: {"P": ("suspend", None)}, 3: {"G": ("suspend", None)}, 5: {"N": ("suspend", None)}}
+    )
+    reps = 150
+    result = simulate(_window_scenario(0.6, 4, runs=10), replicates=reps, rng=21, gate=gate)
+    expect = {
+        "P": {2: 0.6, 3: 0.6, 4: 0.3, 5: 0.3},
+        "G": {4: 0.3, 5: 0.3, 6: 0.3, 7: 0.3},
+        "N": {6: 0.3, 7: 0.3, 8: 0.6, 9: 0.6},
+    }
+    logged_sum = dict.fromkeys(expect, 0.0)
+    var = dict.fromkeys(expect, 0.0)
+    for rep in range(reps):
+        frame = result.ledger(rep).frame
+        for run_id, el, pr in zip(
+            frame["run_id"], frame["eligible_ids"], frame["propensities"], strict=True
+        ):
+            logged = {} if el is None else dict(zip(el, pr, strict=True))
+            for f, by_run in expect.items():
+                p = by_run.get(int(run_id))
+                if p is None:
+                    assert f not in logged or logged[f] == 1.0  # injected by rule, or out
+                    continue
+                assert logged[f] == pytest.approx(p, abs=1e-15), (rep, run_id, f)
+                logged_sum[f] += p
+                var[f] += p * (1 - p)
+    sus = result.injected_statuses().filter(pl.col("status") == "suspended")
+    for f in expect:
+        count = sus.filter(pl.col("fact_id") == f).height
+        assert abs(count - logged_sum[f]) < 4 * math.sqrt(var[f]), (f, count, logged_sum[f])
+        runs_seen = set(sus.filter(pl.col("fact_id") == f)["run"].to_list())
+        assert runs_seen <= set(expect[f]), (f, runs_seen)
+
+
+FILL_STORE = [
+    {"id": "v1", "status": "verified", "created_at": 0},
+    *({"id": f"c{i}", "status": "candidate", "created_at": i} for i in range(1, 6)),
+]
+
+
+def test_fill_empty_fills_the_prompt_with_further_candidates() -> None:
+    # c1, c2 have a trial (benched at 1 trial): cycgraph's selection is v1 + c3, c4 (two
+    # candidate slots) and leaves two places empty; fill_empty gives them to c5, then c1
+    # (fewest trials, then oldest): deterministic, no propensities
+    ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["c1", "c2"]}])
+    opts: dict[str, Any] = {"max_facts": 6, "candidate_slots": 2, "rest_after_trials": 1}
+    plain = InProgressFirst(**opts).select(FILL_STORE, ledger)
+    assert plain.fact_ids == ("v1", "c3", "c4")
+    full = InProgressFirst(**opts, fill_empty=True).select(FILL_STORE, ledger)
+    assert full.fact_ids == ("v1", "c3", "c4", "c5", "c1", "c2")
+    assert full.propensities is None
+    small = InProgressFirst(**{**opts, "max_facts": 4}, fill_empty=True).select(FILL_STORE, ledger)
+    assert small.fact_ids == ("v1", "c3", "c4", "c5")
+    # with a suspect in its window: one re-test at u < prob, the fills logged with 1
+    store = [*FILL_STORE, {"id": "s1", "status": "suspended", "created_at": 9, "status_since": 2}]
+    pol = InProgressFirst(**opts, fill_empty=True, retest_window=2, retest_prob=0.5)
+    sel = pol.select_with_uniforms(store, ledger, np.array([0.2, 0.5]), context={"run": 3})
+    # (the re-test takes a candidate slot: c3 chosen, then c4, c5, c1 fill the places)
+    assert sel.fact_ids == ("v1", "c3", "c4", "c5", "c1", "s1")
+    assert sel.propensities == {"v1": 1.0, "c3": 1.0, "c4": 1.0, "c5": 1.0, "c1": 1.0, "s1": 0.5}
+    # past its window (run 4 - since 2 >= 2): not drawn, not logged, the prompt full
+    late = pol.select_with_uniforms(store, ledger, np.array([0.2, 0.5]), context={"run": 4})
+    assert late.fact_ids == ("v1", "c3", "c4", "c5", "c1", "c2")
+    assert late.propensities is None
+
+
+def test_fill_empty_keeps_the_simulated_prompt_full() -> None:
+    gate = ScriptedGate({})
+    base = _scenario(0.5, runs=6, slots=1).with_values({"retrieval.rest_after_trials": 1})
+    plain = simulate(base, replicates=1, rng=2, gate=gate)
+    full = simulate(
+        base.with_values({"retrieval.fill_empty": True}), replicates=1, rng=2, gate=gate
+    )
+    assert plain.runs is not None and full.runs is not None
+    # one candidate a run until all four are benched after their first trial: then empty
+    assert plain.runs["fact_ids"].list.len().to_list() == [1, 1, 1, 1, 0, 0]
+    assert full.runs["fact_ids"].list.len().to_list() == [4] * 6
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retest_window": 0}, r"retest_window must be an integer >= 1 \(runs\) or None; got 0"),
+        ({"retest_window": True}, r"retest_window must be .*; got True"),
+        ({"retest_window": 2.5}, r"retest_window must be .*; got 2.5"),
+        ({"fill_empty": "yes"}, r"fill_empty must be True or False; got 'yes'"),
+    ],
+)
+def test_retest_options_are_validated(options: dict[str, Any], message: str) -> None:
+    from cogstats._validation import ParameterError
+
+    with pytest.raises(ParameterError, match=message):
+        InProgressFirst(**options)
+
+
+def test_retest_window_needs_the_run_and_the_since_column() -> None:
+    from cogstats._validation import ParameterError
+
+    pol = InProgressFirst(retest_window=3)
+    store = [{"id": "s1", "status": "suspended", "created_at": 1, "status_since": 2}]
+    with pytest.raises(ParameterError, match=r"context\['run'\]"):
+        pol.select(store)
+    with pytest.raises(ParameterError, match="'status_since' column"):
+        pol.select([{"id": "s1", "status": "suspended", "created_at": 1}], context={"run": 3})
+    # without suspects the window asks for nothing
+    assert pol.select([{"id": "c", "status": "candidate", "created_at": 1}]).fact_ids == ("c",)

@@ -1,0 +1,174 @@
+"""The second-version gate (``recommended_v2``) measured in the simulator (issue 18).
+
+docs/recommended.md ("Second version") measured the lifecycle gate in a standalone
+prototype (``docs/scripts/v2_prototype.py``, ``agent_v2``) whose retrieval is its own.
+This benchmark runs it in the real simulator (``cogstats.simulate``, reference engine:
+the gate is not compiled) on S2 (``simulations/poison_crater.toml``), every committed S2
+variant (``simulations/s2_variants/*.toml``) and ``simulations/s2_helpful_lessons.toml``,
+side by side with cycgraph's margin rule on the same seeds (each spec's own seed):
+
+- ``margin``: the spec's own gate options with ``decision_rule = "margin"`` and the
+  spec's retrieval (``contender_scenario("cycgraph_margin", ...)`` of the gate_comparison
+  report);
+- ``v2``: gate type ``recommended_v2`` (its defaults) with the spec's retrieval plus
+  ``retest_window = 5`` (only lessons suspended within the last 5 runs are re-tested, one
+  at a time, uniformly among those, with probability ``retest_prob`` = 0.5) and
+  ``fill_empty = True`` (places left empty go to further candidates, benched ones
+  included, fewest trials first).
+
+Figures per scenario, as the gate_comparison report defines them
+(:mod:`cogstats.reports.comparison`, :mod:`cogstats.sim.metrics`), each with its Monte
+Carlo standard error: regret paired difference v2 - margin (mean over replicates, se,
+upper end of the two-sided 95% interval); pooled median poison exposure (cluster
+bootstrap error); poisons not injected in the last 5 runs; false conviction (effect >= 0
+evicted as harmful / such lessons tried); helpful lost (effect >= 0.05 evicted, retired
+or suspended at the last run); median runs genuine lessons spend suspended (pooled over
+those ever suspended) and the share of replicates where one was.
+
+Run: ``.venv/bin/python -m benchmarks.v2_simulated [--quick] [--json PATH]`` (40
+replicates a scenario, about 1 s per replicate of S2 for v2 on one core; ``--quick``: 4).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import cli, machine
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = {
+    "S2": "simulations/poison_crater.toml",
+    "helpful_lessons": "simulations/s2_helpful_lessons.toml",
+    **{
+        p.stem: f"simulations/s2_variants/{p.name}"
+        for p in sorted((ROOT / "simulations" / "s2_variants").glob("*.toml"))
+    },
+}
+#: the re-test design docs/recommended.md's measurements assume, in the simulator's terms
+V2_RETRIEVAL = {"retrieval.retest_window": 5, "retrieval.fill_empty": True}
+#: per-replicate metrics reported as means with their Monte Carlo errors
+MEANS = ("regret", "poison_out_last5", "false_conviction_rate", "helpful_lost_rate")
+
+
+def scenarios(path: str | Path) -> tuple[Any, Any, int]:
+    """Return (margin scenario, v2 scenario, the spec's seed) for one spec.
+
+    Examples
+    --------
+    >>> m, v, seed = scenarios(ROOT / "simulations/poison_crater.toml")
+    >>> m.gate.policy["decision_rule"], v.gate.type, v.retrieval.retest_window
+    ('margin', 'recommended_v2', 5)
+    >>> v.retrieval.max_facts == m.retrieval.max_facts, v.retrieval.fill_empty
+    (True, True)
+    """
+    from cogstats.reports.comparison import contender_scenario
+    from cogstats.sim import load_spec
+
+    spec = load_spec(ROOT / path)
+    margin = contender_scenario("cycgraph_margin", spec.scenario)
+    v2 = margin.with_values({"gate.type": "recommended_v2", **V2_RETRIEVAL})
+    return margin, v2, int(spec.seed)
+
+
+def _mean(values: np.ndarray) -> dict[str, float | int]:
+    v = values[~np.isnan(values)]
+    n = int(v.size)
+    mean = float(v.mean()) if n else math.nan
+    se = float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return {"value": mean, "mcse": se, "n": n}
+
+
+def figures(result: Any, seed: int) -> dict[str, Any]:
+    """The issue's figures of one simulation result (means and pooled medians, with errors)."""
+    from cogstats.sim.metrics import pooled_median_exposure, pooled_median_suspended
+
+    m = result.metrics.sort("replicate")
+    out: dict[str, Any] = {k: _mean(m[k].cast(float).fill_null(np.nan).to_numpy()) for k in MEANS}
+    for name, fn in (
+        ("median_poison_exposure", pooled_median_exposure),
+        ("median_genuine_suspended_runs", pooled_median_suspended),
+    ):
+        med = fn(result.lessons, n_resamples=999, rng=seed)
+        out[name] = {"value": med["median"], "mcse": med["mcse"], "n": med["n"]}
+    sus = m["genuine_suspended_runs"].cast(float).fill_null(np.nan).to_numpy()
+    out["replicates_with_genuine_suspended"] = _mean((~np.isnan(sus)).astype(float))
+    out["suspensions_per_replicate"] = _mean(m["suspensions"].cast(float).to_numpy())
+    out["retest_injections_per_replicate"] = _mean(m["retest_injections"].cast(float).to_numpy())
+    return out
+
+
+def measure(path: str | Path, replicates: int) -> dict[str, Any]:
+    """Simulate one spec with both contenders on the same seeds; the paired figures."""
+    from cogstats.sim import simulate
+
+    margin_s, v2_s, seed = scenarios(path)
+    out: dict[str, Any] = {"spec": str(path), "seed": seed, "replicates": replicates}
+    regret: dict[str, np.ndarray] = {}
+    for label, scenario, engine in (
+        ("margin", margin_s, "auto"),
+        ("v2", v2_s, "reference"),
+    ):
+        t = time.perf_counter()
+        result = simulate(
+            scenario,
+            replicates=replicates,
+            rng=np.random.SeedSequence(seed),
+            engine=engine,
+            keep_runs=False,
+            progress=False,
+        )
+        out[label] = {
+            "engine": result.engine,
+            "seconds": time.perf_counter() - t,
+            **figures(result, seed),
+        }
+        regret[label] = result.metrics.sort("replicate")["regret"].to_numpy()
+    d = regret["v2"] - regret["margin"]
+    paired = _mean(d)
+    paired["upper95"] = float(paired["value"]) + 1.959963984540054 * float(paired["mcse"])
+    out["regret_v2_minus_margin"] = paired
+    return out
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Measure v2 beside the margin rule on S2, its variants and the helpful-lessons spec."""
+    reps = 4 if quick else 40
+    return {
+        "benchmark": "recommended_v2 in the simulator (issue 18), beside cycgraph's margin rule",
+        "replicates": reps,
+        "v2_retrieval": {k.removeprefix("retrieval."): v for k, v in V2_RETRIEVAL.items()},
+        "scenarios": {name: measure(path, reps) for name, path in SPECS.items()},
+        "machine": machine(),
+    }
+
+
+def table(out: dict[str, Any]) -> str:
+    """A plain-text table of :func:`run`'s figures."""
+
+    def f(x: dict[str, Any], digits: int = 3) -> str:
+        return f"{x['value']:.{digits}f} ± {x['mcse']:.{digits}f}"
+
+    lines = [
+        "scenario | regret v2-margin (upper95) | exposure v2/margin | last5 out v2 | "
+        "false conv v2/margin | helpful lost v2/margin | genuine susp runs v2 (share)"
+    ]
+    for name, s in out["scenarios"].items():
+        v, m, r = s["v2"], s["margin"], s["regret_v2_minus_margin"]
+        lines.append(
+            f"{name} | {r['value']:+.4f} ± {r['mcse']:.4f} ({r['upper95']:+.4f}) | "
+            f"{f(v['median_poison_exposure'], 1)} / {m['median_poison_exposure']['value']:.1f} | "
+            f"{f(v['poison_out_last5'])} | {f(v['false_conviction_rate'], 4)} / "
+            f"{f(m['false_conviction_rate'], 4)} | {f(v['helpful_lost_rate'], 4)} / "
+            f"{f(m['helpful_lost_rate'], 4)} | {f(v['median_genuine_suspended_runs'], 1)} "
+            f"({v['replicates_with_genuine_suspended']['value']:.2f})"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    cli(run, __doc__)
