@@ -10,14 +10,26 @@ the batch's.  The evidence gate's ``confseq`` method judges from them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from cogstats.stats._arrays import grow
 
-if TYPE_CHECKING:
-    from cogstats.stats.running import StreamingStats
+
+class _Running(Protocol):
+    """What the running sums read of :class:`~cogstats.stats.StreamingStats`.
+
+    (A protocol, so that this module does not import the statistics that import it.)
+    """
+
+    _lesson_ids: list[str]
+    _y: Any
+    _cols: list[Any]
+    _covariates: dict[str, list[Any]]
+
+    def _lesson(self, f: str) -> int: ...
+
 
 __all__ = ["ConfseqSums"]
 
@@ -97,7 +109,7 @@ class ConfseqSums:
                 self.a[name][:size] = state[name]
         self.size = max(size, self.size)
 
-    def observe(self, stats: StreamingStats, i: int) -> None:
+    def observe(self, stats: _Running, i: int) -> None:
         """Add run ``i`` of ``stats`` (appended last; a replaced run: replay every run)."""
         L = len(stats._lesson_ids)
         self.fit(L)

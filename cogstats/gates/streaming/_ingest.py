@@ -10,16 +10,35 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from cogstats._validation import LedgerError, ParameterError, check_choice
 from cogstats.gates._report import GateReport
 from cogstats.ledger import parse_json_record
 
-if TYPE_CHECKING:
-    from cogstats.gates.streaming._runner import StreamingGate
+
+class _Fed(Protocol):
+    """What ingestion needs of the :class:`~cogstats.gates.StreamingGate` it feeds.
+
+    (A protocol, so that this module does not import the runner that imports it.)
+    """
+
+    _markers: dict[str, Marker]
+    _skipped: list[SkippedLine]
+
+    def _look(self) -> GateReport: ...
+
+    def _commit(
+        self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]
+    ) -> None: ...
+
+    def _validate(
+        self, rec: Mapping[str, Any], *, row: int | None, source: str | None
+    ) -> tuple[str, float, list[str], dict[str, Any]]: ...
+
 
 __all__ = ["IngestResult", "SkippedLine", "ingest"]
 
@@ -111,7 +130,7 @@ class Marker:
 
 
 def ingest(
-    sg: StreamingGate,
+    sg: _Fed,
     path: str | os.PathLike[str],
     on_error: Literal["raise", "skip"] = "raise",
 ) -> IngestResult:
@@ -154,7 +173,7 @@ def ingest(
 
 
 def _read_lines(
-    sg: StreamingGate,
+    sg: _Fed,
     fh: Any,
     key: str,
     src: str,
@@ -198,7 +217,7 @@ def _read_lines(
         pending = data[start:]
 
 
-def _finish_marker(sg: StreamingGate, key: str, path: Path) -> None:
+def _finish_marker(sg: _Fed, key: str, path: Path) -> None:
     """Store the digest of the file's first bytes that the marker has passed."""
     mark = sg._markers.setdefault(key, Marker())
     want = min(mark.offset, _HEAD)
@@ -209,7 +228,7 @@ def _finish_marker(sg: StreamingGate, key: str, path: Path) -> None:
 
 
 def _parse_line(
-    sg: StreamingGate, raw: bytes, line: int, offset: int, src: str
+    sg: _Fed, raw: bytes, line: int, offset: int, src: str
 ) -> tuple[str, float, list[str], dict[str, Any]] | None:
     if raw.endswith(b"\r"):
         raw = raw[:-1]
