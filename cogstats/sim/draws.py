@@ -12,6 +12,7 @@ engine and the reference engine see the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -25,8 +26,8 @@ __all__ = [
     "Prepared",
     "draw_uniforms",
     "layout",
-    "lesson_table",
     "prepare",
+    "scenario_lessons",
 ]
 
 
@@ -60,8 +61,12 @@ class Layout:
     size: int
 
 
-def lesson_table(s: Scenario) -> LessonTable:
-    """Index every lesson of the scenario and precompute its orderings."""
+def scenario_lessons(s: Scenario) -> LessonTable:
+    """Index every lesson of the scenario and precompute its orderings.
+
+    (Formerly ``lesson_table``, a name that also meant a lesson store's table,
+    :func:`cogstats.lessons.lesson_table`.)
+    """
     ids: list[str] = []
     kinds: list[str] = []
     arrival: list[int] = []
@@ -238,3 +243,16 @@ def _inverse(dist: EffectDist, u: np.ndarray) -> np.ndarray:
     vals = np.asarray(dist.values)
     idx = np.minimum((u * len(vals)).astype(np.int64), len(vals) - 1)
     return vals[idx]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "lesson_table":  # one name, one meaning (issue 17): the store's is cogstats.lessons'
+        import warnings
+
+        warnings.warn(
+            "cogstats.sim.draws.lesson_table is deprecated; use scenario_lessons",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return scenario_lessons
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

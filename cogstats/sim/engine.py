@@ -33,7 +33,14 @@ from cogstats.sim import _kernel_evidence as KEV
 from cogstats.sim import _kernel_policies as KPOL
 from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import Block
-from cogstats.sim.draws import LessonTable, Prepared, draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.draws import (
+    LessonTable,
+    Prepared,
+    draw_uniforms,
+    layout,
+    prepare,
+    scenario_lessons,
+)
 from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
@@ -553,7 +560,7 @@ def simulate(
         )
     engine, reason = _choose_engine(scenario, requested, gate)
     seed = as_seed_sequence(rng)
-    lessons = lesson_table(scenario)
+    lessons = scenario_lessons(scenario)
     lay = layout(scenario)
     if chunk_size is None:
         chunk_size = max(16, min(4096, (64 << 20) // max(1, _bytes_per_replicate(scenario))))

@@ -165,11 +165,11 @@ def lifecycle(raw: RawChunk, lessons: LessonTable) -> Lifecycle:
     --------
     >>> import numpy as np
     >>> from cogstats.sim import Scenario
-    >>> from cogstats.sim.draws import lesson_table
+    >>> from cogstats.sim.draws import scenario_lessons
     >>> from cogstats.sim.raw import empty_raw
     >>> s = Scenario.from_dict({"runs": 6, "gate": {"type": "none"},
     ...     "lessons": {"listed": [{"id": "a", "effect": -0.2, "kind": "poison"}]}})
-    >>> les = lesson_table(s)
+    >>> les = scenario_lessons(s)
     >>> raw = empty_raw(s, les, 1)
     >>> raw.inj[0, [0, 1, 4], 0] = 0; raw.ninj[0, [0, 1, 4]] = 1
     >>> raw.events = [(0, 2, 0, 1, 6, None, "suspect")]  # suspended after run 2

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from cogstats.sim import Scenario, simulate
-from cogstats.sim.draws import draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
 from cogstats.sim.engine import run_fast
 from cogstats.sim.reference import run_reference
 
@@ -152,7 +152,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_engines_agree(name: str) -> None:
     s = CASES[name]
-    lessons = lesson_table(s)
+    lessons = scenario_lessons(s)
     lay = layout(s)
     u = draw_uniforms(np.random.SeedSequence(20261130), 0, 6, lay)
     prep = prepare(s, lessons, u, lay)
@@ -281,7 +281,7 @@ def test_engines_agree_on_evidence_gates(name: str) -> None:
             "inclusion": "bernoulli",
         },
     )
-    lessons = lesson_table(s)
+    lessons = scenario_lessons(s)
     lay = layout(s)
     u = draw_uniforms(np.random.SeedSequence(7), 0, 6, lay)
     prep = prepare(s, lessons, u, lay)
