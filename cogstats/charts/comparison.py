@@ -143,6 +143,7 @@ def benchmark_figures(
     rule: str = "label",
     width: int = 110,
     height: int = 90,
+    columns: int | None = None,
 ) -> alt.FacetChart:
     """Draw each figure as a bar per rule with its interval, one panel per scenario and metric.
 
@@ -153,7 +154,7 @@ def benchmark_figures(
         column, one row per scenario, rule and metric.
     metrics : mapping, optional
         Metric -> panel title, in panel order (default :data:`FIGURE_TITLES`, those the
-        frame has).
+        frame has a value of: a metric whose values are all null or NaN gets no panel).
     goals : polars.DataFrame, optional
         Targets to draw as dashed lines: columns ``where`` (the scenario), ``metric`` and
         ``target`` (rows with a null metric are skipped).
@@ -161,12 +162,15 @@ def benchmark_figures(
         Column naming the contender (one colour each).
     width, height : int
         Size of one panel in pixels.
+    columns : int, optional
+        For a single scenario: wrap the metric panels into rows of ``columns`` (>= 1)
+        instead of one row of every metric.  Default: one row per scenario.
 
     Returns
     -------
     altair.FacetChart
         Bars, interval rules and target lines; rows are scenarios, columns metrics, each
-        metric with its own y scale.
+        metric with its own y scale (wrapped, with ``columns``: one panel per metric).
 
     Examples
     --------
@@ -180,9 +184,13 @@ def benchmark_figures(
     """
     check_int("width", width, minimum=1)
     check_int("height", height, minimum=1)
+    if columns is not None:
+        check_int("columns", columns, minimum=1)
     cols = ["scenario", "metric", "value", "low", "high", rule]
     require_columns(figures, cols, builder=_BARS, argument="figures")
-    present = set(figures["metric"].to_list())
+    # a metric without a single value (not measured in these scenarios) gets no panel
+    measured = pl.col("value").cast(pl.Float64).fill_nan(None).is_not_null()
+    present = set(figures.filter(measured)["metric"].to_list())
     titles = {
         m: t for m, t in (FIGURE_TITLES if metrics is None else metrics).items() if m in present
     }
@@ -224,6 +232,17 @@ def benchmark_figures(
         .transform_filter("isValid(datum.target)")
     )
     layered = alt.layer(bars, err, goal, data=data).properties(width=width, height=height)
+    if columns is not None:
+        scenarios = sorted(set(data["scenario"].to_list()))
+        if len(scenarios) != 1:
+            raise ParameterError(
+                f"{_BARS}: columns wraps the panels of one scenario; figures has "
+                f"{len(scenarios)}: {scenarios}"
+            )
+        return layered.facet(
+            facet=alt.Facet("panel:N", title=None, sort=list(titles.values())),
+            columns=int(columns),
+        ).resolve_scale(y="independent")
     return layered.facet(
         row=alt.Row("scenario:N", title=None, sort=list(dict.fromkeys(data["scenario"]))),
         column=alt.Column("panel:N", title=None, sort=list(titles.values())),

@@ -242,7 +242,13 @@ _BUILT_IN: dict[str, Report] = {
             title="Gates side by side: cycgraph's margin and inference rules and the "
             "recommended preset on S1, S2, S4 and the S2 variants, goals met or missed",
             ci_parameters={"replicates": 20, "bootstrap_resamples": 199},
-            path_parameters=("s1_spec_path", "s2_spec_path", "s4_spec_path", "variants_path"),
+            path_parameters=(
+                "s1_spec_path",
+                "s2_spec_path",
+                "s4_spec_path",
+                "variants_path",
+                "helpful_spec_path",
+            ),
         ),
         Report(
             name="tuning",

@@ -150,3 +150,25 @@ def test_lifecycle_panels_render(figures: pl.DataFrame) -> None:
         "regret minus margin rule's (paired)",
     }
     assert "<svg" in _svg(chart)
+
+
+def test_wrapped_panels_of_one_scenario(figures: pl.DataFrame) -> None:
+    one = figures.filter(pl.col("scenario") == "s2")
+    chart = benchmark_figures(one, columns=2)
+    spec = chart.to_dict()
+    assert spec["columns"] == 2 and spec["facet"]["field"] == "panel"
+    assert chart.data["value"].to_list() == one["value"].to_list()  # passed through
+    assert "<svg" in _svg(chart)
+    with pytest.raises(ParameterError, match="one scenario"):
+        benchmark_figures(figures, columns=2)
+    with pytest.raises(ParameterError, match="columns"):
+        benchmark_figures(one, columns=0)
+
+
+def test_a_metric_without_values_gets_no_panel(figures: pl.DataFrame) -> None:
+    unmeasured = figures.filter(pl.col("metric") == "regret").with_columns(
+        metric=pl.lit("helpful_lost_rate"), value=float("nan"), low=None, high=None
+    )
+    chart = benchmark_figures(pl.concat([figures, unmeasured]))
+    assert FIGURE_TITLES["helpful_lost_rate"] not in set(chart.data["panel"])
+    assert set(chart.data["panel"]) == {FIGURE_TITLES[m] for m in set(figures["metric"])}
