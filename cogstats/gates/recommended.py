@@ -44,7 +44,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -53,6 +53,7 @@ from scipy import special
 from cogstats import _codes as C
 from cogstats._codes import HARMFUL, NO_LIFT
 from cogstats._validation import ParameterError, check_int, check_probability, check_real
+from cogstats.covariates import DIFFICULTY_COLUMNS, CovariateChoice, choose_covariates
 from cogstats.estimators.debiased_ridge import (
     RidgeFit,
     RidgeStatistics,
@@ -70,6 +71,9 @@ from cogstats.gates._report import (
     report_schema,
 )
 from cogstats.ledger import Ledger
+
+if TYPE_CHECKING:
+    from cogstats.stats import RegressionStats, StreamingStats
 
 __all__ = ["RECOMMENDED_DECISION_COLUMNS", "RecommendedGate"]
 
@@ -274,10 +278,37 @@ class RecommendedGate:
             return 0
         return min(int(info / self.max_information * self.looks), int(self.looks))  # floor
 
+    def covariate_choice(self, ledger: Ledger | Any) -> CovariateChoice:
+        """Return the covariates adjusted for on ``ledger`` and the note for the user.
+
+        The one covariate rule (:func:`cogstats.covariates.choose_covariates`): the
+        gate's covariates the ledger has; with the default (``("difficulty_proxy",)``)
+        and none of them, the ledger's ``difficulty`` column (the report's settings say
+        so under ``covariate_note``); nothing otherwise (with a note naming a
+        difficulty-like column left unused).  ``true_difficulty`` is never chosen.
+        ``ledger`` may be running statistics (anything with ``covariates``).
+
+        Examples
+        --------
+        >>> from cogstats import Ledger
+        >>> ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "difficulty": 0.1}])
+        >>> RecommendedGate().covariate_choice(ledger).columns
+        ('difficulty',)
+        >>> RecommendedGate(covariates=()).covariate_choice(ledger).columns
+        ()
+        """
+        return choose_covariates(self.covariates, ledger.covariates, default=_DEFAULT_COVARIATES)
+
     def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:
-        """Return the gate's covariates that the ledger has (the others are skipped)."""
-        have = set(ledger.covariates)
-        return tuple(c for c in self.covariates if c in have)
+        """Return the covariates the gate adjusts for on ``ledger`` (:meth:`covariate_choice`)."""
+        return tuple(self.covariate_choice(ledger).columns)
+
+    def _tracked(self) -> tuple[str, ...]:
+        """Return the covariates running statistics keep (those the rule may choose)."""
+        cov = tuple(self.covariates)
+        if cov == _DEFAULT_COVARIATES:
+            return tuple(dict.fromkeys((*cov, *DIFFICULTY_COLUMNS)))
+        return cov
 
     def fit(self, stats: RidgeStatistics) -> RidgeFit:
         """Fit the debiased ridge on sufficient statistics (a streaming gate keeps them)."""
@@ -291,12 +322,25 @@ class RecommendedGate:
             noise_prior_runs=self.noise_prior_runs,
         )
 
-    def streaming_adapter(self) -> Any:
-        """Return the adapter that lets :class:`~cogstats.gates.StreamingGate` run this gate.
+    # -------------------------------------------------------------- the protocol
+    def statistics(self, ledger: Ledger) -> Ledger:
+        """Return the gate's statistics of ``ledger``: the ledger itself.
 
-        It keeps ``X'X``, ``X'y``, ``y'y`` over ``[1, covariates, lessons]`` and judges
-        from them (the same numbers as :meth:`evaluate` on
-        the ledger so far, to rounding of the running sums: within 1e-12).
+        The ridge's sufficient statistics depend on which covariates the ledger has
+        (:meth:`covariate_choice`), so :meth:`judge` builds them from the ledger; the
+        running form, updated run by run, is :meth:`running_statistics`.
+        """
+        if not isinstance(ledger, Ledger):
+            raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
+        return ledger
+
+    def running_statistics(self) -> StreamingStats:
+        """Return empty running statistics (``X'X``, ``X'y``, ``y'y`` over covariates and lessons).
+
+        They carry every covariate the rule may choose (with the default: the
+        ``difficulty_proxy`` and ``difficulty`` columns); :meth:`judge` keeps the chosen
+        ones, so a :class:`~cogstats.gates.StreamingGate` judges as :meth:`evaluate` does
+        on the ledger so far (to rounding of the running sums: within 1e-12).
 
         Examples
         --------
@@ -306,21 +350,97 @@ class RecommendedGate:
         >>> sg.report().decision("a")["why"]
         'min_trials'
         """
-        return _streaming_adapter(self)
+        from cogstats.stats import StreamingStats
 
-    def evaluate(
-        self, ledger: Ledger, candidates: Sequence[str] | None = None, *, rng: Any = None
+        return StreamingStats(self._tracked())
+
+    def check_run(self, stats: StreamingStats, covariates: Mapping[str, Any]) -> None:
+        """Refuse a run (``LedgerError``) that the batch gate would refuse in the ledger.
+
+        A covariate the gate adjusts for must be in every run or in none (one the ledger
+        has nowhere is skipped, as :meth:`evaluate` skips it), and a number, string or
+        boolean.  The covariates checked are those the rule chooses once the run is
+        added.
+        """
+        from cogstats._validation import LedgerError
+
+        seen = set(stats.covariates)
+        have = [*stats.covariates, *(k for k, v in covariates.items() if v is not None)]
+        for name in choose_covariates(self.covariates, have, default=_DEFAULT_COVARIATES).columns:
+            value = covariates.get(name)
+            present = value is not None
+            if stats.n_runs and present != (name in seen):
+                raise LedgerError(
+                    f"covariate {name!r} must be in every run or in none (the gate "
+                    f"adjusts for it where the ledger has it); got {value!r}",
+                    field=name,
+                )
+            if isinstance(value, list):
+                raise LedgerError("a covariate must be a number, string or boolean", field=name)
+
+    def judge(
+        self,
+        stats: Ledger | StreamingStats,
+        statuses: Mapping[str, Any] | None = None,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
     ) -> GateReport:
-        """Judge the candidates (default: every lesson in the ledger).
+        """Judge the candidates on the statistics (default: every lesson they hold).
+
+        Parameters
+        ----------
+        stats : Ledger or StreamingStats
+            From :meth:`statistics` (the ledger) or :meth:`running_statistics` (kept by
+            a streaming gate).
+        statuses : mapping or None
+            Ignored: the rule judges every candidate alike (promote / evict / hold).
+        candidates : sequence of str or None
+            The lessons to judge, in report order.
+        rng : ignored (the rule does not draw)
 
         Returns
         -------
         GateReport
             Columns :data:`RECOMMENDED_DECISION_COLUMNS`.
         """
-        ids = candidate_ids(ledger, candidates)
-        stats = ridge_statistics(ledger, self.covariates_in(ledger))
-        return self.report(stats, ids)
+        choice = self.covariate_choice(stats)
+        if isinstance(stats, Ledger):
+            ids = candidate_ids(stats, candidates)
+            report = self.report(ridge_statistics(stats, tuple(choice.columns)), ids)
+        elif callable(getattr(stats, "regression", None)):
+            ids = list(stats.fact_ids if candidates is None else candidates)
+            report = self.report(_ridge_of(stats.regression(), choice.columns), ids)
+        else:
+            raise ParameterError(
+                "stats must be the gate's statistics (a Ledger, RecommendedGate.statistics"
+                f"(ledger), or RecommendedGate.running_statistics()); got {type(stats).__name__}"
+            )
+        if choice.note:
+            settings = {**report.settings, "covariate_note": choice.note}
+            object.__setattr__(report, "settings", MappingProxyType(settings))
+        return report
+
+    def evaluate(
+        self,
+        ledger: Ledger,
+        candidates: Sequence[str] | None = None,
+        *,
+        rng: Any = None,
+        statuses: Mapping[str, Any] | None = None,
+    ) -> GateReport:
+        """Judge the candidates (default: every lesson in the ledger).
+
+        ``judge(statistics(ledger), statuses, candidates)``.
+
+        Returns
+        -------
+        GateReport
+            Columns :data:`RECOMMENDED_DECISION_COLUMNS`; ``settings`` has a
+            ``covariate_note`` when the covariate rule fell back to another column or
+            left a difficulty-like one unused (:meth:`covariate_choice`).
+        """
+        return self.judge(self.statistics(ledger), statuses, candidates, rng=rng)
 
     def report(self, stats: RidgeStatistics, ids: Sequence[str]) -> GateReport:
         """Judge ``ids`` on sufficient statistics (see :meth:`evaluate`)."""
@@ -382,45 +502,30 @@ class RecommendedGate:
 _LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
 
 
-def _streaming_adapter(gate: RecommendedGate) -> Any:
-    """Build the streaming adapter (the streaming module loads only when a gate streams)."""
-    from cogstats._validation import LedgerError
-    from cogstats.gates.streaming import StreamingAdapter
+_DEFAULT_COVARIATES = ("difficulty_proxy",)
 
-    class RecommendedAdapter(StreamingAdapter):
-        """Judge the recommended gate from the streaming gate's cross-products."""
 
-        regression_covariates = tuple(gate.covariates)
-        replays_on_replace = False
+def _ridge_of(reg: RegressionStats, use: Sequence[str]) -> RidgeStatistics:
+    """Return the ridge statistics of running cross-products, on the chosen covariates only.
 
-        def validate(self, stats: Any, covariates: Any) -> None:
-            # a covariate the ledger has nowhere is skipped, as the batch gate skips it;
-            # one that some runs have and others lack is the batch gate's null error
-            seen = set(stats.covariates)
-            for name in self.regression_covariates:
-                value = covariates.get(name)
-                present = value is not None
-                if stats.n_runs and present != (name in seen):
-                    raise LedgerError(
-                        f"covariate {name!r} must be in every run or in none (the gate "
-                        f"adjusts for it where the ledger has it); got {value!r}",
-                        field=name,
-                    )
-                if isinstance(value, list):
-                    raise LedgerError("a covariate must be a number, string or boolean", field=name)
-
-        def judge(self, stats: Any, candidates: Any) -> GateReport:
-            ids = list(stats.fact_ids if candidates is None else candidates)
-            reg = stats.regression()
-            ridge = RidgeStatistics(
-                gram=np.asarray(reg.xtx, dtype=np.float64),
-                zty=np.asarray(reg.xty, dtype=np.float64),
-                yty=float(reg.yty),
-                runs=int(reg.n),
-                n_fixed=1 + int(reg.n_controls),
-                fact_ids=tuple(reg.fact_ids),
-                covariates=tuple(reg.columns[1 : 1 + reg.n_controls]),
-            )
-            return gate.report(ridge, ids)
-
-    return RecommendedAdapter()
+    ``reg`` may carry more covariate columns than the rule chose on this ledger (the
+    running statistics keep every candidate column); each entry of ``X'X`` is its own
+    sum, so the block of the chosen columns is what statistics of those alone hold.
+    """
+    keep = set(use)
+    nc = int(reg.n_controls)
+    controls = [1 + k for k in range(nc) if reg.sources[k] in keep]
+    sel = np.asarray([0, *controls, *range(1 + nc, len(reg.columns))], dtype=np.int64)
+    xtx = np.asarray(reg.xtx, dtype=np.float64)
+    xty = np.asarray(reg.xty, dtype=np.float64)
+    if sel.shape[0] != len(reg.columns):
+        xtx, xty = xtx[np.ix_(sel, sel)], xty[sel]
+    return RidgeStatistics(
+        gram=xtx,
+        zty=xty,
+        yty=float(reg.yty),
+        runs=int(reg.n),
+        n_fixed=1 + len(controls),
+        fact_ids=tuple(reg.fact_ids),
+        covariates=tuple(reg.columns[c] for c in controls),
+    )
