@@ -55,8 +55,12 @@ V2_RETRIEVAL = {"retrieval.retest_window": 5, "retrieval.fill_empty": True}
 MEANS = ("regret", "poison_out_last5", "false_conviction_rate", "helpful_lost_rate")
 
 
-def scenarios(path: str | Path) -> tuple[Any, Any, int]:
+def scenarios(path: str | Path, retrieval: dict[str, Any] | None = None) -> tuple[Any, Any, int]:
     """Return (margin scenario, v2 scenario, the spec's seed) for one spec.
+
+    ``retrieval``: the dotted values the v2 scenario sets (default :data:`V2_RETRIEVAL`;
+    e.g. ``{"retrieval.retest_window": 5}`` alone to measure the design without the full
+    prompt).
 
     Examples
     --------
@@ -71,7 +75,8 @@ def scenarios(path: str | Path) -> tuple[Any, Any, int]:
 
     spec = load_spec(ROOT / path)
     margin = contender_scenario("cycgraph_margin", spec.scenario)
-    v2 = margin.with_values({"gate.type": "recommended_v2", **V2_RETRIEVAL})
+    values = V2_RETRIEVAL if retrieval is None else retrieval
+    v2 = margin.with_values({"gate.type": "recommended_v2", **values})
     return margin, v2, int(spec.seed)
 
 
@@ -102,11 +107,16 @@ def figures(result: Any, seed: int) -> dict[str, Any]:
     return out
 
 
-def measure(path: str | Path, replicates: int) -> dict[str, Any]:
-    """Simulate one spec with both contenders on the same seeds; the paired figures."""
+def measure(
+    path: str | Path, replicates: int, retrieval: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Simulate one spec with both contenders on the same seeds; the paired figures.
+
+    ``retrieval`` as in :func:`scenarios`.
+    """
     from cogstats.sim import simulate
 
-    margin_s, v2_s, seed = scenarios(path)
+    margin_s, v2_s, seed = scenarios(path, retrieval)
     out: dict[str, Any] = {"spec": str(path), "seed": seed, "replicates": replicates}
     regret: dict[str, np.ndarray] = {}
     for label, scenario, engine in (
