@@ -717,6 +717,61 @@ class LifecycleGate:
             raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
         return LifecycleStatistics.from_ledger(ledger, self.covariates_in(ledger))
 
+    def running_statistics(self) -> _Running:
+        """Return running statistics of no runs, for a streaming gate to update run by run.
+
+        The covariate columns are fixed by the first run, with the covariate rule
+        (:meth:`covariate_choice` on that run's columns): ``add_run`` returns
+        ``LifecycleStatistics.empty(<those columns>)`` with the run added, so a stream
+        whose runs carry ``difficulty_proxy`` (or, with the default, only ``difficulty``)
+        is judged adjusting for it, as :meth:`evaluate` is on the ledger so far (a column
+        constant so far is left out, as the batch statistics leave it out).
+        :meth:`check_run` refuses a later run that would change the choice.
+
+        Examples
+        --------
+        >>> from cogstats.gates import StreamingGate
+        >>> sg = StreamingGate(LifecycleGate())
+        >>> _ = sg.record("r1", 0.5, ["a"], difficulty_proxy=0.2)
+        >>> _ = sg.record("r2", 0.7, [], difficulty_proxy=0.4)
+        >>> sg.report().decision("a")["why"], LifecycleGate().running_statistics().covariates
+        ('min_trials', None)
+        """
+        return _Running(self)
+
+    def check_run(self, stats: Any, covariates: Mapping[str, Any]) -> None:
+        """Refuse a run (``LedgerError``) that the streaming statistics cannot take.
+
+        A covariate the rule chooses once the run is added (:meth:`covariate_choice`)
+        must be in every run or in none and be a finite number (the statistics code it
+        as one column); the batch gate refuses a ledger whose chosen column has nulls.
+        """
+        from cogstats._validation import LedgerError
+        from cogstats.covariates import choose_covariates
+
+        seen = set(stats.covariates)
+        have = [*stats.covariates, *(k for k, v in covariates.items() if v is not None)]
+        chosen = choose_covariates(self.covariates, have, default=_DEFAULT_COVARIATES).columns
+        for name in chosen:
+            value = covariates.get(name)
+            present = value is not None
+            if stats.n_runs and present != (name in seen):
+                raise LedgerError(
+                    f"covariate {name!r} must be in every run or in none (the gate "
+                    f"adjusts for it where the ledger has it); got {value!r}",
+                    field=name,
+                )
+            if present and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise LedgerError(
+                    "a covariate the streaming lifecycle gate adjusts for must be a finite "
+                    f"number; got {value!r}",
+                    field=name,
+                )
+
     def nominal_levels(self) -> np.ndarray:
         """Tier 2's one-sided level at each planned look 0 .. ``looks`` (0 at look 0).
 
@@ -810,6 +865,8 @@ class LifecycleGate:
         statistics (``t``, ``df``, ``info``, ``estimate``, ``se``, ``sigma``, ``trials``,
         ``identifiable``, ``crater_t``, ``crater_p``, ``level`` and those of the rule).
         """
+        if isinstance(stats, _Running):  # kept by a streaming gate (running_statistics)
+            stats = stats.batch_form()
         if not isinstance(stats, LifecycleStatistics):
             raise ParameterError(
                 "stats must be the gate's statistics (LifecycleGate.statistics(ledger)); "
@@ -876,6 +933,8 @@ class LifecycleGate:
             Columns :data:`LIFECYCLE_DECISION_COLUMNS`; ``decision`` one of
             ``cogstats._codes.OUTCOMES``.
         """
+        if isinstance(stats, _Running):  # kept by a streaming gate (running_statistics)
+            stats = stats.batch_form()
         if not isinstance(stats, LifecycleStatistics):
             raise ParameterError(
                 "stats must be the gate's statistics (LifecycleGate.statistics(ledger)); "
@@ -972,6 +1031,79 @@ class LifecycleGate:
 
 _LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
 _DEFAULT_COVARIATES = ("difficulty_proxy",)
+
+
+@dataclass(frozen=True)
+class _Running:
+    """The lifecycle gate's running statistics: the first run fixes the covariate columns.
+
+    ``add_run`` returns the statistics with one more run: :class:`LifecycleStatistics`
+    (from ``empty`` on the columns the covariate rule chooses among the first run's
+    covariates) and each column's range.  :meth:`batch_form` leaves out a column constant
+    so far, as the batch statistics (``covariate_design``) do.
+    """
+
+    gate: LifecycleGate
+    stats: LifecycleStatistics | None = None
+    low: tuple[float, ...] = ()
+    high: tuple[float, ...] = ()
+
+    @property
+    def covariates(self) -> tuple[str, ...] | None:
+        """The covariate columns kept (None before the first run)."""
+        return None if self.stats is None else tuple(self.stats.ridge.covariates)
+
+    def add_run(
+        self,
+        run_id: str,
+        score: float,
+        fact_ids: Sequence[str],
+        covariates: Mapping[str, Any] | None = None,
+    ) -> _Running:
+        """Return the statistics with this run added."""
+        cov = dict(covariates or {})
+        st = self.stats
+        if st is None:
+            from cogstats.covariates import choose_covariates
+
+            have = [k for k, v in cov.items() if v is not None]
+            use = choose_covariates(self.gate.covariates, have, default=_DEFAULT_COVARIATES)
+            st = LifecycleStatistics.empty(use.columns)
+            low = tuple(math.inf for _ in use.columns)
+            high = tuple(-math.inf for _ in use.columns)
+        else:
+            low, high = self.low, self.high
+        new = st.add_run(run_id, score, fact_ids, cov)  # refuses a missing covariate
+        vals = [float(cov[c]) for c in new.ridge.covariates]
+        return _Running(
+            self.gate,
+            new,
+            tuple(min(a, v) for a, v in zip(low, vals, strict=True)),
+            tuple(max(b, v) for b, v in zip(high, vals, strict=True)),
+        )
+
+    def batch_form(self) -> LifecycleStatistics:
+        """Return the statistics without the covariate columns constant so far."""
+        st = self.stats
+        if st is None:
+            return LifecycleStatistics.empty()
+        keep = [k for k, (a, b) in enumerate(zip(self.low, self.high, strict=True)) if b > a]
+        if len(keep) == len(self.low):
+            return st
+        r = st.ridge
+        sel = np.asarray(
+            [0, *(1 + k for k in keep), *range(r.n_fixed, r.gram.shape[0])], dtype=np.int64
+        )
+        ridge = RidgeStatistics(
+            gram=r.gram[np.ix_(sel, sel)],
+            zty=r.zty[sel],
+            yty=r.yty,
+            runs=r.runs,
+            n_fixed=1 + len(keep),
+            fact_ids=r.fact_ids,
+            covariates=tuple(r.covariates[k] for k in keep),
+        )
+        return LifecycleStatistics(ridge, st.with_ss)
 
 
 def _num(v: Any) -> float | None:

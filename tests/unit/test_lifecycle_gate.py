@@ -386,3 +386,83 @@ def test_a_users_ledger_with_history_and_a_difficulty_column() -> None:
         )
     )
     assert "task_hardness" in hard.settings["covariate_note"]
+
+
+def _difficulty_runs(seed: int, n: int, column: str | None) -> list[dict[str, Any]]:
+    """Runs of four lessons at random inclusion, one harmful, the score moving with a
+    difficulty column (named ``column``; None: no covariate)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 4)) < 0.5
+    d = rng.normal(0.0, 0.1, n)
+    y = np.clip(0.55 + d - 0.2 * x[:, 0] + rng.normal(0.0, 0.05, n), 0.0, 1.0)
+    out = []
+    for i in range(n):
+        rec: dict[str, Any] = {
+            "run_id": f"r{i}",
+            "score": float(y[i]),
+            "fact_ids": [f for f, on in zip("Pabc", x[i], strict=True) if on],
+        }
+        if column is not None:
+            rec[column] = float(d[i])
+        out.append(rec)
+    return out
+
+
+def _assert_stream_is_batch(gate: Any, recs: list[dict[str, Any]]) -> Any:
+    """Feed ``recs`` to StreamingGate(gate); at every step the report equals the batch
+    evaluate on the ledger so far: decisions identical, numbers within 1e-9."""
+    from cogstats.gates import StreamingGate
+
+    sg = StreamingGate(gate)
+    same = ["fact_id", "decision", "reason", "why", "trials", "baseline_runs", "status"]
+    numbers = ["estimate", "std_error", "t_stat", "df", "sigma", "info", "pvalue_promote"]
+    for k, rec in enumerate(recs):
+        covs = {c: v for c, v in rec.items() if c not in ("run_id", "score", "fact_ids")}
+        sg.record(rec["run_id"], rec["score"], rec["fact_ids"], **covs)
+        stream = sg.report().to_frame()
+        batch = gate.evaluate(Ledger.from_records(recs[: k + 1])).to_frame()
+        for c in same:
+            assert stream[c].to_list() == batch[c].to_list(), (k, c)
+        for c in numbers:
+            for u, v in zip(stream[c].to_list(), batch[c].to_list(), strict=True):
+                assert (u is None) == (v is None), (k, c, u, v)
+                if u is not None and not (math.isnan(u) and math.isnan(v)):
+                    assert u == pytest.approx(v, rel=1e-9, abs=1e-12), (k, c)
+    return sg
+
+
+@pytest.mark.parametrize("column", ["difficulty_proxy", "difficulty"])
+def test_streaming_adjusts_for_the_difficulty_column_as_batch_does(column: str) -> None:
+    """StreamingGate(LifecycleGate()) on runs carrying a difficulty column (the proxy, or
+    with the default covariates the `difficulty` fallback) equals batch evaluate on the
+    ledger so far at every step, and both adjust for the column (they differ from the
+    gate told to adjust for nothing)."""
+    recs = _difficulty_runs(11, 60, column)
+    gate = LifecycleGate()
+    sg = _assert_stream_is_batch(gate, recs)
+    ledger = Ledger.from_records(recs)
+    assert gate.covariates_in(ledger) == (column,)
+    unadjusted = LifecycleGate(covariates=()).evaluate(ledger).to_frame()["estimate"]
+    adjusted = sg.report().to_frame()["estimate"]
+    assert max(abs(a - b) for a, b in zip(adjusted, unadjusted, strict=True)) > 1e-3
+
+
+def test_streaming_without_covariates_and_refusals() -> None:
+    """Runs without a covariate stream as batch; a run that would give the chosen
+    covariate nulls is refused before it is recorded (LedgerError naming the field)."""
+    from cogstats._validation import LedgerError
+    from cogstats.gates import StreamingGate
+
+    _assert_stream_is_batch(LifecycleGate(), _difficulty_runs(12, 30, None))
+    sg = StreamingGate(LifecycleGate())
+    sg.record("r1", 0.5, ["a"], difficulty_proxy=0.1)
+    with pytest.raises(LedgerError, match="every run or in none") as err:
+        sg.record("r2", 0.6, ["a"])
+    assert err.value.field == "difficulty_proxy"
+    with pytest.raises(LedgerError, match="finite number"):  # the columns are numbers
+        StreamingGate(LifecycleGate()).record("r1", 0.6, ["a"], difficulty_proxy="hard")
+    assert len(sg) == 1
+    sg.record("r2", 0.6, ["b"], difficulty_proxy=0.3, difficulty=0.2)  # unused: accepted
+    assert len(sg) == 2
+    # before any run: a report of nothing
+    assert StreamingGate(LifecycleGate()).report().to_frame().height == 0
