@@ -14,7 +14,10 @@ What it assumes, and what it does without:
   ledgers can be given, ``noise_prior_sd`` with ``noise_prior_runs``; it decides sooner in
   a young ledger);
 - a difficulty proxy (``covariates``, default ``("difficulty_proxy",)``) is used when the
-  ledger has the column and skipped when it does not;
+  ledger has the column; with the default and no proxy, a ``difficulty`` column is used
+  instead (the one covariate rule, :func:`cogstats.covariates.choose_covariates`, as
+  ``cogstats gate`` uses it; the report's settings say so under ``covariate_note``);
+  ``true_difficulty`` (the simulator's truth) is never chosen;
 - inclusion that varies from run to run (the preset's retrieval randomizes it); a lesson
   in every run, or sharing its inclusion pattern with another lesson, is held as not
   identifiable;
@@ -109,7 +112,9 @@ class RecommendedGate:
     ----------
     covariates : tuple of str
         Ledger covariates to adjust for, each used when the ledger has it (default: the
-        difficulty proxy, ``difficulty_proxy``).
+        difficulty proxy, ``difficulty_proxy``; with the default, a ledger without it but
+        with a ``difficulty`` column is adjusted for that, noted in the report's settings
+        as ``covariate_note``; ``()``: none).
     penalty : float
         Ridge penalty on the other lessons' coefficients, in pseudo-runs (> 0).
     passes : int
@@ -404,18 +409,18 @@ class RecommendedGate:
         GateReport
             Columns :data:`RECOMMENDED_DECISION_COLUMNS`.
         """
-        choice = self.covariate_choice(stats)
-        if isinstance(stats, Ledger):
-            ids = candidate_ids(stats, candidates)
-            report = self.report(ridge_statistics(stats, tuple(choice.columns)), ids)
-        elif callable(getattr(stats, "regression", None)):
-            ids = list(stats.fact_ids if candidates is None else candidates)
-            report = self.report(_ridge_of(stats.regression(), choice.columns), ids)
-        else:
+        if not isinstance(stats, Ledger) and not callable(getattr(stats, "regression", None)):
             raise ParameterError(
                 "stats must be the gate's statistics (a Ledger, RecommendedGate.statistics"
                 f"(ledger), or RecommendedGate.running_statistics()); got {type(stats).__name__}"
             )
+        choice = self.covariate_choice(stats)
+        if isinstance(stats, Ledger):
+            ids = candidate_ids(stats, candidates)
+            report = self.report(ridge_statistics(stats, tuple(choice.columns)), ids)
+        else:
+            ids = list(stats.fact_ids if candidates is None else candidates)
+            report = self.report(_ridge_of(stats.regression(), choice.columns), ids)
         if choice.note:
             settings = {**report.settings, "covariate_note": choice.note}
             object.__setattr__(report, "settings", MappingProxyType(settings))

@@ -470,3 +470,106 @@ def test_cli_uses_a_difficulty_column_or_hints_at_one(tmp_path: Any, capsys: Any
     ledger.frame.rename({"prox": "hardness"}).write_parquet(other)
     assert main(["gate", str(other), "--gate", "recommended", "--format", "json"]) == 0
     assert "(--covariates hardness)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- the covariate rule
+def _difficulty_records(column: str, n: int = 70, seed: int = 4) -> list[dict[str, Any]]:
+    """Runs whose score moves with a difficulty column named ``column``, one harmful lesson."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        ids = [f"L{j}" for j in range(5) if rng.random() < 0.5]
+        d = float(rng.normal(0, 0.1))
+        y = float(np.clip(0.55 + d - 0.2 * ("L0" in ids) + rng.normal(0, 0.05), 0, 1))
+        out.append({"run_id": f"r{i}", "score": y, "fact_ids": ids, column: d})
+    return out
+
+
+def test_the_gate_adjusts_for_a_difficulty_column_as_the_cli_does() -> None:
+    """With the default covariates and no proxy, evaluate adjusts for `difficulty` (as
+    naming it does) and says so in the settings; named covariates get no fallback; the
+    simulator's true_difficulty is never chosen."""
+    ledger = Ledger.from_records(_difficulty_records("difficulty"))
+    gate = RecommendedGate()
+    assert gate.covariates_in(ledger) == ("difficulty",)
+    report = gate.evaluate(ledger)
+    named = RecommendedGate(covariates=("difficulty",)).evaluate(ledger)
+    assert report.to_frame().equals(named.to_frame())
+    assert "adjusting for its 'difficulty' column" in report.settings["covariate_note"]
+    assert "covariate_note" not in named.settings
+    none = RecommendedGate(covariates=()).evaluate(ledger).to_frame()["estimate"]
+    assert np.max(np.abs(report.to_frame()["estimate"].to_numpy() - none.to_numpy())) > 1e-3
+    assert RecommendedGate(covariates=("other",)).covariates_in(ledger) == ()
+    truth = Ledger.from_records(_difficulty_records("true_difficulty"))
+    assert gate.covariates_in(truth) == ()
+    assert (
+        gate.evaluate(truth)
+        .to_frame()
+        .equals(RecommendedGate(covariates=()).evaluate(truth).to_frame())
+    )
+
+
+@pytest.mark.parametrize("column", ["difficulty", "difficulty_proxy", "true_difficulty"])
+def test_streaming_equals_batch_under_the_covariate_rule(column: str) -> None:
+    """StreamingGate(RecommendedGate()) on runs with one difficulty-like column equals the
+    batch gate on the ledger so far at every step, settings (the note) included."""
+    from cogstats.gates import StreamingGate
+
+    recs = _difficulty_records(column)
+    gate = RecommendedGate()
+    sg = StreamingGate(gate)
+    for k, rec in enumerate(recs):
+        sg.record(rec["run_id"], rec["score"], rec["fact_ids"], **{column: rec[column]})
+        got = sg.report()
+        want = gate.evaluate(Ledger.from_records(recs[: k + 1]))
+        assert dict(got.settings) == dict(want.settings), k
+        a, b = got.to_frame(), want.to_frame()
+        for col in ("fact_id", "decision", "reason", "why", "trials", "baseline_runs"):
+            assert a[col].to_list() == b[col].to_list(), (k, col)
+        for col in ("estimate", "std_error", "t_stat", "df"):
+            x, y = a[col].to_numpy(), b[col].to_numpy()
+            assert np.allclose(x, y, rtol=1e-9, atol=1e-12, equal_nan=True), (k, col)
+    assert "L0" in sg.report().evicted
+
+
+def test_streaming_checks_only_the_chosen_covariates() -> None:
+    """A `difficulty` column in some runs is ignored while the proxy is chosen (the batch
+    gate ignores it too); the proxy arriving after runs with `difficulty` only would give
+    the chosen column nulls and is refused before it is recorded."""
+    from cogstats._validation import LedgerError
+    from cogstats.gates import StreamingGate
+
+    sg = StreamingGate(RecommendedGate())
+    sg.record("r1", 0.5, ["a"], difficulty_proxy=0.1, difficulty=0.3)
+    sg.record("r2", 0.6, ["b"], difficulty_proxy=0.2)
+    sg.record("r3", 0.4, ["a", "b"], difficulty_proxy=0.4)
+    ledger = sg.to_ledger()
+    assert RecommendedGate().covariates_in(ledger) == ("difficulty_proxy",)
+    assert sg.report().to_frame().equals(RecommendedGate().evaluate(ledger).to_frame())
+    fallback = StreamingGate(RecommendedGate())
+    fallback.record("r1", 0.5, ["a"], difficulty=0.1)
+    with pytest.raises(LedgerError, match="every run or in none") as err:
+        fallback.record("r2", 0.6, ["a"], difficulty=0.2, difficulty_proxy=0.3)
+    assert err.value.field == "difficulty_proxy" and len(fallback) == 1
+
+
+def test_judge_takes_a_ledger_or_running_statistics_only() -> None:
+    """evaluate is judge(statistics(ledger)); running statistics judge alike; anything
+    else is refused naming what it takes; the deprecated adapter is gone."""
+    recs = _difficulty_records("difficulty_proxy", n=30)
+    ledger = Ledger.from_records(recs)
+    gate = RecommendedGate()
+    assert gate.statistics(ledger) is ledger
+    running = gate.running_statistics()
+    for rec in recs:
+        running.add_run(rec["run_id"], rec["score"], rec["fact_ids"], rec)
+    batch = gate.evaluate(ledger).to_frame()
+    assert gate.judge(ledger).to_frame().equals(batch)
+    got = gate.judge(running).to_frame()
+    assert got["decision"].to_list() == batch["decision"].to_list()
+    assert np.allclose(got["estimate"].to_numpy(), batch["estimate"].to_numpy(), rtol=1e-9)
+    with pytest.raises(ParameterError, match="stats must be the gate's statistics"):
+        gate.judge(object())
+    with pytest.raises(ParameterError, match="ledger must be a cogstats Ledger"):
+        gate.statistics("runs.jsonl")
+    assert not hasattr(gate, "streaming_adapter")
