@@ -33,7 +33,7 @@ class _Fed(Protocol):
 
     def _commit(
         self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]
-    ) -> None: ...
+    ) -> bool: ...
 
     def _validate(
         self, rec: Mapping[str, Any], *, row: int | None, source: str | None

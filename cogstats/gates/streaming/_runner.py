@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from cogstats._statelock import StateLock
 from cogstats._validation import LedgerError, ParameterError
 from cogstats.gates._registry import make_gate, registry_name
 from cogstats.gates._report import GateReport, Judgement, LessonState, check_statuses
@@ -151,6 +152,9 @@ class StreamingGate:
         self._cache: tuple[Any, Judgement] | None = None
         self._full: tuple[Judgement, GateReport] | None = None  # report() of that judgement
         self._empty: GateReport | None = None
+        self._lock: StateLock | None = None  # held from open() until close()
+        self._path: Path | None = None  # the state path open() opened
+        self._sources: dict[str, str] = {}  # run id -> the file ingest() read it from
 
     # ------------------------------------------------------------------ properties
     @property
@@ -250,9 +254,23 @@ class StreamingGate:
             warn_repeated([(row or 1, run_id, facts)], source)
         return run_id, score, facts, covs
 
-    def _commit(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> None:
+    def _same(self, i: int, score: float, facts: list[str], covs: dict[str, Any]) -> bool:
+        """Whether run ``i`` holds exactly this content (O(lessons + covariates) of the run)."""
         stats = self._stats
-        replaced = stats.index_of(run_id) is not None
+        if stats._scores[i] != score or stats._facts[i] != facts:
+            return False
+        stored = {k: v for k, v in stats.run_covariates(i).items() if v is not None}
+        if stored.keys() != covs.keys():
+            return False
+        return all(type(v) is type(covs[k]) and v == covs[k] for k, v in stored.items())
+
+    def _commit(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> bool:
+        """Record a validated run; False (nothing done) when it is recorded already, same."""
+        stats = self._stats
+        i = stats.index_of(run_id)
+        replaced = i is not None
+        if i is not None and self._same(i, score, facts, covs):
+            return False  # catch-up: a run recorded again unchanged costs O(1)
         stats.add_run(run_id, score, facts, covs)
         adapter = self._adapter
         if adapter is not None:
@@ -271,6 +289,7 @@ class StreamingGate:
                 if updated is not None:  # an immutable statistics object returns its update
                     self._own = updated
         self._cache = None
+        return True
 
     def record(
         self, run_id: str, score: float, fact_ids: Sequence[str] = (), **covariates: Any
@@ -405,21 +424,108 @@ class StreamingGate:
         return self._full[1]
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        gate: Any,
+        candidates: Sequence[str] | None = None,
+        migrate: bool = False,
+        allow_import: Sequence[str] | None = None,
+    ) -> StreamingGate:
+        """Open the state at ``path`` for writing: load it (else start empty), lock it.
+
+        The exclusive lock (``path.lock``, naming this process's pid and host; see
+        :mod:`cogstats._statelock`) is held until :meth:`close` (or the end of the
+        ``with`` block), so a second writer of ``path`` is refused while this one lives;
+        the lock of a dead process of this host is taken over with a
+        :class:`~cogstats._statelock.StaleLockWarning`, another host's never.  Temporary
+        files of saves killed mid-write (``path.*.tmp``) are removed.  :meth:`save`
+        without a path saves to ``path``.
+
+        Parameters
+        ----------
+        path : str or path
+            The state file (need not exist yet).
+        gate : gate object
+            The gate: of a new state, or compared with the saved one (see :meth:`load`).
+        candidates : sequence of str, optional
+            Of a new state (a loaded state keeps its own).
+        migrate, allow_import
+            As :meth:`load`.
+
+        Raises
+        ------
+        StateLockedError
+            When another live writer holds ``path`` (naming its pid and host).
+        ParameterError
+            As :meth:`load`.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from cogstats.gates import CycgraphGate
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "gate.npz"
+        >>> with StreamingGate.open(path, gate=CycgraphGate()) as sg:
+        ...     _ = sg.record("r1", 0.5, ["a"])
+        ...     _ = sg.save()
+        >>> with StreamingGate.open(path, gate=CycgraphGate()) as sg:
+        ...     len(sg)
+        1
+        """
+        path = Path(path)
+        lock = StateLock(path).acquire()
+        try:
+            for tmp in _state.stray_temporaries(path):  # no live writer: the lock is ours
+                tmp.unlink(missing_ok=True)
+            if path.exists():
+                out = cls.load(path, gate=gate, migrate=migrate, allow_import=allow_import)
+            else:
+                out = cls(gate, candidates=candidates)
+        except BaseException:
+            lock.release()
+            raise
+        out._lock, out._path = lock, path
+        return out
+
+    def close(self) -> None:
+        """Release the lock :meth:`open` took (nothing is saved; nothing if not open)."""
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
+
+    def __enter__(self) -> StreamingGate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the state to one file (written to a temporary file, then renamed).
 
         The file is a zip archive (numpy ``.npz``) holding ``manifest.json`` (format,
         version, the gate's registry name and options, candidates, the previous look's
-        decisions, ingest markers and skipped lines), ``runs.json`` (run ids, listed
-        lesson ids, covariate columns) and the statistics as arrays (``scores``,
-        ``lesson_*``, ``xtx``, ...; the adapter's under ``adapter/``).  See
-        docs/production.md, "Streaming gates".
+        decisions, ingest markers and skipped lines, the checksums of every member),
+        ``runs.json`` (run ids, listed lesson ids, covariate columns) and the statistics
+        as arrays (``scores``, ``lesson_*``, ``xtx``, ...; the adapter's under
+        ``adapter/``).  The same state saves to the same bytes.  See docs/production.md,
+        "Streaming gates".
+
+        Parameters
+        ----------
+        path : str or path, optional
+            Default: the path :meth:`open` opened.  A path another live writer holds
+            open is refused; else the save holds the path's lock while it writes.
 
         Raises
         ------
+        StateLockedError
+            When another live writer holds ``path`` (naming its pid and host).
         ParameterError
             When the gate's options are not JSON (numbers, strings, booleans, null,
-            lists, tuples, mappings with string keys).
+            lists, tuples, mappings with string keys), or no path is given to a gate
+            not opened by :meth:`open`.
 
         Examples
         --------
@@ -428,11 +534,25 @@ class StreamingGate:
         >>> sg = StreamingGate(CycgraphGate(min_trials=1))
         >>> _ = sg.record("r1", 0.9, ["a"]); _ = sg.record("r2", 0.5, [])
         >>> path = sg.save(pathlib.Path(tempfile.mkdtemp()) / "gate.npz")
-        >>> back = StreamingGate.load(path)
+        >>> back = StreamingGate.load(path, gate=CycgraphGate(min_trials=1))
         >>> back.report().to_frame().equals(sg.report().to_frame()), len(back)
         (True, 2)
         """
+        if path is None:
+            if self._path is None:
+                raise ParameterError(
+                    "save() needs a path: this StreamingGate was not opened with "
+                    "StreamingGate.open(path, gate=...); got path=None"
+                )
+            path = self._path
         path = Path(path)
+        manifest, runs, arrays = self._state()
+        if self._lock is not None and self._lock.held and self._path == path:
+            return _state.write_state(path, manifest, runs, arrays)
+        with StateLock(path):  # refused if another live writer holds it
+            return _state.write_state(path, manifest, runs, arrays)
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
         stats = self._stats
         info, arrays = stats.to_arrays()
         manifest: dict[str, Any] = {
@@ -455,26 +575,55 @@ class StreamingGate:
         if "regression" in info:
             manifest["regression"] = info["regression"]
         runs = {k: info[k] for k in ("run_ids", "fact_ids", "covariates", "lesson_ids")}
+        if self._sources:  # which ingested file each run came from (duplicate reports)
+            files = list(dict.fromkeys(self._sources.values()))
+            at = {f: k for k, f in enumerate(files)}
+            runs["sources"] = {"files": files, "runs": {r: at[f] for r, f in self._sources.items()}}
         if self._adapter is not None:
             for name, value in self._adapter.state().items():
                 arrays[f"adapter/{name}"] = value
-        return _state.write_state(path, manifest, runs, arrays)
+        return manifest, runs, arrays
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, allow_import: Sequence[str] | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        gate: Any = None,
+        migrate: bool = False,
+        allow_import: Sequence[str] | None = None,
     ) -> StreamingGate:
         """Rebuild a streaming gate from :meth:`save`'s file (no history is re-read).
 
-        The gate is rebuilt from its registry name and options (``make_gate``), the
-        statistics are read back as saved, so reports are identical to the saved gate's.
-        A gate saved by import path (``"module:Class"``) imports its module only when
-        ``allow_import`` names it (or ``--allow-import``; see :mod:`cogstats._imports`).
+        The file is checked before anything is used: its checksums (every member), then
+        its invariants (counts, shapes, scores in [0, 1], each lesson's trials and sums
+        recomputed from the stored runs; :func:`._state.check_invariants`).  The gate is
+        rebuilt from its registry name and options (``make_gate``), the statistics are
+        read back as saved, so reports are identical to the saved gate's (and saving
+        again gives the same bytes).  A gate saved by import path (``"module:Class"``)
+        imports its module only when ``allow_import`` names it (or ``--allow-import``;
+        see :mod:`cogstats._imports`).  Loading takes no lock (use :meth:`open` to write).
+
+        Parameters
+        ----------
+        path : str or path
+            The state file.
+        gate : gate object, optional
+            The gate the caller configures now: its registry name and options must equal
+            the saved gate's (else a ParameterError saying what differs).  None: the
+            saved gate, as saved.
+        migrate : bool
+            With ``gate``: on a mismatch keep the saved runs, markers and skipped lines
+            and use ``gate`` (its statistics rebuilt from the runs, O(runs)).
+        allow_import : sequence of str, optional
+            Modules a ``"module:Class"`` gate named by the file may import.
 
         Raises
         ------
         ParameterError
-            For a file that is not a streaming-gate state, or of another version.
+            For a file that is not a streaming-gate state, of another version, damaged or
+            inconsistent (naming what is wrong), or saved with another gate configuration
+            than ``gate`` (without ``migrate=True``).
 
         Examples
         --------
@@ -482,19 +631,63 @@ class StreamingGate:
         >>> from cogstats.gates import EvidenceGate
         >>> sg = StreamingGate(EvidenceGate(method="welch"))
         >>> _ = sg.record("r1", 0.9, ["a"])
-        >>> back = StreamingGate.load(sg.save(pathlib.Path(tempfile.mkdtemp()) / "s.npz"))
-        >>> back.gate == sg.gate
+        >>> path = sg.save(pathlib.Path(tempfile.mkdtemp()) / "s.npz")
+        >>> StreamingGate.load(path).gate == sg.gate
+        True
+        >>> new = EvidenceGate(method="welch", alpha=0.01)
+        >>> StreamingGate.load(path, gate=new, migrate=True).gate == new
         True
         """
         path = Path(path)
         manifest, runs, arrays = _state.read_state(path)
+        _state.check_invariants(path, manifest, runs, arrays)
+        try:
+            return cls._from_state(path, manifest, runs, arrays, gate, migrate, allow_import)
+        except ParameterError:
+            raise
+        except Exception as exc:  # a damaged state the checks above let through
+            raise ParameterError(
+                f"{path}: damaged state file ({type(exc).__name__}: {exc})"
+            ) from None
+
+    @classmethod
+    def _from_state(
+        cls,
+        path: Path,
+        manifest: dict[str, Any],
+        runs: dict[str, Any],
+        arrays: dict[str, np.ndarray],
+        gate: Any,
+        migrate: bool,
+        allow_import: Sequence[str] | None,
+    ) -> StreamingGate:
+        saved_name = manifest["gate"]["name"]
+        saved_options = manifest["gate"]["options"]
+        if gate is not None:
+            name = registry_name(gate)
+            options = _state.encode(_state.policy(gate), "gate options")
+            if (name, options) != (saved_name, saved_options):
+                if not migrate:
+                    raise ParameterError(
+                        f"{path} was saved with gate {saved_name!r} "
+                        f"{_differences(saved_options, options)}; the gate given is "
+                        f"{name!r}. To keep the saved runs and markers and use the new gate "
+                        "(its statistics rebuilt from the runs), load with migrate=True; to "
+                        "go on with the saved gate, pass gate=None"
+                    )
+                old = cls.load(path, allow_import=allow_import)
+                out = cls(gate, candidates=manifest["candidates"])
+                for run in old._stats.runs():
+                    out._commit(*run)
+                out._last, out._markers = old._last, old._markers
+                out._skipped, out._sources = old._skipped, old._sources
+                return out
         from cogstats._imports import from_data
 
         # a "module:Class" gate named by the file imports only an allowed module
         with from_data(f"the state file {path}", allow_import):
-            options = _state.decode(manifest["gate"]["options"])
-            gate = make_gate(manifest["gate"]["name"], **options)
-        out = cls(gate, candidates=manifest["candidates"])
+            made = make_gate(saved_name, **_state.decode(saved_options))
+        out = cls(made, candidates=manifest["candidates"])
         out._restore(manifest, runs, arrays)
         return out
 
@@ -514,6 +707,10 @@ class StreamingGate:
         self._last = {f: (v[0], v[1]) for f, v in manifest["last_decisions"].items()}
         self._markers = {k: Marker(**v) for k, v in manifest["markers"].items()}
         self._skipped = [SkippedLine(**s) for s in manifest["skipped"]]
+        sources = runs.get("sources")
+        if isinstance(sources, dict):
+            files = sources["files"]
+            self._sources = {r: files[k] for r, k in sources["runs"].items()}
         self._cache = None
 
     # ------------------------------------------------------------------ ingest
@@ -599,6 +796,15 @@ class StreamingGate:
 
 
 # ---------------------------------------------------------------------- helpers
+def _differences(saved: Mapping[str, Any], given: Mapping[str, Any]) -> str:
+    """Name the options that differ between a saved gate and the one given."""
+    keys = [k for k in dict.fromkeys([*saved, *given]) if saved.get(k) != given.get(k)]
+    if not keys:
+        return "(the same options)"
+    shown = ", ".join(f"{k}: saved {saved.get(k)!r}, given {given.get(k)!r}" for k in keys[:5])
+    return f"whose options differ ({shown})"
+
+
 def _check_candidates(candidates: Sequence[str]) -> None:
     if isinstance(candidates, str):
         raise ParameterError(f"candidates must be a sequence of lesson ids; got {candidates!r}")

@@ -1,0 +1,315 @@
+"""Durability of the streaming gate's state (issue 19): one writer, checked loads.
+
+- the lock's lifecycle: ``StreamingGate.open`` holds the state path's lock until
+  ``close``; a second writer (another process) is refused naming pid and host; a save
+  to a path another live writer holds is refused; temporary files of dead writers are
+  removed at open;
+- checked loads: a checksum over every member, invariants recomputed from the stored
+  runs, the caller's gate compared with the saved one (``migrate=True`` to change it);
+- a property test: any single byte changed, or any truncation, of a saved state either
+  loads identically (saving it again gives the same bytes) or is refused with
+  ``ParameterError`` — never another exception.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cogstats._statelock import StateLockedError
+from cogstats._validation import ParameterError
+from cogstats.gates import CycgraphGate, EvidenceGate, StreamingGate
+from cogstats.gates.streaming import _state
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _runs(n: int, seed: int = 7) -> list[tuple[str, float, list[str], dict[str, Any]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        ids = [f"L{j}" for j in range(5) if rng.random() < 0.4]
+        out.append((f"r{i}", float(rng.integers(0, 21) * 0.05), ids, {"d": float(rng.normal())}))
+    return out
+
+
+def _fill(sg: StreamingGate, runs: list[tuple[str, float, list[str], dict[str, Any]]]) -> None:
+    for run_id, score, ids, covs in runs:
+        sg.record(run_id, score, ids, **covs)
+
+
+KEYS = ("fact_id", "decision", "reason", "why", "trials", "baseline_runs")
+
+
+def assert_same(a: Any, b: Any) -> None:
+    """Decisions etc. identical, the numbers to 1e-9 (the streaming gate's promise)."""
+    fa, fb = a.to_frame(), b.to_frame()
+    for c in KEYS:
+        assert fa[c].to_list() == fb[c].to_list(), c
+    for c in fa.columns:
+        if c not in KEYS and fa[c].dtype.is_float():
+            x, y = fa[c].to_numpy(), fb[c].to_numpy()
+            assert np.allclose(x, y, rtol=1e-9, atol=1e-10, equal_nan=True), c
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def _rewrite(path: Path, members: dict[str, bytes], *, fix_checksums: bool) -> None:
+    """Write members back (recomputing the checksums: a forged but consistent-looking file)."""
+    manifest = json.loads(members["manifest.json"])
+    if fix_checksums:
+        manifest.pop("checksums", None)
+        runs = json.loads(members["runs.json"])
+        arrays = {
+            n[:-4]: np.load(io.BytesIO(b), allow_pickle=False)
+            for n, b in members.items()
+            if n.endswith(".npy")
+        }
+        _state.write_state(path, manifest, runs, arrays)
+        return
+    with zipfile.ZipFile(path, "w") as zf:
+        for n, b in members.items():
+            zf.writestr(n, b)
+
+
+# ---------------------------------------------------------------------- the lock
+def test_open_record_save_close_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "gate.npz"
+    gate = CycgraphGate(min_trials=2)
+    runs = _runs(40)
+    with StreamingGate.open(path, gate=gate) as sg:
+        assert not path.exists() and len(sg) == 0  # a new state
+        assert (tmp_path / "gate.npz.lock").exists()
+        _fill(sg, runs[:25])
+        assert sg.save() == path
+    assert not (tmp_path / "gate.npz.lock").exists()  # released at close
+    sg = StreamingGate.open(path, gate=gate)
+    try:
+        assert len(sg) == 25
+        _fill(sg, runs[25:])
+        sg.save()
+    finally:
+        sg.close()
+    sg.close()  # twice: nothing
+    back = StreamingGate.load(path, gate=gate)
+    assert len(back) == 40
+    assert_same(back.report(), gate.evaluate(back.to_ledger()))
+
+
+def test_save_without_path_needs_open() -> None:
+    with pytest.raises(ParameterError, match="save\\(\\) needs a path"):
+        StreamingGate(CycgraphGate()).save()
+
+
+_SECOND_WRITER = textwrap.dedent(
+    """
+    import sys
+    from cogstats.gates import CycgraphGate, StreamingGate
+    from cogstats._statelock import StateLockedError
+    path = sys.argv[1]
+    try:
+        StreamingGate.open(path, gate=CycgraphGate())
+    except StateLockedError as exc:
+        print("OPEN-REFUSED", exc)
+    sg = StreamingGate(CycgraphGate())
+    sg.record("x1", 0.5, ["a"])
+    try:
+        sg.save(path)
+    except StateLockedError as exc:
+        print("SAVE-REFUSED", exc)
+    """
+)
+
+
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    path = tmp_path / "gate.npz"
+    with StreamingGate.open(path, gate=CycgraphGate()) as sg:
+        _fill(sg, [(r, s, f, {}) for r, s, f, _ in _runs(10)])
+        sg.save()
+        before = path.read_bytes()
+        proc = subprocess.run(
+            [sys.executable, "-c", _SECOND_WRITER, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr
+        holder = f"pid {os.getpid()} on host {socket.gethostname()!r}"
+        lines = proc.stdout.splitlines()
+        assert any(ln.startswith("OPEN-REFUSED") and holder in ln for ln in lines), proc.stdout
+        assert any(ln.startswith("SAVE-REFUSED") and holder in ln for ln in lines), proc.stdout
+        assert path.read_bytes() == before  # the second writer changed nothing
+        # the same process, another object: refused too (one writer per state)
+        with pytest.raises(StateLockedError, match=str(os.getpid())):
+            StreamingGate(CycgraphGate()).save(path)
+
+
+def test_a_dead_writers_temporary_files_are_removed_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "gate.npz"
+    StreamingGate(CycgraphGate()).save(path)
+    stray = [tmp_path / "gate.npz.abc123.tmp", tmp_path / "gate.npz.zz.tmp"]
+    for p in stray:
+        p.write_bytes(b"half a zip")
+    other = tmp_path / "other.npz.x.tmp"  # another state's: left alone
+    other.write_bytes(b"")
+    with StreamingGate.open(path, gate=CycgraphGate()):
+        assert not any(p.exists() for p in stray)
+    assert other.exists()
+
+
+# ---------------------------------------------------------------------- checked loads
+def test_the_same_state_saves_to_the_same_bytes(tmp_path: Path) -> None:
+    sg = StreamingGate(
+        EvidenceGate(method="ols", options={"cov": "nonrobust", "covariates": ("d",)})
+    )
+    _fill(sg, _runs(30))
+    a = sg.save(tmp_path / "a.npz").read_bytes()
+    back = StreamingGate.load(tmp_path / "a.npz")
+    assert back.save(tmp_path / "b.npz").read_bytes() == a
+    manifest = json.loads(_members(tmp_path / "a.npz")["manifest.json"])
+    assert set(manifest["checksums"]) == set(_members(tmp_path / "a.npz"))
+
+
+def test_a_changed_member_is_refused_by_its_checksum(tmp_path: Path) -> None:
+    sg = StreamingGate(CycgraphGate())
+    _fill(sg, _runs(20))
+    path = sg.save(tmp_path / "s.npz")
+    members = _members(path)
+    runs = json.loads(members["runs.json"])
+    runs["fact_ids"][0] = ["L9"]
+    members["runs.json"] = json.dumps(runs).encode()
+    _rewrite(path, members, fix_checksums=False)
+    with pytest.raises(ParameterError, match="checksum of runs.json differs"):
+        StreamingGate.load(path)
+    members = _members(sg.save(tmp_path / "t.npz"))
+    manifest = json.loads(members["manifest.json"])
+    manifest["candidates"] = ["L0"]
+    members["manifest.json"] = json.dumps(manifest).encode()
+    _rewrite(tmp_path / "t.npz", members, fix_checksums=False)
+    with pytest.raises(ParameterError, match="manifest's checksum differs"):
+        StreamingGate.load(tmp_path / "t.npz")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("score5", "score 5.0; scores lie in \\[0, 1\\]"),
+        ("sums", "lesson_sums is 1000000000.0 stored"),
+        ("trials", "trials stored but"),
+        ("runs", "must list 21 run ids"),
+        ("lessons", "stored lessons of run"),
+        ("total", "the total total_sum"),
+    ],
+)
+def test_an_inconsistent_state_is_refused_even_with_good_checksums(
+    change: str, message: str, tmp_path: Path
+) -> None:
+    sg = StreamingGate(CycgraphGate(min_trials=1))
+    _fill(sg, _runs(20))
+    path = sg.save(tmp_path / "s.npz")
+    members = _members(path)
+    manifest = json.loads(members["manifest.json"])
+    runs = json.loads(members["runs.json"])
+    arrays = {n: np.load(io.BytesIO(b)) for n, b in members.items() if n.endswith(".npy")}
+    if change == "score5":
+        arrays["scores.npy"][3] = 5.0
+    elif change == "sums":
+        arrays["lesson_sums.npy"][0] = 1e9
+    elif change == "trials":
+        arrays["lesson_trials.npy"][1] += 1
+    elif change == "runs":
+        manifest["runs"] = 21
+    elif change == "lessons":
+        runs["fact_ids"][0] = [*reversed(runs["fact_ids"][0]), "L0", "zz"]
+    elif change == "total":
+        manifest["totals"]["total_sum"] += 1.0
+    members = {
+        "manifest.json": json.dumps(manifest).encode(),
+        "runs.json": json.dumps(runs).encode(),
+    }
+    for n, a in arrays.items():
+        buf = io.BytesIO()
+        np.save(buf, a)
+        members[n] = buf.getvalue()
+    _rewrite(path, members, fix_checksums=True)
+    with pytest.raises(ParameterError, match=message):
+        StreamingGate.load(path)
+
+
+def test_load_compares_the_callers_gate_and_migrates_when_told(tmp_path: Path) -> None:
+    saved = EvidenceGate(method="welch")
+    sg = StreamingGate(saved)
+    _fill(sg, _runs(30))
+    path = sg.save(tmp_path / "s.npz")
+    assert StreamingGate.load(path, gate=EvidenceGate(method="welch")).gate == saved
+    new = EvidenceGate(method="welch", alpha=0.01)
+    with pytest.raises(ParameterError, match="alpha: saved 0.05, given 0.01.*migrate=True"):
+        StreamingGate.load(path, gate=new)
+    with pytest.raises(ParameterError, match="saved with gate 'evidence'.*'cycgraph'"):
+        StreamingGate.open(path, gate=CycgraphGate())
+    assert not (tmp_path / "s.npz.lock").exists()  # a refused open releases the lock
+    moved = StreamingGate.load(path, gate=new, migrate=True)
+    assert moved.gate == new and len(moved) == 30
+    assert_same(moved.report(), new.evaluate(sg.to_ledger()))
+    other = StreamingGate.load(path, gate=CycgraphGate(), migrate=True)
+    assert_same(other.report(), CycgraphGate().evaluate(sg.to_ledger()))
+
+
+# ---------------------------------------------------------------------- property test
+def _states(tmp_path: Path) -> list[Path]:
+    out: list[Path] = []
+    for name, gate in (
+        ("cycgraph", CycgraphGate(min_trials=2)),
+        ("confseq", EvidenceGate(method="confseq", min_trials=2)),
+        ("ols", EvidenceGate(method="ols", options={"cov": "nonrobust", "covariates": ("d",)})),
+    ):
+        sg = StreamingGate(gate)
+        _fill(sg, _runs(12, seed=len(out)))
+        out.append(sg.save(tmp_path / f"{name}.npz"))
+    return out
+
+
+def test_any_byte_change_or_truncation_loads_identically_or_is_refused(tmp_path: Path) -> None:
+    """240 seeded damages of three states (a byte set to another value, a truncation):
+    each loads identically (saving it again gives the original bytes) or raises
+    ParameterError; at least most are refused (the checksums see them)."""
+    rng = np.random.default_rng(20261202)
+    outcomes = {"identical": 0, "refused": 0}
+    damaged = tmp_path / "damaged.npz"
+    again = tmp_path / "again.npz"
+    for original in _states(tmp_path):
+        data = original.read_bytes()
+        for case in range(80):
+            buf = bytearray(data)
+            if case % 4 == 3:
+                buf = buf[: int(rng.integers(0, len(data)))]
+            else:
+                at = int(rng.integers(0, len(data)))
+                buf[at] = (buf[at] + int(rng.integers(1, 256))) % 256
+            damaged.write_bytes(bytes(buf))
+            try:
+                back = StreamingGate.load(damaged)
+            except ParameterError:
+                outcomes["refused"] += 1
+                continue
+            back.save(again)
+            assert again.read_bytes() == data, (original.name, case)
+            outcomes["identical"] += 1
+    assert sum(outcomes.values()) == 240
+    print(outcomes)
+    assert outcomes["refused"] >= 200, outcomes
