@@ -933,7 +933,9 @@ class LifecycleGate:
             Columns :data:`LIFECYCLE_DECISION_COLUMNS`; ``decision`` one of
             ``cogstats._codes.OUTCOMES``.
         """
+        note = None
         if isinstance(stats, _Running):  # kept by a streaming gate (running_statistics)
+            note = stats.note()
             stats = stats.batch_form()
         if not isinstance(stats, LifecycleStatistics):
             raise ParameterError(
@@ -1009,7 +1011,10 @@ class LifecycleGate:
                     "identifiable": bool(x["identifiable"][i]),
                 }
             )
-        return _gate_report("recommended_v2", report_frame(rows, _SCHEMA), self.to_policy())
+        settings = self.to_policy()
+        if note:  # the covariate rule's fallback, as evaluate notes it
+            settings["covariate_note"] = note
+        return _gate_report("recommended_v2", report_frame(rows, _SCHEMA), settings)
 
     def evaluate(
         self,
@@ -1081,6 +1086,16 @@ class _Running:
             tuple(min(a, v) for a, v in zip(low, vals, strict=True)),
             tuple(max(b, v) for b, v in zip(high, vals, strict=True)),
         )
+
+    def note(self) -> str | None:
+        """Return the covariate rule's note when the first run chose a fallback column."""
+        cov = self.covariates
+        if not cov:
+            return None
+        from cogstats.covariates import choose_covariates
+
+        choice = choose_covariates(self.gate.covariates, cov, default=_DEFAULT_COVARIATES)
+        return choice.note if choice.fallback else None
 
     def batch_form(self) -> LifecycleStatistics:
         """Return the statistics without the covariate columns constant so far."""

@@ -420,7 +420,9 @@ def _assert_stream_is_batch(gate: Any, recs: list[dict[str, Any]]) -> Any:
         covs = {c: v for c, v in rec.items() if c not in ("run_id", "score", "fact_ids")}
         sg.record(rec["run_id"], rec["score"], rec["fact_ids"], **covs)
         stream = sg.report().to_frame()
-        batch = gate.evaluate(Ledger.from_records(recs[: k + 1])).to_frame()
+        whole = gate.evaluate(Ledger.from_records(recs[: k + 1]))
+        assert dict(sg.report().settings) == dict(whole.settings), k  # the note too
+        batch = whole.to_frame()
         for c in same:
             assert stream[c].to_list() == batch[c].to_list(), (k, c)
         for c in numbers:
