@@ -38,6 +38,7 @@ from cogstats._validation import ParameterError, check_choice, check_int, check_
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
     Selection,
+    check_retest_options,
     check_slots,
     retest_pick,
     split_lessons,
@@ -67,6 +68,7 @@ class _Pooled:
     candidate_slots: int = 2
     pool: int | None = None
     retest_prob: float = 0.5
+    retest_window: int | None = None
 
     #: the simulator's reference engine shows this policy its suspended lessons
     retests_suspended = True
@@ -78,6 +80,8 @@ class _Pooled:
         object.__setattr__(self, "pool", check_int("pool", self.pool, minimum=1, optional=True))
         prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
         object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
+        window, _ = check_retest_options(self.retest_window, False)
+        object.__setattr__(self, "retest_window", window)
 
     def _pool_size(self, table: pl.DataFrame) -> int:
         n_cand = int((table["status"] == "candidate").fill_null(False).sum())
@@ -95,7 +99,7 @@ class _Pooled:
 
         With suspended lessons one more uniform (drawn last) decides the re-test slot.
         """
-        table, suspended = split_lessons(lessons)
+        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         size = self._pool_size(table)
         u = np.random.default_rng(rng).random(size + bool(suspended))
         return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]))
@@ -117,7 +121,7 @@ class _Pooled:
         ``uniforms[2 + i]`` is pool position ``i``'s draw; ``uniforms[0]`` decides the
         re-test slot when lessons are suspended (``uniforms[1]`` is unused).
         """
-        table, suspended = split_lessons(lessons)
+        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         u = np.asarray(uniforms, dtype=float)
         return self._select_pool(table, ledger, u[2:], suspended, float(u[0]))
 
@@ -221,6 +225,11 @@ class Randomized(_Pooled):
         one of the candidate slots (:func:`cogstats.retrieval._base.retest_pick`; the
         draw is ``uniforms[0]``, logged with the pool's propensities).  Admitted lessons
         fill the verified block after verified ones, in rotation.
+    retest_window : int or None
+        Re-test only lessons suspended within the last ``retest_window`` runs (the lesson
+        table's ``status_since`` and ``context["run"]``, see
+        :func:`cogstats.retrieval._base.retest_eligible`); ``m`` then counts the eligible
+        ones.  Default None: every suspended lesson.
 
     Examples
     --------

@@ -35,6 +35,7 @@ from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
     Selection,
+    check_retest_options,
     check_slots,
     retest_pick,
     split_lessons,
@@ -118,6 +119,11 @@ class SuspectFirst:
         (:func:`cogstats.retrieval._base.retest_pick`, drawn from ``uniforms[0]``); the
         suspects' propensities are logged.  Admitted lessons fill the verified block
         after verified ones, in rotation.
+    retest_window : int or None
+        Re-test only lessons suspended within the last ``retest_window`` runs (the lesson
+        table's ``status_since`` and ``context["run"]``, see
+        :func:`cogstats.retrieval._base.retest_eligible`); ``m`` then counts the eligible
+        ones.  Default None: every suspended lesson.
 
     Examples
     --------
@@ -133,6 +139,7 @@ class SuspectFirst:
     suspect_z: float = 2.0
     fresh_trials: int = 2
     retest_prob: float = 0.5
+    retest_window: int | None = None
 
     #: the simulator's reference engine shows this policy its suspended lessons
     retests_suspended = True
@@ -158,6 +165,8 @@ class SuspectFirst:
         )
         prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
         object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
+        window, _ = check_retest_options(self.retest_window, False)
+        object.__setattr__(self, "retest_window", window)
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Return how many pre-drawn uniforms a simulated run needs.
@@ -175,7 +184,7 @@ class SuspectFirst:
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
         """Choose the lessons for the next run (draws from ``rng``)."""
-        table, suspended = split_lessons(lessons)
+        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         n = int((table["status"] == "candidate").fill_null(False).sum())
         u = np.random.default_rng(rng).random(2 + n)
         return self._choose(table, ledger, u, suspended)
@@ -193,7 +202,7 @@ class SuspectFirst:
         ``uniforms[2 + i]`` is the draw of candidate ``i`` (candidates oldest first);
         ``uniforms[0]`` decides the re-test slot when lessons are suspended.
         """
-        table, suspended = split_lessons(lessons)
+        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         return self._choose(table, ledger, np.asarray(uniforms, dtype=float), suspended)
 
     def _choose(

@@ -20,7 +20,7 @@ from cogstats import Ledger
 from cogstats.retrieval import InProgressFirst, Randomized, SuspectFirst
 from cogstats.retrieval._base import retest_pick
 from cogstats.sim import Scenario, simulate
-from cogstats.sim.draws import draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
 from cogstats.sim.engine import run_fast
 from cogstats.sim.metrics import pooled_median_suspended
 from cogstats.sim.reference import run_reference
@@ -301,7 +301,7 @@ def test_engines_write_equal_status_events_for_todays_gates(gate: dict[str, Any]
             "score": {"noise_sd": 0.08},
         }
     )
-    lessons = lesson_table(s)
+    lessons = scenario_lessons(s)
     lay = layout(s)
     prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(7), 0, 6, lay), lay)
     fast, ref = run_fast(s, lessons, prep), run_reference(s, lessons, prep)
@@ -520,3 +520,35 @@ def test_retest_window_needs_the_run_and_the_since_column() -> None:
         pol.select([{"id": "s1", "status": "suspended", "created_at": 1}], context={"run": 3})
     # without suspects the window asks for nothing
     assert pol.select([{"id": "c", "status": "candidate", "created_at": 1}]).fact_ids == ("c",)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        InProgressFirst(max_facts=4, candidate_slots=2, retest_prob=0.5, retest_window=2),
+        Randomized(max_facts=4, candidate_slots=2, retest_prob=0.5, retest_window=2),
+        SuspectFirst(
+            max_facts=4, candidate_slots=2, retest_prob=0.5, inclusion_prob=0.9, retest_window=2
+        ),
+    ],
+    ids=["in_progress_first", "randomized", "suspect_first"],
+)
+def test_every_retest_slot_honours_the_window(policy: Any) -> None:
+    # s1 suspended since run 1, s2 since run 3; at run 4 with window 2 only s2 (4 - 3 < 2)
+    since: dict[Any, int] = {"s1": 1, "s2": 3}
+    store = [{**row, "status_since": since.get(row["id"], 1)} for row in STORE]
+    ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a1"]}])
+    n = policy.uniforms_per_run(7)
+    for u0, expect in ((0.1, "s2"), (0.45, "s2"), (0.7, None)):
+        u = np.full(n, 0.05)
+        u[0] = u0
+        sel = policy.select_with_uniforms(store, ledger, u, context={"run": 4})
+        assert [f for f in sel.fact_ids if f.startswith("s")] == (
+            [] if expect is None else [expect]
+        )
+        assert sel.propensities is not None
+        assert sel.propensities["s2"] == 0.5 and "s1" not in sel.propensities
+    # at run 5 neither is eligible: no suspect drawn, none logged
+    sel = policy.select_with_uniforms(store, ledger, np.full(n, 0.05), context={"run": 5})
+    assert not [f for f in sel.fact_ids if f.startswith("s")]
+    assert sel.propensities is None or not {"s1", "s2"} & set(sel.propensities)
