@@ -468,3 +468,30 @@ def test_streaming_without_covariates_and_refusals() -> None:
     assert len(sg) == 2
     # before any run: a report of nothing
     assert StreamingGate(LifecycleGate()).report().to_frame().height == 0
+
+
+def test_streaming_with_replaced_runs_and_a_reload_stays_batch(tmp_path: Path) -> None:
+    """A run recorded again (the statistics rebuilt from the runs) and a save/load midway
+    keep StreamingGate(LifecycleGate()) equal to batch evaluate at every step."""
+    from cogstats.gates import StreamingGate
+
+    rng = np.random.default_rng(3)
+    gate = LifecycleGate()
+    sg = StreamingGate(gate)
+    ledger = Ledger()
+    for i in range(80):
+        ids = [f"L{j}" for j in range(5) if rng.random() < 0.5]
+        d = float(rng.normal(0, 0.1))
+        y = float(np.clip(0.55 + d - 0.2 * ("L0" in ids) + rng.normal(0, 0.05), 0, 1))
+        run = f"r{i - 3}" if i % 17 == 16 else f"r{i}"
+        sg.record(run, y, ids, difficulty_proxy=d)
+        ledger.record(run, y, ids, difficulty_proxy=d)
+        if i == 40:
+            sg = StreamingGate.load(sg.save(tmp_path / "gate.npz"))
+        a, b = sg.report().to_frame(), gate.evaluate(ledger).to_frame()
+        for c in ("fact_id", "decision", "reason", "why", "trials", "baseline_runs"):
+            assert a[c].to_list() == b[c].to_list(), (i, c)
+        for c in ("estimate", "std_error", "t_stat"):
+            x, z = a[c].to_numpy(), b[c].to_numpy()
+            assert np.allclose(x, z, rtol=1e-9, atol=1e-12, equal_nan=True), (i, c)
+    assert "L0" in sg.report().evicted
