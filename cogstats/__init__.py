@@ -14,17 +14,20 @@ from cogstats._lazy import attach
 from cogstats._version import __version__
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
-    from cogstats.estimators import Attribution, attribute
+    from cogstats.estimators import SPENDING, Attribution, attribute
     from cogstats.gates import (
+        GATES,
         AuditGate,
         CycgraphGate,
         EvidenceGate,
         GateReport,
+        LifecycleGate,
         RecommendedGate,
         StreamingGate,
     )
     from cogstats.ledger import Ledger
     from cogstats.presets import PRESETS, recommended
+    from cogstats.retrieval import RETRIEVAL_POLICIES
     from cogstats.sim import Scenario, load_spec, simulate
     from cogstats.sweep import read_sweep, sweep_spec
     from cogstats.tuning import tune
@@ -40,6 +43,10 @@ _LAZY: dict[str, str] = {
     "GateReport": "cogstats.gates",
     "StreamingGate": "cogstats.gates",
     "RecommendedGate": "cogstats.gates",
+    "LifecycleGate": "cogstats.gates",
+    "GATES": "cogstats.gates",
+    "SPENDING": "cogstats.estimators",
+    "RETRIEVAL_POLICIES": "cogstats.retrieval",
     "recommended": "cogstats.presets",
     "PRESETS": "cogstats.presets",
     "Scenario": "cogstats.sim",

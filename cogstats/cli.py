@@ -62,12 +62,12 @@ def _emit(
         sys.stdout.write(write_csv(flat_frame(frame), raw=raw_csv))
     elif fmt == "json":
         sys.stdout.write(json.dumps(frame.to_dicts(), indent=1, default=str) + "\n")
-    else:
-        from cogstats._results import CLI_TABLE_WIDTH, frame_text
+    else:  # "table": the leading columns that fit the terminal; "wide": every column
+        from cogstats.reports.display import terminal_table
 
         if title:
             print(title)
-        print(frame_text(frame, max_rows=200, width=CLI_TABLE_WIDTH))
+        print(terminal_table(frame, wide=fmt == "wide"))
 
 
 def flat_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -223,7 +223,12 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         default="all",
         help="'all' (every lesson in the ledger) or a file with one lesson id per line",
     )
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "--format",
+        choices=["table", "wide", "csv", "json"],
+        default="table",
+        help="table (the columns that fit the terminal), wide (every column), csv or json",
+    )
     _add_raw_csv(p)
     p.add_argument("--seed", type=int, help="seed for gates whose methods draw")
     _add_lesson_input(p)
@@ -289,7 +294,12 @@ def _attribute_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--covariates", nargs="*", help="ledger covariate columns to adjust for")
     p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
     p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "--format",
+        choices=["table", "wide", "csv", "json"],
+        default="table",
+        help="table (the columns that fit the terminal), wide (every column), csv or json",
+    )
     _add_raw_csv(p)
     _add_lesson_input(p)
 

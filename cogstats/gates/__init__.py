@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.audit import AUDIT_DECISION_COLUMNS, AuditGate, audit_entries_from_ledger
     from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
     from cogstats.gates.evidence import EVIDENCE_DECISION_COLUMNS, EvidenceGate
+    from cogstats.gates.lifecycle import LifecycleGate
     from cogstats.gates.lineage import LineageGate
     from cogstats.gates.recommended import RECOMMENDED_DECISION_COLUMNS, RecommendedGate
     from cogstats.gates.streaming import (
@@ -70,6 +71,7 @@ _LAZY: dict[str, str] = {
     "CycgraphGate": "cogstats.gates.cycgraph",
     "EVIDENCE_DECISION_COLUMNS": "cogstats.gates.evidence",
     "EvidenceGate": "cogstats.gates.evidence",
+    "LifecycleGate": "cogstats.gates.lifecycle",
     "LineageGate": "cogstats.gates.lineage",
     "RECOMMENDED_DECISION_COLUMNS": "cogstats.gates.recommended",
     "RecommendedGate": "cogstats.gates.recommended",

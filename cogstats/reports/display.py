@@ -368,11 +368,14 @@ def terminal_table(
     │ a       ┆ hold     │
     │ b       ┆ evict    │
     └─────────┴──────────┘
-    2 more columns: a_long_column_name, another_one (--format wide shows every column)
+    2 more columns: a_long_column_name,
+    another_one (--format wide shows every
+    column)
     >>> len(terminal_table(t, wide=True).splitlines()[0]) > 40
     True
     """
     import shutil
+    import textwrap
 
     rows = int(check_int("max_rows", max_rows, minimum=1))  # type: ignore[arg-type]
     if width is None:
@@ -393,4 +396,5 @@ def terminal_table(
     dropped = columns[kept:]
     names = ", ".join(dropped)
     note = f"{len(dropped)} more column{'s' if len(dropped) > 1 else ''}: {names}"
-    return f"{best}\n{note} (--format wide shows every column)"
+    note = "\n".join(textwrap.wrap(f"{note} (--format wide shows every column)", avail))
+    return f"{best}\n{note}"

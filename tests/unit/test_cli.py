@@ -48,13 +48,13 @@ def _table_rows(text: str) -> list[list[str]]:
 
 
 def test_gate_table(ledger_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The default table: the report's title, cycgraph's columns and the numbers.
+    """The wide table: the report's title, every one of cycgraph's columns and the numbers.
 
     Expected values by hand: lift = 0.9 - mean(six 0.3, six 0.6) = 0.45; Welch standard
     error with cycgraph's noise floor 0.1 on the lesson side (its six runs are equal) and
     the baseline's sample variance 12 * 0.15**2 / 11; both decisions at BH level 0.1.
     """
-    assert main(["gate", str(ledger_file)]) == 0
+    assert main(["gate", str(ledger_file), "--format", "wide"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "GateReport(gate='cycgraph', promote=1, evict=1)"
     header, *rows = _table_rows(out)
@@ -73,6 +73,18 @@ def test_gate_table(ledger_file: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert float(row["lift"]) == float(row["estimate"])
         assert float(row["std_error"]) == pytest.approx(se, abs=5e-5)
         assert row["alpha_bracket"] == "3"  # floor(log2(12))
+
+
+def test_gate_table_fits_the_terminal(
+    ledger_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["gate", str(ledger_file)]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    header, *_ = _table_rows(out)
+    assert tuple(header) == CYCGRAPH_DECISION_COLUMNS[: len(header)]  # leading ones kept
+    assert 0 < len(header) < len(CYCGRAPH_DECISION_COLUMNS) and "--format wide" in out
 
 
 def test_gate_json(ledger_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -286,7 +298,7 @@ def test_attribute_table_and_seed(ledger_file: Path, capsys: pytest.CaptureFixtu
     first = json.loads(capsys.readouterr().out)
     assert main([*argv, "--option", "permutations=199", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == first
-    assert main(["attribute", str(ledger_file)]) == 0
+    assert main(["attribute", str(ledger_file), "--format", "wide"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "Attribution(method='lift', lessons=2)"
     header, *rows = _table_rows(out)

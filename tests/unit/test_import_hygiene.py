@@ -180,6 +180,8 @@ SHARED_PRIVATE = {
     "cogstats._imports": "the one rule for importing a 'module:Class' named in data",
     "cogstats._cli_options": "the command-line flags shared by the sub-commands",
     "cogstats._version": "the package version, a leaf",
+    "cogstats._statelock": "the one writer-per-state-path lock (streaming gate, sweep store)",
+    "cogstats._json": "the one bounded JSON parser (ledger readers, state files, ingestion)",
 }
 
 

@@ -25,8 +25,10 @@ def test_gate_table_fits_and_keeps_the_leading_columns(
     gate_frame: pl.DataFrame, width: int
 ) -> None:
     text = terminal_table(gate_frame, width=width)
-    *table, note = text.splitlines()
-    assert max(len(line) for line in table) <= width
+    lines = text.splitlines()
+    end = max(i for i, line in enumerate(lines) if line.startswith("└"))
+    table, note = lines[: end + 1], " ".join(lines[end + 1 :])  # the note wraps at width
+    assert max(len(line) for line in lines) <= width
     header = table[1]
     shown = [c.strip() for c in header.strip("│").split("┆")]
     assert shown == gate_frame.columns[: len(shown)]  # a prefix, in order
