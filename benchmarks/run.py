@@ -36,6 +36,7 @@ BENCHMARKS = {
     "sweep": "benchmarks.sweep_scaling",
     "tune": "benchmarks.tune_latency",
     "d1": "benchmarks.d1_start_recommended",
+    "v2_simulated": "benchmarks.v2_simulated",
 }
 
 

@@ -327,6 +327,12 @@ def fast_support(s: Scenario) -> str | None:
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
+    built = s.retrieval.build()
+    # the lifecycle's re-test design options (issue 18) are not compiled
+    for option, default in (("fill_empty", False), ("retest_window", None)):
+        value = getattr(built, option, default)
+        if value != default:
+            return f"the compiled engine's retrieval does not cover {option}={value!r}"
     entry = s.gate.entry()
     if entry is None:
         return None

@@ -444,3 +444,15 @@ def test_the_wald_table_is_regressions() -> None:
             want = regression._wald(est, se, df, level)
             for g, w in zip(got, want, strict=True):
                 assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
+
+
+def test_the_retest_design_options_run_in_the_reference_engine() -> None:
+    """fill_empty and retest_window are not compiled: auto picks the reference engine."""
+    from cogstats.sim.engine import fast_support
+    from cogstats.sim.spec import Scenario
+
+    base = {"runs": 6, "lessons": {"listed": [{"id": "a", "effect": 0.1}]}}
+    assert fast_support(Scenario.from_dict(base)) is None
+    for option, value in (("fill_empty", True), ("retest_window", 5)):
+        s = Scenario.from_dict({**base, "retrieval": {option: value}})
+        assert option in (fast_support(s) or ""), option
