@@ -30,7 +30,7 @@ from cogstats.presets import PRESETS, get_preset, recommended
 from cogstats.retrieval import SuspectFirst
 from cogstats.retrieval.recommended import welch_z
 from cogstats.sim import Scenario, load_spec, simulate
-from cogstats.sim.draws import draw_uniforms, layout, lesson_table, prepare
+from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
 from cogstats.sim.engine import fast_support, run_fast
 from cogstats.sim.reference import run_reference
 
@@ -390,7 +390,7 @@ def _preset_s2(options: dict[str, Any] | None = None, **top: Any) -> Scenario:
 def test_compiled_kernel_equals_the_reference_engine(scenario: Any) -> None:
     s = scenario()
     assert fast_support(s) is None
-    lessons = lesson_table(s)
+    lessons = scenario_lessons(s)
     lay = layout(s)
     prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(7), 0, 3, lay), lay)
     fast, ref = run_fast(s, lessons, prep), run_reference(s, lessons, prep)
@@ -404,7 +404,7 @@ def test_s1_shape_and_s4_shape_match_too() -> None:
         if s.runs > 60:
             s = s.with_values({"runs": 60})
         s = s.with_values({"lessons.listed[0].effect": -0.3}) if s.listed else s
-        lessons = lesson_table(s)
+        lessons = scenario_lessons(s)
         lay = layout(s)
         prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(3), 0, 4, lay), lay)
         assert run_fast(s, lessons, prep).differences(run_reference(s, lessons, prep)) == []
