@@ -313,3 +313,75 @@ def test_any_byte_change_or_truncation_loads_identically_or_is_refused(tmp_path:
     assert sum(outcomes.values()) == 240
     print(outcomes)
     assert outcomes["refused"] >= 200, outcomes
+
+
+# ---------------------------------------------------------------------- ingest
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_skip_skips_a_line_that_raises_anything_inside_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogstats._validation import LedgerError
+
+    rows = [{"run_id": f"r{i}", "score": 0.5, "fact_ids": ["a"]} for i in range(4)]
+    path = _jsonl(tmp_path / "runs.jsonl", rows)
+    sg = StreamingGate(CycgraphGate())
+    validate = sg._validate
+
+    def hostile(rec: Any, *, row: int | None, source: str | None) -> Any:
+        if rec.get("run_id") == "r1":
+            raise ZeroDivisionError("a gate's check failed oddly")
+        return validate(rec, row=row, source=source)
+
+    monkeypatch.setattr(sg, "_validate", hostile)
+    with pytest.raises(LedgerError, match="ZeroDivisionError.*line 2"):
+        sg.ingest(path)
+    assert sg.marker(path)[1] == 1  # stays at the bad line
+    result = sg.ingest(path, on_error="skip")
+    assert result.recorded == 2 and len(sg) == 3  # r0 came in the first call
+    assert [(s.line, s.offset) for s in result.skipped] == [(2, len(json.dumps(rows[0])) + 1)]
+    assert "ZeroDivisionError" in result.skipped[0].error
+    assert sg.marker(path) == (path.stat().st_size, 4)  # the marker passed it
+
+
+def test_a_run_id_in_two_ingested_files_is_reported(tmp_path: Path) -> None:
+    from cogstats._validation import LedgerWarning
+
+    a = _jsonl(tmp_path / "a.jsonl", [{"run_id": f"r{i}", "score": 0.5} for i in range(3)])
+    rows = [{"run_id": "r1", "score": 0.9}, {"run_id": "r2", "score": 0.5}]
+    b = _jsonl(tmp_path / "b.jsonl", [*rows, {"run_id": "x", "score": 0.1}])
+    sg = StreamingGate(CycgraphGate())
+    assert sg.ingest(a).duplicates == ()
+    assert sg.ingest(a).duplicates == ()  # the same file again: nothing new, nothing reported
+    with pytest.warns(LedgerWarning, match="'r1' of .*b.jsonl \\(line 1\\).*a.jsonl"):
+        result = sg.ingest(b)
+    dup = {d.run_id: d for d in result.duplicates}
+    assert set(dup) == {"r1", "r2"}
+    assert dup["r1"].replaced and not dup["r2"].replaced  # r2 is identical
+    assert dup["r1"].first_path == str(a.resolve()) and dup["r1"].line == 1
+    assert len(sg) == 4 and sg.to_ledger().scores.tolist()[1] == 0.9
+    # the sources are saved with the state: a third file after a restart is reported too
+    back = StreamingGate.load(sg.save(tmp_path / "s.npz"))
+    c = _jsonl(tmp_path / "c.jsonl", [{"run_id": "r0", "score": 0.2}])
+    with pytest.warns(LedgerWarning):
+        assert back.ingest(c).duplicates[0].first_path == str(a.resolve())
+
+
+def test_recording_an_unchanged_run_again_changes_nothing() -> None:
+    sg = StreamingGate(EvidenceGate(method="welch"))
+    runs = _runs(50)
+    _fill(sg, runs)
+    version, report = sg.stats.version, sg.report()
+    for run_id, score, ids, covs in runs:
+        assert sg.record(run_id, score, ids, **covs).to_frame().height == 0
+    assert sg.stats.version == version and sg.report() is report  # nothing re-judged
+    run_id, score, ids, covs = runs[7]
+    sg.record(run_id, score, ids, d=covs["d"] + 1.0)  # a changed covariate: replaced
+    assert sg.stats.version > version
+    sg.record("i1", 0.5, ["a"], k=1)
+    version = sg.stats.version
+    sg.record("i1", 0.5, ["a"], k=1.0)  # 1 == 1.0, but another type: replaced
+    assert sg.stats.version > version

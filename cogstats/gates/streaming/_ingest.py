@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from cogstats._validation import LedgerError, ParameterError, check_choice
+from cogstats._validation import LedgerError, LedgerWarning, ParameterError, check_choice
 from cogstats.gates._report import GateReport
 from cogstats.ledger import parse_json_record
 
@@ -28,6 +29,7 @@ class _Fed(Protocol):
 
     _markers: dict[str, Marker]
     _skipped: list[SkippedLine]
+    _sources: dict[str, str]
 
     def _look(self) -> GateReport: ...
 
@@ -40,7 +42,7 @@ class _Fed(Protocol):
     ) -> tuple[str, float, list[str], dict[str, Any]]: ...
 
 
-__all__ = ["IngestResult", "SkippedLine", "ingest"]
+__all__ = ["DuplicateRun", "IngestResult", "SkippedLine", "ingest"]
 
 #: bytes read from a JSON Lines file at a time by :meth:`StreamingGate.ingest`
 _CHUNK = 1 << 22
@@ -83,6 +85,35 @@ class SkippedLine:
 
 
 @dataclass(frozen=True)
+class DuplicateRun:
+    """A run id that :meth:`StreamingGate.ingest` read from a second file.
+
+    The line's run replaces the run of that id (as recording a run id again does; an
+    identical run changes nothing), and the duplicate is reported here and by a
+    :class:`~cogstats._validation.LedgerWarning` rather than silently.
+
+    Attributes
+    ----------
+    run_id : str
+        The run id.
+    path : str
+        The file being ingested.
+    line : int
+        Its 1-based line there.
+    first_path : str
+        The file the run id was ingested from before.
+    replaced : bool
+        Whether the run's content differed (so the earlier run was replaced).
+    """
+
+    run_id: str
+    path: str
+    line: int
+    first_path: str
+    replaced: bool
+
+
+@dataclass(frozen=True)
 class IngestResult:
     """What one :meth:`StreamingGate.ingest` call did.
 
@@ -98,6 +129,8 @@ class IngestResult:
         Decisions that changed between the previous look and the look after the last line.
     offset, line : int
         The marker after the call: the byte offset and line count read so far.
+    duplicates : tuple of DuplicateRun
+        Run ids of this file that an earlier ingested file held too.
 
     Examples
     --------
@@ -117,6 +150,7 @@ class IngestResult:
     changed: GateReport
     offset: int
     line: int
+    duplicates: tuple[DuplicateRun, ...] = ()
 
 
 @dataclass
@@ -145,6 +179,7 @@ def ingest(
     mark = sg._markers.get(key, Marker())
     counts = [0, 0]  # runs recorded, lines read
     skipped: list[SkippedLine] = []
+    duplicates: list[DuplicateRun] = []
     with p.open("rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < mark.offset:
@@ -164,12 +199,31 @@ def ingest(
         fh.seek(mark.offset)
         offset, line = mark.offset, mark.line
         try:
-            _read_lines(sg, fh, key, src, on_error, offset, line, skipped, counts)
+            _read_lines(sg, fh, key, src, on_error, offset, line, (skipped, duplicates), counts)
         finally:
             _finish_marker(sg, key, p)
+            if duplicates:
+                _warn_duplicates(duplicates)
     mark = sg._markers[key]
     changed = sg._look()
-    return IngestResult(counts[0], counts[1], tuple(skipped), changed, mark.offset, mark.line)
+    return IngestResult(
+        counts[0], counts[1], tuple(skipped), changed, mark.offset, mark.line, tuple(duplicates)
+    )
+
+
+def _warn_duplicates(duplicates: list[DuplicateRun]) -> None:
+    d = duplicates[0]
+    more = (
+        f" ({len(duplicates) - 1} more run id(s) of this file too)" if len(duplicates) > 1 else ""
+    )
+    what = "replaces the earlier run" if d.replaced else "is identical to it (nothing changed)"
+    warnings.warn(
+        LedgerWarning(
+            f"run id {d.run_id!r} of {d.path} (line {d.line}) was ingested before from "
+            f"{d.first_path}; the new line {what}{more}. See IngestResult.duplicates"
+        ),
+        stacklevel=4,
+    )
 
 
 def _read_lines(
@@ -180,9 +234,11 @@ def _read_lines(
     on_error: str,
     offset: int,
     line: int,
-    skipped: list[SkippedLine],
+    found: tuple[list[SkippedLine], list[DuplicateRun]],
     counts: list[int],
 ) -> None:
+    skipped, duplicates = found
+    sources = sg._sources
     mark = sg._markers.setdefault(key, Marker())
     pending = b""
     while True:
@@ -198,16 +254,27 @@ def _read_lines(
             raw = data[start:nl]
             try:
                 parsed = _parse_line(sg, raw, line + 1, offset, src)
-            except LedgerError as exc:
+            except Exception as exc:  # any failure of one line (a gate's check_run too)
+                if not isinstance(exc, LedgerError):
+                    exc = LedgerError(
+                        f"{type(exc).__name__}: {exc} (line {line + 1}, byte offset {offset})",
+                        row=line + 1,
+                        source=src,
+                    )
                 if on_error == "raise":
-                    raise  # the marker stays at the start of the bad line
+                    raise exc from None  # the marker stays at the start of the bad line
                 skip = SkippedLine(src, line + 1, offset, str(exc))
                 skipped.append(skip)
                 sg._skipped.append(skip)
                 del sg._skipped[:-SKIPPED_KEPT]
                 parsed = None
             if parsed is not None:
-                sg._commit(*parsed)
+                run_id = parsed[0]
+                first = sources.get(run_id)
+                changed = sg._commit(*parsed)
+                if first is not None and first != key:
+                    duplicates.append(DuplicateRun(run_id, src, line + 1, first, changed))
+                sources[run_id] = key
                 counts[0] += 1
             counts[1] += 1
             line += 1

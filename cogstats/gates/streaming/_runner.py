@@ -300,6 +300,9 @@ class StreamingGate:
         order stays), as :meth:`Ledger.record <cogstats.ledger.Ledger.record>` does: its
         old contribution is subtracted, its covariates are replaced (columns it no
         longer has become null for it), and the look judges the ledger with the new run.
+        Recording a run exactly as it is recorded already (the same score, lesson ids
+        and covariates, of the same types) changes nothing and costs O(1) (no look is
+        judged again): restart catch-up by re-recording runs costs the new runs only.
 
         Parameters
         ----------
@@ -764,6 +767,13 @@ class StreamingGate:
             raises :class:`LedgerError` naming the file, line and field, so the next call
             starts there again (fix the line, or call with ``"skip"``); ``"skip"`` records
             it in :attr:`skipped` (and in the result) and goes on, so it is never retried.
+            Any failure of one line counts (an error raised while validating it, the
+            gate's ``check_run`` included, becomes a LedgerError naming the line).
+
+        A run id that an earlier *other* ingested file held is reported
+        (:attr:`IngestResult.duplicates`, and a ``LedgerWarning`` naming both files); the
+        line's run replaces the earlier one, as recording it again does (an identical
+        run changes nothing).
 
         Returns
         -------

@@ -420,6 +420,14 @@ def check_invariants(
         )
     if not _is_str_list(lesson_ids) or len(lesson_ids) != L or len(set(lesson_ids)) != L:
         raise _fail(path, f"runs.json must list {L} distinct lesson ids (the manifest's lessons)")
+    sources: Any = runs.get("sources")
+    if sources is not None and not (
+        isinstance(sources, dict)
+        and _is_str_list(sources.get("files"))
+        and isinstance(sources.get("runs"), dict)
+        and all(_is_int(k) and 0 <= k < len(sources["files"]) for k in sources["runs"].values())
+    ):
+        raise _fail(path, "runs.json's sources must map run ids to ingested files")
     # arrays
     scores = _array(path, arrays, "scores", "f", (n,))
     if not np.all(np.isfinite(scores)) or (n and (scores.min() < 0.0 or scores.max() > 1.0)):
