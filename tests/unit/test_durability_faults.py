@@ -3,7 +3,7 @@
 A worker process opens the state (``StreamingGate.open``: the lock, stale ones taken
 over), ingests a growing JSON Lines file (the parent appends a chunk before each cycle),
 records further runs one by one and saves after each step.  The parent kills it with
-SIGKILL at a seeded random moment after it is ready (some cycles while a save is
+SIGKILL (20 cycles) at a seeded random moment after it is ready (some cycles while a save is
 writing its temporary file, forced by a slowed ``os.replace``), then restarts it from
 the state.  After the cycles a last worker runs to the end.  Then: the final report is
 the batch gate's on the ledger of the state's runs; those runs are the full ledger, each
@@ -32,8 +32,8 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 20261219
-CYCLES = 14
-CHUNKS = 7  # the ingested file grows by one chunk in each of the first cycles
+CYCLES = 20
+CHUNKS = CYCLES  # the ingested file and the runs to record grow in every cycle
 INGESTED, RECORDED = 140, 100
 KEYS = ("fact_id", "decision", "reason", "why", "trials", "baseline_runs")
 
@@ -56,6 +56,7 @@ WORKER = textwrap.dedent(
     sg.save()
     for run_id, score, ids in json.load(open(runs_path)):
         if sg.stats.index_of(run_id) is None:
+            time.sleep(0.01)  # a service waiting for its next run
             sg.record(run_id, score, ids)
             sg.save()
         sg.ingest(ledger)  # nothing new: a no-op look
@@ -104,10 +105,10 @@ def test_kill_9_at_random_points_loses_and_double_counts_nothing(tmp_path: Path)
     ingested = _runs(INGESTED, "f", rng)
     recorded = _runs(RECORDED, "r", rng)
     (tmp_path / "worker.py").write_text(WORKER)
-    (tmp_path / "more.json").write_text(json.dumps(recorded))
     ledger = tmp_path / "runs.jsonl"
     ledger.write_text("")
     chunks = np.array_split(np.arange(INGESTED), CHUNKS)
+    to_record = np.array_split(np.arange(RECORDED), CHUNKS)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     kills = {"random": 0, "during_save": 0, "finished_first": 0}
     for cycle in range(CYCLES):
@@ -116,6 +117,8 @@ def test_kill_9_at_random_points_loses_and_double_counts_nothing(tmp_path: Path)
                 for i in chunks[cycle]:
                     r, s, f = ingested[i]
                     fh.write(json.dumps({"run_id": r, "score": s, "fact_ids": f}) + "\n")
+            upto = int(to_record[cycle][-1]) + 1
+            (tmp_path / "more.json").write_text(json.dumps(recorded[:upto]))
         slow = cycle % 4 == 2
         proc = _start(tmp_path, {**env, "SLOW_SAVE": "1"} if slow else env)
         _wait_ready(proc)
@@ -125,7 +128,7 @@ def test_kill_9_at_random_points_loses_and_double_counts_nothing(tmp_path: Path)
                 time.sleep(0.005)
             assert list(tmp_path.glob("s.npz.*.tmp")), "no save started"
         else:
-            time.sleep(float(rng.uniform(0.0, 0.4)))
+            time.sleep(float(rng.uniform(0.0, 0.25)))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills["during_save" if slow else "random"] += 1
@@ -135,7 +138,8 @@ def test_kill_9_at_random_points_loses_and_double_counts_nothing(tmp_path: Path)
     proc = _start(tmp_path, env)  # the last one runs to the end
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "DONE" in out, err
-    assert kills["during_save"] >= 3 and kills["random"] >= 5, kills
+    print(kills)
+    assert kills["during_save"] >= 5 and kills["random"] >= 8, kills
     # nothing left behind
     assert not list(tmp_path.glob("*.tmp")) and not (tmp_path / "s.npz.lock").exists()
     gate = CycgraphGate(min_trials=2)

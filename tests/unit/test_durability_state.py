@@ -203,6 +203,13 @@ def test_a_changed_member_is_refused_by_its_checksum(tmp_path: Path) -> None:
     _rewrite(tmp_path / "t.npz", members, fix_checksums=False)
     with pytest.raises(ParameterError, match="manifest's checksum differs"):
         StreamingGate.load(tmp_path / "t.npz")
+    members = _members(sg.save(tmp_path / "u.npz"))
+    manifest = json.loads(members["manifest.json"])
+    manifest["version"] = 1  # a version-2 file claiming version 1 (no checksum check)
+    members["manifest.json"] = json.dumps(manifest).encode()
+    _rewrite(tmp_path / "u.npz", members, fix_checksums=False)
+    with pytest.raises(ParameterError, match="version 1 with checksums"):
+        StreamingGate.load(tmp_path / "u.npz")
 
 
 @pytest.mark.parametrize(

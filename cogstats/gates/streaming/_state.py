@@ -176,6 +176,11 @@ def _read_state(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, n
         raw = {n: zf.read(n) for n in names if n != "manifest.json"}
     if version >= 2:
         _check_digests(path, manifest, raw)
+    elif CHECKSUMS in manifest:  # a version-2 file whose version was changed
+        raise ParameterError(
+            f"{path}: damaged state file: version 1 with checksums (version-1 files have "
+            "none: its version field was changed)"
+        )
     manifest.pop(CHECKSUMS, None)
     try:
         runs = load_json(raw["runs.json"].decode("utf-8"))
