@@ -29,6 +29,12 @@ TOML layout (every table optional except ``runs``)::
     [policy.gate]
     [grid]                    # SimulationSpec only: "dotted.path" = [values]
 
+A listed lesson's ``kind`` (``genuine``, ``neutral``, ``poison``) says how its decisions
+are scored (evicting a genuine lesson is a false eviction, evicting a poison a catch).
+Without one, a lesson with a negative fixed effect is a ``poison`` and any other
+``genuine``, decided per grid cell (a grid that makes the effect negative makes it a
+poison, unless the spec names its kind); streams keep their group's ``kind``.
+
 The ``[retrieval]`` and ``[gate]`` tables are validated by the registered classes
 (:data:`cogstats.retrieval.RETRIEVAL_POLICIES`, :data:`cogstats.gates.GATES`): their
 options are the classes' dataclass fields, with the classes' defaults and checks; an error
@@ -151,13 +157,19 @@ class EffectDist:
 
 @dataclass(frozen=True)
 class ListedLesson:
-    """One named lesson with a fixed true effect."""
+    """One named lesson with a fixed true effect.
+
+    Without a ``kind`` in the spec, a lesson with a negative effect is a ``poison`` (its
+    eviction is a catch, not a false eviction) and any other a ``genuine`` lesson; the
+    rule applies per grid cell (``kind_given`` False: the kind follows the cell's effect).
+    """
 
     id: str
     effect: float
     kind: str = "genuine"
     arrives_at_run: int = 1
     applies_to: str | None = None
+    kind_given: bool = field(default=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -479,7 +491,16 @@ class Scenario:
         }
         lessons: dict[str, Any] = {}
         if self.listed:
-            lessons["listed"] = [keep(asdict(x)) for x in self.listed]
+            lessons["listed"] = [
+                keep(
+                    {
+                        k: v
+                        for k, v in asdict(x).items()
+                        if k != "kind_given" and (k != "kind" or x.kind_given)
+                    }
+                )
+                for x in self.listed
+            ]
         if self.streams:
             lessons["streams"] = [
                 keep({**asdict(s), "effect": s.effect.to_toml(), "applies_to": list(s.applies_to)})
@@ -746,12 +767,17 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parse_listed(r: _Reader, runs: int) -> ListedLesson:
+    effect = _req(r.number("effect"))
+    given = r.has("kind")
+    # no kind: harmful by the sign of its fixed effect (issue 20), per cell
+    default = "genuine" if given or effect >= 0 else "poison"
     les = ListedLesson(
         id=_req(r.string("id", optional=False)),
-        effect=_req(r.number("effect")),
-        kind=r.choice("kind", "genuine", KINDS),
+        effect=effect,
+        kind=r.choice("kind", default, KINDS),
         arrives_at_run=_req(r.integer("arrives_at_run", 1, minimum=1)),
         applies_to=r.string("applies_to"),
+        kind_given=given,
     )
     if les.arrives_at_run > runs:
         raise r.error("arrives_at_run", f"must be <= runs ({runs}); got {les.arrives_at_run}")

@@ -281,3 +281,43 @@ def test_an_unknown_run_count_raises_no_false_range_errors() -> None:
     with pytest.raises(SpecError) as info:  # only the run count: one error, itself
         spec_from_dict(data, source="s.toml")
     assert info.value.key == "runs"
+
+
+def test_a_listed_lesson_without_a_kind_is_harmful_by_the_sign_of_its_effect() -> None:
+    from cogstats.sim.spec import Scenario, spec_from_dict
+
+    s = Scenario.from_dict(
+        {
+            "runs": 10,
+            "lessons": {
+                "listed": [
+                    {"id": "bad", "effect": -0.2},
+                    {"id": "good", "effect": 0.1},
+                    {"id": "zero", "effect": 0.0},
+                    {"id": "said", "effect": -0.2, "kind": "genuine"},
+                ]
+            },
+        }
+    )
+    assert [les.kind for les in s.listed] == ["poison", "genuine", "genuine", "genuine"]
+    again = Scenario.from_dict(s.to_dict())  # round trip keeps the rule, not a frozen kind
+    assert [les.kind for les in again.listed] == ["poison", "genuine", "genuine", "genuine"]
+    # per grid cell: the kind follows the cell's effect unless the spec names one
+    spec = spec_from_dict(
+        {
+            "runs": 10,
+            "replicates": 2,
+            "lessons": {
+                "listed": [
+                    {"id": "a", "effect": 0.1},
+                    {"id": "b", "effect": 0.1, "kind": "genuine"},
+                ]
+            },
+            "grid": {"lessons.listed[0].effect": [0.1, -0.3], "lessons.listed[1].effect": [-0.3]},
+        }
+    )
+    kinds = sorted(
+        (cell.listed[0].effect, cell.listed[0].kind, cell.listed[1].kind)
+        for _, cell in spec.cells()
+    )
+    assert kinds == [(-0.3, "poison", "genuine"), (0.1, "genuine", "genuine")]
