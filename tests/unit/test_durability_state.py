@@ -392,3 +392,15 @@ def test_recording_an_unchanged_run_again_changes_nothing() -> None:
     version = sg.stats.version
     sg.record("i1", 0.5, ["a"], k=1.0)  # 1 == 1.0, but another type: replaced
     assert sg.stats.version > version
+
+
+def test_a_forged_run_the_ledger_would_refuse_is_refused(tmp_path: Path) -> None:
+    sg = StreamingGate(CycgraphGate())
+    _fill(sg, _runs(10))
+    members = _members(sg.save(tmp_path / "s.npz"))
+    runs = json.loads(members["runs.json"])
+    runs["covariates"]["d"][2] = {"nested": [1, 2]}  # an object as a covariate value
+    members["runs.json"] = json.dumps(runs).encode()
+    _rewrite(tmp_path / "s.npz", members, fix_checksums=True)
+    with pytest.raises(ParameterError, match="run 'r2' is not a valid run"):
+        StreamingGate.load(tmp_path / "s.npz")

@@ -439,6 +439,19 @@ def check_invariants(
         bad = int(np.flatnonzero(~((scores >= 0.0) & (scores <= 1.0)))[0])
         value0 = float(scores[bad])
         raise _fail(path, f"run {run_ids[bad]!r} has score {value0!r}; scores lie in [0, 1]")
+    if set(covs) & {"run_id", "score", "fact_ids"}:
+        raise _fail(path, "a covariate column is named run_id, score or fact_ids")
+    from cogstats._validation import LedgerError
+    from cogstats.ledger import validate_record
+
+    columns = list(covs.items())
+    for i, run_id in enumerate(run_ids):  # each run as the ledger would accept it
+        rec = {"run_id": run_id, "score": float(scores[i]), "fact_ids": facts[i]}
+        rec.update((k, v[i]) for k, v in columns if v[i] is not None)
+        try:
+            validate_record(rec, row=i + 1, source=None, fact_ids_required=False)
+        except LedgerError as exc:
+            raise _fail(path, f"run {run_id!r} is not a valid run: {exc}") from None
     trials = _array(path, arrays, "lesson_trials", "iu", (L,))
     sums = {
         k: _array(path, arrays, k, "f", (L,))
