@@ -96,6 +96,7 @@ def test_open_record_save_close_round_trip(tmp_path: Path) -> None:
         assert (tmp_path / "gate.npz.lock").exists()
         _fill(sg, runs[:25])
         assert sg.save() == path
+        assert sg.save(tmp_path / "." / "gate.npz").exists()  # the same path, spelt otherwise
     assert not (tmp_path / "gate.npz.lock").exists()  # released at close
     sg = StreamingGate.open(path, gate=gate)
     try:

@@ -550,7 +550,8 @@ class StreamingGate:
             path = self._path
         path = Path(path)
         manifest, runs, arrays = self._state()
-        if self._lock is not None and self._lock.held and self._path == path:
+        mine = self._path is not None and self._path.resolve() == path.resolve()
+        if self._lock is not None and self._lock.held and mine:
             return _state.write_state(path, manifest, runs, arrays)
         with StateLock(path):  # refused if another live writer holds it
             return _state.write_state(path, manifest, runs, arrays)
