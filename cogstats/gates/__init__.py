@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.recommended import RECOMMENDED_DECISION_COLUMNS, RecommendedGate
     from cogstats.gates.streaming import (
         STREAMING_ADAPTERS,
+        DuplicateRun,
         IngestResult,
         SkippedLine,
         StreamingAdapter,
@@ -76,6 +77,7 @@ _LAZY: dict[str, str] = {
     "RECOMMENDED_DECISION_COLUMNS": "cogstats.gates.recommended",
     "RecommendedGate": "cogstats.gates.recommended",
     "STREAMING_ADAPTERS": "cogstats.gates.streaming",
+    "DuplicateRun": "cogstats.gates.streaming",
     "IngestResult": "cogstats.gates.streaming",
     "RegressionStats": "cogstats.stats",
     "SkippedLine": "cogstats.gates.streaming",

@@ -48,7 +48,7 @@ from cogstats.gates.streaming._adapters import (
     StreamingAdapter,
     register_streaming,
 )
-from cogstats.gates.streaming._ingest import IngestResult, SkippedLine
+from cogstats.gates.streaming._ingest import DuplicateRun, IngestResult, SkippedLine
 from cogstats.gates.streaming._runner import StreamingGate
 from cogstats.gates.streaming._state import STATE_FORMAT, STATE_VERSION
 from cogstats.stats import RegressionStats, StreamingStats
@@ -57,6 +57,7 @@ __all__ = [
     "STATE_FORMAT",
     "STATE_VERSION",
     "STREAMING_ADAPTERS",
+    "DuplicateRun",
     "IngestResult",
     "Judgement",
     "RegressionStats",
