@@ -215,7 +215,7 @@ def simulation():
                 "listed": [
                     {"id": "a", "effect": 0.1},
                     {"id": "b", "effect": 0.0},
-                    {"id": "c", "effect": -0.1},
+                    {"id": "c", "effect": -0.1, "kind": "genuine"},  # named: else a poison
                     {"id": "d", "effect": 0.05, "kind": "neutral"},
                 ]
             },
