@@ -668,8 +668,3 @@ def confseq(
         "pvalue": "anytime-valid, two-sided, at the current run",
     }
     return Attribution("confseq", table, settings, extras={"paths": paths})
-
-
-# the names of these faces before they were public (callers being moved)
-_resolve_rho = resolve_rho
-_studentised_sequence = studentised_sequence

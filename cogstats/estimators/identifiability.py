@@ -580,8 +580,3 @@ def check_identifiability(
         tol=tol,
         vif_threshold=vif_threshold,
     )
-
-
-# the names of these faces before they were public (callers being moved)
-_identify = identify
-_weak_from_cross_products = weak_from_cross_products

@@ -348,8 +348,3 @@ def _p_exceeds(est: np.ndarray, se: np.ndarray, df: np.ndarray, margin: float) -
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 1.0 - special.stdtr(df, (margin - est) / se)
     return np.asarray(np.where(se == 0, np.where(est > margin, 1.0, 0.0), p))
-
-
-# the names of these faces before they were public (callers being moved)
-_lift_from_stats = lift_from_stats
-_welch_from_stats = welch_from_stats

@@ -733,15 +733,15 @@ def _lift_welch(
     runner: _Runner, files: list[Path], s: _Summary, method: str, options: dict[str, Any]
 ) -> Attribution:
     from cogstats._validation import check_probability, check_real
-    from cogstats.estimators.lift import _lift_from_stats, _welch_from_stats
+    from cogstats.estimators.lift import lift_from_stats, welch_from_stats
 
     level = check_probability("confidence_level", options["confidence_level"])
     if method == "welch":
         floor = cast(float, check_real("noise_floor_sd", options["noise_floor_sd"], minimum=0.0))
         pm = cast(float, check_real("promote_margin", options["promote_margin"], minimum=0.0))
         em = cast(float, check_real("evict_margin", options["evict_margin"], minimum=0.0))
-        return _welch_from_stats(_group_stats(runner, files, s), level, floor, pm, em)
-    return _lift_from_stats(_group_stats(runner, files, s), level)
+        return welch_from_stats(_group_stats(runner, files, s), level, floor, pm, em)
+    return lift_from_stats(_group_stats(runner, files, s), level)
 
 
 def _control_plan(
@@ -768,15 +768,15 @@ def _control_plan(
 
 def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any]) -> Attribution:
     from cogstats._validation import check_probability
-    from cogstats.estimators.identifiability import _identify, _weak_from_cross_products
+    from cogstats.estimators.identifiability import identify, weak_from_cross_products
     from cogstats.estimators.regression import (
         OLS_COV,
         _check_vif,
-        _settings,
-        _table,
-        _wald,
         normal_solution,
+        regression_settings,
+        regression_table,
         sandwich,
+        wald,
     )
 
     level = check_probability("confidence_level", options["confidence_level"])
@@ -818,10 +818,10 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
         col_sources = ["" for _ in reps] + [sources[k] for k in zu.tolist()]
         if c_ll.shape[0] + c_z.shape[0] == 0:
             return np.zeros(0), np.zeros((0, 0)), col_sources, False
-        s_w, vt = _weak_from_cross_products(c_ll, c_lz, c_z, threshold)
+        s_w, vt = weak_from_cross_products(c_ll, c_lz, c_z, threshold)
         return s_w, vt, col_sources, True
 
-    ident = _identify(list(s.ids), n, s.n, keys, weak, 1e-10, threshold)
+    ident = identify(list(s.ids), n, s.n, keys, weak, 1e-10, threshold)
     keep = ident["identifiable"].to_numpy().astype(bool)
     sel = np.concatenate([np.arange(1 + q), 1 + q + np.flatnonzero(keep)])
     inv, params, rank = normal_solution(xtx[np.ix_(sel, sel)], xty[sel])
@@ -854,7 +854,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
     lesson = slice(1 + q, sel.size)
     est, se = fit.params[lesson], fit.bse[lesson]
     df = float(fit.df_resid) if use_t else math.inf
-    lo, hi, pvalue, statistic = _wald(est, se, df, level)
+    lo, hi, pvalue, statistic = wald(est, se, df, level)
 
     @dataclass(frozen=True)
     class _D:
@@ -863,7 +863,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
         n: int
         ident: pl.DataFrame
 
-    table = _table(
+    table = regression_table(
         "ols",
         _D(tuple(s.ids), s.n, n, ident),
         keep,
@@ -874,7 +874,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
         pvalue,
         {"df": np.full(p, df), "statistic": statistic},
     )
-    settings = _settings(
+    settings = regression_settings(
         covariates=covariates,
         cov=cov,
         cluster=cluster,

@@ -965,10 +965,3 @@ def mixed(
         "n_groups": len(levels),
     }
     return Attribution("mixed", table, settings, extras=extras)
-
-
-# the names of these faces before they were public (callers being moved)
-_SINGULAR_PIVOT = SINGULAR_PIVOT
-_wald = wald
-_table = regression_table
-_settings = regression_settings
