@@ -60,6 +60,7 @@ __all__ = [
     "SpendingBoundaries",
     "hsd_spending",
     "obrien_fleming_spending",
+    "planned_look_levels",
     "pocock_spending",
     "spending_boundaries",
 ]
@@ -625,3 +626,41 @@ def _check_fractions(values: Any) -> np.ndarray:
     if (np.diff(t) <= 0).any():
         raise ParameterError(f"information_fractions must be strictly increasing; got {t.tolist()}")
     return t
+
+
+_LOOK_LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def planned_look_levels(
+    alpha: float, looks: int, spending: str, spending_options: Mapping[str, Any] | None = None
+) -> np.ndarray:
+    """Return the one-sided level spent at each of ``looks`` evenly spaced planned looks.
+
+    Index ``k`` (1 .. ``looks``) is the nominal level of look ``k`` of a one-sided design
+    spending ``alpha`` with ``spending``; index 0 (before the first look) is 0.  The
+    levels are computed once per design and cached (the gates ask for them at every
+    evaluation); the array returned is a copy.
+
+    Examples
+    --------
+    >>> lv = planned_look_levels(0.004, 20, "hsd")
+    >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.004)
+    ((21,), 0.0, True)
+    >>> float(planned_look_levels(0.01, 1, "hsd")[1])
+    0.01
+    """
+    opts = dict(spending_options or {})
+    key = (float(alpha), int(looks), spending, tuple(sorted(opts.items())))
+    cached = _LOOK_LEVELS.get(key)
+    if cached is None:
+        k = int(looks)
+        cached = np.zeros(k + 1)
+        if k == 1:
+            cached[1] = alpha
+        else:
+            b = spending_boundaries(
+                [i / k for i in range(1, k + 1)], alpha, spending, sides=1, spending_options=opts
+            )
+            cached[1:] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
+        _LOOK_LEVELS[key] = cached
+    return cached.copy()

@@ -67,7 +67,7 @@ from cogstats.estimators.debiased_ridge import (
     ridge_fit,
     ridge_statistics,
 )
-from cogstats.estimators.spending import SPENDING, spending_boundaries
+from cogstats.estimators.spending import SPENDING, planned_look_levels
 from cogstats.gates import _report
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
@@ -781,24 +781,7 @@ class LifecycleGate:
         >>> lv.shape, float(lv[0]), bool(0 < lv[1] < lv[20] < 0.003)
         ((21,), 0.0, True)
         """
-        key = (self.alpha, self.looks, self.spending, tuple(sorted(self.spending_options.items())))
-        cached = _LEVELS.get(key)
-        if cached is None:
-            k = int(self.looks)
-            cached = np.zeros(k + 1)
-            if k == 1:
-                cached[1] = self.alpha
-            else:
-                b = spending_boundaries(
-                    [i / k for i in range(1, k + 1)],
-                    self.alpha,
-                    self.spending,
-                    sides=1,
-                    spending_options=self.spending_options,
-                )
-                cached[1:] = special.ndtr(-np.asarray(b.z_boundaries, dtype=float))
-            _LEVELS[key] = cached
-        return cached.copy()
+        return planned_look_levels(self.alpha, self.looks, self.spending, self.spending_options)
 
     def levels_at(self, info: np.ndarray) -> np.ndarray:
         """Tier 2's one-sided level at the last planned look each information has reached.
@@ -1034,7 +1017,6 @@ class LifecycleGate:
         return report
 
 
-_LEVELS: dict[tuple[Any, ...], np.ndarray] = {}
 _DEFAULT_COVARIATES = ("difficulty_proxy",)
 
 
