@@ -315,18 +315,3 @@ SINGULAR_PIVOT = 1e-12
 #: ``sparse_ols`` forms the full covariance matrix of the coefficients up to this many
 #: columns; above, only its diagonal (the standard errors) and the pieces (bread, meat).
 FULL_COV_LIMIT = 1000
-
-
-def wald(
-    est: np.ndarray, se: np.ndarray, df: float, level: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Interval, two-sided p-value and statistic with the t (finite df) or normal reference."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        stat = est / se
-    if math.isfinite(df):
-        q = float(special.stdtrit(df, 0.5 + level / 2))
-        p = 2.0 * special.stdtr(df, -np.abs(stat))
-    else:
-        q = float(special.ndtri(0.5 + level / 2))
-        p = 2.0 * special.ndtr(-np.abs(stat))
-    return est - q * se, est + q * se, p, stat

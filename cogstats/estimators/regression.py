@@ -72,7 +72,6 @@ from cogstats.estimators._linear import (
     regression_table,
     sandwich,
     sparse_ols,
-    wald,
 )
 from cogstats.estimators.identifiability import (
     DEFAULT_VIF_THRESHOLD,
@@ -81,6 +80,7 @@ from cogstats.estimators.identifiability import (
     lesson_identifiability,
 )
 from cogstats.ledger import Ledger
+from cogstats.numerics import wald
 
 # the shared linear pieces (cogstats.estimators._linear) are faces of this module too
 __all__ = [
