@@ -526,7 +526,7 @@ def _gate_report(name: str, frame: pl.DataFrame, settings: Mapping[str, Any]) ->
     "recommended_v2",
     description="lesson lifecycle on the pooled debiased ridge: suspend fast, convict on "
     "two tiers, admit on non-inferiority, retire for no lift on futility only",
-    compiled=False,
+    compiled=True,
 )
 @dataclass(frozen=True)
 class LifecycleGate:
@@ -596,6 +596,9 @@ class LifecycleGate:
     >>> report.decision("a")["decision"] in ("admit", "hold", "evict")
     True
     """
+
+    #: the gate suspends lessons (the simulator sizes its propensity log for re-tests)
+    suspends = True
 
     covariates: tuple[str, ...] = ("difficulty_proxy",)
     penalty: float = 40.0

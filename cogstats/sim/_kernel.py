@@ -13,8 +13,9 @@ The kernel is split by concern, one module each:
   :func:`link_score`), written once and called by both engines;
 - ``_kernel_policies``: the retrieval policies (re-implementations of
   :mod:`cogstats.retrieval` in array form), with their own parameter blocks;
-- ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_recommended``:
-  each gate's compiled rule, with its own parameter block (``BLOCK``);
+- ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_recommended``,
+  ``_kernel_lifecycle``: each gate's compiled rule, with its own parameter block
+  (``BLOCK``);
 - ``_kernel_common``: the parameter blocks (:class:`Block`, the run loop's
   :data:`COMMON`), the shared numerics compiled (:mod:`cogstats.numerics`: Welch's
   statistics, the Gauss-Jordan inverse) and the decision helpers;
@@ -75,6 +76,7 @@ from cogstats.sim._kernel_common import (
 )
 from cogstats.sim._kernel_cycgraph import cycgraph_gate
 from cogstats.sim._kernel_evidence import evidence_gate
+from cogstats.sim._kernel_lifecycle import GATE_LIFECYCLE, lifecycle_gate
 from cogstats.sim._kernel_policies import select
 from cogstats.sim._kernel_recommended import recommended_gate
 from cogstats.sim._kernel_score import injected_total, link_score, oracle_total
@@ -229,6 +231,8 @@ def run_chunk(
     out_evict_run: np.ndarray,
     out_evict_reason: np.ndarray,
     out_retire_run: np.ndarray,
+    out_events: np.ndarray,
+    out_n_events: np.ndarray,
 ) -> None:
     """Simulate ``noise.shape[0]`` replicates; write every output array in place.
 
@@ -236,7 +240,11 @@ def run_chunk(
     policy's own block (``_kernel_policies``), ``gi``/``gf`` the gate's own block (its
     kernel piece's ``BLOCK``).  ``cov`` holds each run's covariates for the
     recommended gate (replicate x run x covariates) and ``levels`` its one-sided levels by
-    trial count.
+    trial count.  A gate that records its status changes (the lifecycle gate) writes them
+    to ``out_events`` (rows: chunk replicate, run, lesson, from, to, outcome code, why
+    code) and counts them in ``out_n_events[0]`` (beyond the buffer's rows too: the caller
+    runs the chunk again with room when the count exceeds them).  ``since`` (the first run
+    of each lesson's status) is kept for the retrieval's re-test window.
     """
     n_rep = noise.shape[0]
     runs = ip[IP_RUNS]
@@ -258,6 +266,7 @@ def run_chunk(
         logit_base = math.log(base / (1.0 - base))
     by_age = np.argsort(age_rank)
     status = np.zeros(n_les, dtype=np.int64)
+    since = np.zeros(n_les, dtype=np.int64)
     n_with = np.zeros(n_les, dtype=np.int64)
     s_with = np.zeros(n_les)
     ss_with = np.zeros(n_les)
@@ -276,7 +285,10 @@ def run_chunk(
     gfbuf = np.empty((2, n_les))
     ncov = cov.shape[2]
     nfix = 1 + ncov
-    ridge = gate == GATE_RECOMMENDED
+    ridge = gate in (GATE_RECOMMENDED, GATE_LIFECYCLE)
+    cov_lo = np.empty(max(ncov, 1))
+    cov_hi = np.empty(max(ncov, 1))
+    out_n_events[0] = 0
     pg = nfix + n_les if ridge else 1
     gram = np.zeros((pg, pg))
     zty = np.zeros(pg)
@@ -297,6 +309,9 @@ def run_chunk(
         gram[:, :] = 0.0
         zty[:] = 0.0
         tot3[:] = 0.0
+        since[:] = 0
+        cov_lo[:] = math.inf
+        cov_hi[:] = -math.inf
         first_trial = out_first_trial[rep]
         first_trial[:] = 0
         promote_run = out_promote_run[rep]
@@ -313,6 +328,7 @@ def run_chunk(
             for j in range(n_les):
                 if arrival[j] == run:
                     status[j] = STATUS_CANDIDATE
+                    since[j] = run
             count, n_logged = select(
                 ip,
                 pi,
@@ -339,6 +355,8 @@ def run_chunk(
                 s_with,
                 ss_with,
                 tot3,
+                since,
+                run,
             )
             # score: effects summed in lesson order, as the reference engine does
             if count > 1:
@@ -384,6 +402,8 @@ def run_chunk(
                     frow[0] = 1.0
                     for a in range(ncov):
                         frow[1 + a] = cov[rep, r, a]
+                        cov_lo[a] = min(cov_lo[a], frow[1 + a])
+                        cov_hi[a] = max(cov_hi[a], frow[1 + a])
                     for a in range(nfix):
                         fa = frow[a]
                         for c in range(nfix):
@@ -423,6 +443,35 @@ def run_chunk(
                     promote_run,
                     evict_run,
                     evict_reason,
+                    gibuf,
+                )
+            elif gate == GATE_LIFECYCLE:
+                lifecycle_gate(
+                    gi,
+                    gf,
+                    recheck,
+                    nfix,
+                    cov_lo,
+                    cov_hi,
+                    levels,
+                    status,
+                    since,
+                    n_with,
+                    ss_with,
+                    first_trial,
+                    gram,
+                    zty,
+                    yty,
+                    tot_n,
+                    by_age,
+                    run,
+                    rep,
+                    promote_run,
+                    evict_run,
+                    evict_reason,
+                    retire_run,
+                    out_events,
+                    out_n_events,
                     gibuf,
                 )
             elif gate == GATE_EVIDENCE:

@@ -23,7 +23,9 @@ from cogstats._codes import (
     POLICY_RANDOMIZED,
     POLICY_SUSPECT_FIRST,
     POLICY_UCB1,
+    STATUS_ADMITTED,
     STATUS_CANDIDATE,
+    STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
 from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, welch_z
@@ -33,20 +35,35 @@ __all__ = ["ORDER_BLOCK", "POOL_BLOCK", "SUSPECT_BLOCK", "UCB_BLOCK", "select"]
 #: the policies' own parameter blocks (filled by name by cogstats.sim.engine's adapters);
 #: every candidate-block policy has its slot count first
 SLOTS = 0
+#: and the re-test slot's options (``retest_window`` 0: no window) second and third
 #: in_progress_first, newest_first, fewest_trials_first (cycgraph's orderings)
-ORDER_BLOCK = Block("order", ints=("slots", "rest"), floats=())
+ORDER_BLOCK = Block(
+    "order", ints=("slots", "retest_window", "rest", "fill_empty"), floats=("retest_prob",)
+)
 #: randomized, designed
-POOL_BLOCK = Block("pool", ints=("slots", "bernoulli"), floats=("inclusion_prob",))
+POOL_BLOCK = Block(
+    "pool",
+    ints=("slots", "retest_window", "bernoulli"),
+    floats=("retest_prob", "inclusion_prob"),
+)
 #: suspect_first
 SUSPECT_BLOCK = Block(
-    "suspect_first", ints=("slots", "fresh"), floats=("inclusion_prob", "suspect_z")
+    "suspect_first",
+    ints=("slots", "retest_window", "fresh"),
+    floats=("retest_prob", "inclusion_prob", "suspect_z"),
 )
 #: ucb1 (its win threshold is the run loop's: wins are counted there)
 UCB_BLOCK = Block(
     "ucb1", ints=("min_facts",), floats=("epsilon", "cross_similarity", "exploration")
 )
-assert SLOTS == ORDER_BLOCK.i("slots") == POOL_BLOCK.i("slots") == SUSPECT_BLOCK.i("slots")
+WINDOW = 1
+RETEST_PROB = 0
+for _block in (ORDER_BLOCK, POOL_BLOCK, SUSPECT_BLOCK):
+    assert _block.i("slots") == SLOTS
+    assert _block.i("retest_window") == WINDOW
+    assert _block.f("retest_prob") == RETEST_PROB
 ORDER_REST = ORDER_BLOCK.i("rest")
+ORDER_FILL = ORDER_BLOCK.i("fill_empty")
 POOL_BERNOULLI = POOL_BLOCK.i("bernoulli")
 POOL_PINC = POOL_BLOCK.f("inclusion_prob")
 SUSPECT_FRESH = SUSPECT_BLOCK.i("fresh")
@@ -105,11 +122,23 @@ def select(
     s_with: np.ndarray,
     ss_with: np.ndarray,
     tot: np.ndarray,
+    since: np.ndarray,
+    run: int,
 ) -> tuple[int, int]:
     """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
 
     ``s_with``/``ss_with`` are the per-lesson score sums and sums of squares and ``tot``
-    the totals (runs, sum, sum of squares) for the suspect-first policy.
+    the totals (runs, sum, sum of squares) for the suspect-first policy.  ``since`` holds
+    the first run of each lesson's status and ``run`` is the coming run (the re-test
+    window).
+
+    The lesson lifecycle, as :mod:`cogstats.retrieval` has it: UCB1 ranks every live
+    lesson (candidates, admitted and verified); the other policies keep suspended lessons
+    out but for the re-test slot (:func:`retest_slot`: at most one a run, in one of the
+    candidate slots, its eligible suspects' propensities logged with the rest of the
+    prompt at 1) and fill the verified block with verified lessons newest first, then
+    admitted ones in rotation (fewest trials, then oldest); ``fill_empty`` (the cycgraph
+    orderings) gives places still empty to further candidates, fewest trials first.
 
     ``ibuf`` (3 x L int), ``kbuf`` (L int), ``fbuf`` (L float) and ``bbuf`` (2 x L bool)
     are scratch space, allocated once per chunk.
@@ -124,7 +153,8 @@ def select(
         n = 0
         for jj in range(n_les):
             j = by_age[jj]
-            if status[j] == STATUS_CANDIDATE or status[j] == STATUS_VERIFIED:
+            sj = status[j]
+            if sj in (STATUS_CANDIDATE, STATUS_VERIFIED, STATUS_ADMITTED):
                 live[n] = j
                 n += 1
         # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
@@ -175,13 +205,19 @@ def select(
                 n_logged += 1
         return count, n_logged
 
-    # candidate block
+    # the re-test slot (a suspended lesson, at most one a run), then the candidate block
     slots = pi[SLOTS]
+    pick = -1
+    n_elig = 0
+    if slots > 0:
+        pick, n_elig = retest_slot(pi, pf, status, since, run, by_age, u[0], kbuf)
+    if pick >= 0:
+        slots -= 1
     cand = ibuf[0]
     n = 0
     if policy == POLICY_SUSPECT_FIRST:
         count = suspect_first(
-            pi, pf, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
+            slots, pi, pf, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
         )
     elif policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
         # cycgraph-style orderings with the rest bench
@@ -227,8 +263,9 @@ def select(
                         drawn += 1
                 k = min(slots, drawn)
                 # computed once by the library (cogstats.retrieval.randomized) for every
-                # pool size, so both engines log the same numbers
-                prop = prop_table[n]
+                # pool size (row 1: one slot less, taken by a re-test), so both engines
+                # log the same numbers
+                prop = prop_table[int(pick >= 0), n]
             else:
                 k = min(slots, n)
                 prop = k / n if n > 0 else 0.0
@@ -251,37 +288,179 @@ def select(
                         ur[nr] = u[2 + i]
                         nr += 1
                 count = pick_smallest(ur[:nr], rest[:nr], min(slots, nr), bbuf[0], inj, count)
-    # verified block (newest first) fills the remaining places
+    n_chosen = count
+    if pick >= 0:
+        inj[count] = pick
+        count += 1
+    # verified block (newest first, then admitted lessons in rotation) fills the places left
     room = max_facts - count
     if room > 0:
-        ver = ibuf[1]
-        vk = kbuf
+        count = _verified_block(
+            status, trials, age_rank, newest_rank, n_les, room, inj, count, ibuf, kbuf
+        )
+    if policy <= POLICY_FEWEST_TRIALS_FIRST and pi[ORDER_FILL] == 1 and count < max_facts:
+        count = _fill_empty(status, trials, age_rank, n_les, max_facts, inj, count, kbuf, bbuf)
+    if policy == POLICY_RANDOMIZED:  # the verified block is logged at 1 (its pool above)
+        for i in range(n_chosen + (pick >= 0), count):
+            pid[n_logged] = inj[i]
+            pval[n_logged] = 1.0
+            n_logged += 1
+    if n_elig > 0:
+        # the re-test draw makes the prompt random: every lesson in it is logged (at 1
+        # given the draw, unless the policy logged it already), and every eligible suspect
+        if policy != POLICY_RANDOMIZED:
+            for i in range(count):
+                if inj[i] != pick:
+                    pid[n_logged] = inj[i]
+                    pval[n_logged] = 1.0
+                    n_logged += 1
+        share = pf[RETEST_PROB] / n_elig
+        _eligible(pi, status, since, run, by_age, kbuf)
+        for i in range(n_elig):
+            pid[n_logged] = kbuf[i]
+            pval[n_logged] = share
+            n_logged += 1
+    return count, n_logged
+
+
+@njit(cache=True)
+def _eligible(
+    pi: np.ndarray,
+    status: np.ndarray,
+    since: np.ndarray,
+    run: int,
+    by_age: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """Write the suspended lessons the re-test slot may draw, oldest first; return their count.
+
+    :func:`cogstats.retrieval._base.retest_eligible`: every suspended lesson, or with a
+    window (``retest_window`` > 0) those with ``run - since < retest_window``.
+    """
+    window = pi[WINDOW]
+    m = 0
+    for jj in range(status.shape[0]):
+        j = by_age[jj]
+        if status[j] == STATUS_SUSPENDED and (window <= 0 or run - since[j] < window):
+            out[m] = j
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def retest_slot(
+    pi: np.ndarray,
+    pf: np.ndarray,
+    status: np.ndarray,
+    since: np.ndarray,
+    run: int,
+    by_age: np.ndarray,
+    u0: float,
+    scratch: np.ndarray,
+) -> tuple[int, int]:
+    """Draw the re-test slot: (the lesson re-tested or -1, the eligible suspects' count).
+
+    :func:`cogstats.retrieval._base.retest_pick`: with ``m`` eligible suspects, one is
+    re-tested with probability ``retest_prob`` (``u0 < retest_prob``), the
+    ``int(u0 / retest_prob * m)``-th oldest.
+    """
+    m = _eligible(pi, status, since, run, by_age, scratch)
+    if m == 0:
+        return -1, 0
+    prob = pf[RETEST_PROB]
+    if u0 < prob:
+        return scratch[min(int(u0 / prob * m), m - 1)], m
+    return -1, m
+
+
+@njit(cache=True)
+def _verified_block(
+    status: np.ndarray,
+    trials: np.ndarray,
+    age_rank: np.ndarray,
+    newest_rank: np.ndarray,
+    n_les: int,
+    room: int,
+    inj: np.ndarray,
+    count: int,
+    ibuf: np.ndarray,
+    kbuf: np.ndarray,
+) -> int:
+    """Add up to ``room`` lessons of the verified block: verified newest first, then admitted.
+
+    :func:`cogstats.retrieval._base.verified_block`: admitted lessons in rotation, fewest
+    trials first, then oldest.  Returns the new count.
+    """
+    ver = ibuf[1]
+    vk = kbuf
+    for group in range(2):
         nv = 0
         for j in range(n_les):
-            if status[j] == STATUS_VERIFIED:
+            if group == 0 and status[j] == STATUS_VERIFIED:
                 ver[nv] = j
                 vk[nv] = newest_rank[j]
                 nv += 1
+            elif group == 1 and status[j] == STATUS_ADMITTED:
+                ver[nv] = j
+                vk[nv] = trials[j] * (n_les + 1) + age_rank[j]
+                nv += 1
         if nv == 0:
-            return count, n_logged
+            continue
         if nv == 1:  # no sort (an argsort allocates: this runs once per simulated run)
             order = ibuf[2, :1]
             order[0] = 0
         else:
             order = np.argsort(vk[:nv], kind="mergesort")
-        for i in range(min(room, nv)):
-            j = ver[order[i]]
-            inj[count] = j
+        take = min(room, nv)
+        for i in range(take):
+            inj[count] = ver[order[i]]
             count += 1
-            if policy == POLICY_RANDOMIZED:
-                pid[n_logged] = j
-                pval[n_logged] = 1.0
-                n_logged += 1
-    return count, n_logged
+        room -= take
+        if room <= 0:
+            break
+    return count
+
+
+@njit(cache=True)
+def _fill_empty(
+    status: np.ndarray,
+    trials: np.ndarray,
+    age_rank: np.ndarray,
+    n_les: int,
+    max_facts: int,
+    inj: np.ndarray,
+    count: int,
+    kbuf: np.ndarray,
+    bbuf: np.ndarray,
+) -> int:
+    """Give the places still empty to candidates not yet in, fewest trials, then oldest.
+
+    :func:`cogstats.retrieval._base.fill_candidates` (benched candidates included).
+    """
+    taken = bbuf[0]
+    taken[:] = False
+    for i in range(count):
+        taken[inj[i]] = True
+    keys = np.empty(n_les, dtype=np.int64)
+    rest = kbuf
+    n = 0
+    for j in range(n_les):
+        if status[j] == STATUS_CANDIDATE and not taken[j]:
+            rest[n] = j
+            keys[n] = trials[j] * (n_les + 1) + age_rank[j]
+            n += 1
+    if n == 0:
+        return count
+    order = np.argsort(keys[:n], kind="mergesort")
+    for i in range(min(max_facts - count, n)):
+        inj[count] = rest[order[i]]
+        count += 1
+    return count
 
 
 @njit(cache=True)
 def suspect_first(
+    slots: int,
     pi: np.ndarray,
     pf: np.ndarray,
     status: np.ndarray,
@@ -299,10 +478,9 @@ def suspect_first(
 
     Suspects (lowest Welch statistic first), fresh candidates (oldest first), then the
     rest (lowest statistic first), each drawn with probability ``inclusion_prob`` until
-    the slots are taken.
+    the ``slots`` (the candidate slots less a re-test) are taken.
     """
     n_les = status.shape[0]
-    slots = pi[SLOTS]
     fresh_trials = pi[SUSPECT_FRESH]
     susz = pf[SUSPECT_Z]
     p_inc = pf[SUSPECT_PINC]

@@ -30,6 +30,7 @@ from cogstats.sim import _kernel as K
 from cogstats.sim import _kernel_audit as KAUD
 from cogstats.sim import _kernel_cycgraph as KCYC
 from cogstats.sim import _kernel_evidence as KEV
+from cogstats.sim import _kernel_lifecycle as KLC
 from cogstats.sim import _kernel_policies as KPOL
 from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import Block
@@ -195,8 +196,12 @@ def _recommended_support(gate: Any, s: Scenario) -> str | None:
     return None
 
 
+def _lifecycle_values(gate: Any) -> dict[str, float]:
+    return {name: getattr(gate, name) for name in KLC.BLOCK.ints + KLC.BLOCK.floats}
+
+
 def _kernel_covariates(s: Scenario) -> int:
-    """Covariate columns the compiled recommended gate uses (the proxy, when present)."""
+    """Covariate columns the compiled ridge gates use (the proxy, when present)."""
     gate = s.gate.build()
     if getattr(gate, "covariates", None) is None or s.difficulty.proxy_corr is None:
         return 0
@@ -220,6 +225,9 @@ KERNEL_GATES: Registry[KernelGate] = Registry(
         ),
         "recommended": KernelGate(
             KREC.BLOCK, _recommended_values, lambda g: C.GATE_RECOMMENDED, _recommended_support
+        ),
+        "recommended_v2": KernelGate(
+            KLC.BLOCK, _lifecycle_values, lambda g: KLC.GATE_LIFECYCLE, _recommended_support
         ),
     },
 )
@@ -248,14 +256,27 @@ def _slots(policy: Any) -> int:
     return int(min(policy.candidate_slots, policy.max_facts))
 
 
+def _retest_values(policy: Any) -> dict[str, float]:
+    """Return the re-test slot's options (``retest_window`` None is 0 in the kernel)."""
+    return {
+        "slots": _slots(policy),
+        "retest_window": policy.retest_window or 0,
+        "retest_prob": policy.retest_prob,
+    }
+
+
 def _order_values(policy: Any) -> dict[str, float]:
-    return {"slots": _slots(policy), "rest": policy.rest_after_trials or 0}
+    return {
+        **_retest_values(policy),
+        "rest": policy.rest_after_trials or 0,
+        "fill_empty": int(policy.fill_empty),
+    }
 
 
 def _pooled_values(policy: Any) -> dict[str, float]:
     bernoulli = getattr(policy, "inclusion", "fixed") == "bernoulli"
     return {
-        "slots": _slots(policy),
+        **_retest_values(policy),
         "bernoulli": int(bernoulli),
         "inclusion_prob": policy.inclusion_prob if bernoulli else 0.0,
     }
@@ -263,7 +284,7 @@ def _pooled_values(policy: Any) -> dict[str, float]:
 
 def _suspect_first_values(policy: Any) -> dict[str, float]:
     return {
-        "slots": _slots(policy),
+        **_retest_values(policy),
         "fresh": policy.fresh_trials,
         "inclusion_prob": policy.inclusion_prob,
         "suspect_z": policy.suspect_z,
@@ -309,12 +330,16 @@ def fast_support(s: Scenario) -> str | None:
 
     The kernel covers the registered parts that have a compiled piece
     (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
-    the cycgraph, audit, evidence and recommended gates.  Its evidence gate covers methods
+    the cycgraph, audit, evidence, recommended and lifecycle (``recommended_v2``) gates,
+    with the lifecycle's statuses in retrieval (admitted lessons in the verified block,
+    suspended ones through the re-test slot, ``retest_window``, ``fill_empty``).  Its
+    evidence gate covers methods
     lift and welch, sequential fixed or group, multiplicity none (or Bonferroni with
     fixed), and hold_unidentifiable False (the identifiability check needs the full
     design); its audit counts wins at one threshold, so under UCB1 the audit's
     ``win_threshold`` must equal the policy's; its recommended gate adjusts for the
-    difficulty proxy only.  Everything else runs in the reference engine.
+    difficulty proxy only (the lifecycle gate too).  Everything else runs in the reference
+    engine.
 
     Examples
     --------
@@ -327,12 +352,6 @@ def fast_support(s: Scenario) -> str | None:
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
-    built = s.retrieval.build()
-    # the lifecycle's re-test design options (issue 18) are not compiled
-    for option, default in (("fill_empty", False), ("retest_window", None)):
-        value = getattr(built, option, default)
-        if value != default:
-            return f"the compiled engine's retrieval does not cover {option}={value!r}"
     entry = s.gate.entry()
     if entry is None:
         return None
@@ -401,10 +420,51 @@ def params(s: Scenario) -> tuple[np.ndarray, ...]:
 
 
 def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
-    """Simulate a chunk with the compiled kernel."""
+    """Simulate a chunk with the compiled kernel.
+
+    A gate that records its status changes (the lifecycle gate) fills an event buffer,
+    turned into the reference engine's status events (:attr:`RawChunk.events`: reason
+    and why named); when the buffer overflows the chunk runs again with room for every
+    event (the draws are fixed, so the run is the same).
+    """
     n = prep.noise.shape[0]
-    raw = empty_raw(s, lessons, n)
     ip, fp, pi, pf, gi, gf = params(s)
+    records = int(ip[K.IP_GATE]) == KLC.GATE_LIFECYCLE
+    cap = n * (2 * s.n_lessons + s.runs) if records else 1
+    while True:
+        raw = empty_raw(s, lessons, n)
+        events = np.zeros((cap, 7), dtype=np.int64)
+        n_events = np.zeros(1, dtype=np.int64)
+        _run_chunk(s, lessons, prep, raw, (ip, fp, pi, pf, gi, gf), events, n_events)
+        if int(n_events[0]) <= cap:
+            break
+        cap = int(n_events[0])
+    if records:
+        raw.events = _events(events[: int(n_events[0])])
+    return raw
+
+
+def _events(rows: np.ndarray) -> list[Any]:
+    """Return the kernel's event rows as :data:`cogstats.sim.raw.Event` tuples (names)."""
+    from cogstats.gates.lifecycle import LIFECYCLE_WHY
+
+    out = []
+    for rep, run, j, frm, to, code, why in rows.tolist():
+        reason = C.outcome_of_code(code)[1]
+        out.append((rep, run, j, frm, to, reason, LIFECYCLE_WHY[why]))
+    return out
+
+
+def _run_chunk(
+    s: Scenario,
+    lessons: LessonTable,
+    prep: Prepared,
+    raw: RawChunk,
+    blocks: tuple[np.ndarray, ...],
+    events: np.ndarray,
+    n_events: np.ndarray,
+) -> None:
+    ip, fp, pi, pf, gi, gf = blocks
     K.run_chunk(
         ip,
         fp,
@@ -440,18 +500,25 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
         raw.evict_run,
         raw.evict_reason,
         raw.retire_run,
+        events,
+        n_events,
     )
-    return raw
 
 
 def _propensity_table(s: Scenario) -> np.ndarray:
-    """Capped-Bernoulli inclusion probability for every pool size 0..L (randomized policy)."""
+    """Capped-Bernoulli inclusion probability for every pool size 0..L (randomized policy).
+
+    Row 0 with every candidate slot, row 1 with one slot less (a re-test takes it).
+    """
     policy = s.retrieval.build()
-    table = np.zeros(s.n_lessons + 1)
+    table = np.zeros((2, s.n_lessons + 1))
     if getattr(policy, "inclusion", None) == "bernoulli":
         slots = min(policy.candidate_slots, policy.max_facts)
-        for n in range(1, s.n_lessons + 1):
-            table[n] = bernoulli_capped_propensity(n, slots, policy.inclusion_prob)
+        for row in range(2):
+            for n in range(1, s.n_lessons + 1):
+                table[row, n] = bernoulli_capped_propensity(
+                    n, max(slots - row, 0), policy.inclusion_prob
+                )
     return table
 
 
@@ -469,10 +536,10 @@ def _boundary_table(s: Scenario) -> np.ndarray:
 
 
 def _level_table(s: Scenario) -> np.ndarray:
-    """Return the one-sided levels by planned look for a compiled recommended gate."""
+    """Return the one-sided levels by planned look for a compiled ridge gate (v1 and v2)."""
     gate = s.gate.build()
     levels = getattr(gate, "nominal_levels", None)
-    if s.gate.type != "recommended" or not callable(levels):
+    if s.gate.type not in ("recommended", "recommended_v2") or not callable(levels):
         return np.zeros(1)
     return np.ascontiguousarray(levels(), dtype=np.float64)
 

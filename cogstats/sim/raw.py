@@ -124,10 +124,28 @@ class RawChunk:
         return out
 
 
+def _logs_suspects(s: Scenario) -> bool:
+    """Return whether runs may log suspended lessons' propensities.
+
+    So they may with a gate that suspends and a retrieval that re-tests: the propensity
+    log then has room for every lesson.
+    """
+    if not getattr(s.retrieval.build(), "retests_suspended", False):
+        return False
+    return bool(getattr(s.gate.build(), "suspends", False))
+
+
 def empty_raw(s: Scenario, lessons: LessonTable, n: int) -> RawChunk:
-    """Zeroed output arrays for ``n`` replicates."""
+    """Zeroed output arrays for ``n`` replicates.
+
+    The propensity log (``pid``, ``pval``) has a place per pool position and prompt
+    place, and one per lesson more when suspended lessons can be re-tested (both engines
+    then log the eligible suspects).
+    """
     runs, n_les, maxf = s.runs, len(lessons.ids), s.retrieval.max_facts
     width = max(1, pool_width(s) + maxf)
+    if _logs_suspects(s):  # a re-test logs the eligible suspects beside the prompt
+        width += n_les
     return RawChunk(
         score=np.zeros((n, runs)),
         recorded=np.zeros((n, runs), dtype=np.bool_),

@@ -403,6 +403,7 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         "audit": {"type": "audit"},
         "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
         "recommended": {"type": "recommended"},
+        "recommended_v2": {"type": "recommended_v2"},
     }
     assert set(gates) == set(KERNEL_GATES)
     assert len({id(p.block) for p in KERNEL_GATES.values()}) == len(KERNEL_GATES)
@@ -452,13 +453,17 @@ def test_the_wald_table_is_regressions() -> None:
             np.testing.assert_allclose(z, est / se, rtol=1e-15)
 
 
-def test_the_retest_design_options_run_in_the_reference_engine() -> None:
-    """fill_empty and retest_window are not compiled: auto picks the reference engine."""
-    from cogstats.sim.engine import fast_support
+def test_the_retest_design_options_are_compiled() -> None:
+    """fill_empty and retest_window are compiled (issue 18): auto picks the kernel, and
+    each option reaches its policy's block."""
+    from cogstats.sim import _kernel_policies as KPOL
+    from cogstats.sim.engine import fast_support, params
     from cogstats.sim.spec import Scenario
 
     base = {"runs": 6, "lessons": {"listed": [{"id": "a", "effect": 0.1}]}}
     assert fast_support(Scenario.from_dict(base)) is None
-    for option, value in (("fill_empty", True), ("retest_window", 5)):
-        s = Scenario.from_dict({**base, "retrieval": {option: value}})
-        assert option in (fast_support(s) or ""), option
+    s = Scenario.from_dict({**base, "retrieval": {"fill_empty": True, "retest_window": 5}})
+    assert fast_support(s) is None
+    _ip, _fp, pi, pf, _gi, _gf = params(s)
+    assert pi[KPOL.ORDER_BLOCK.i("fill_empty")] == 1
+    assert pi[KPOL.WINDOW] == 5 and pf[KPOL.RETEST_PROB] == 0.5

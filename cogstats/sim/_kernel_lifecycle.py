@@ -1,0 +1,555 @@
+"""The lifecycle gate (:class:`cogstats.gates.LifecycleGate`, ``recommended_v2``) compiled.
+
+The same statistics and rule as :meth:`LifecycleGate.decide`, on the run loop's running
+sums: the debiased ridge (:func:`cogstats.estimators.debiased_ridge.ridge_fit`, its
+passes, the noise pooled over the ledger) on the Gram matrix of [1, covariates, lessons]
+(a covariate constant so far left out, as ``covariate_design`` leaves it out), the crater
+test (:func:`cogstats.gates.lifecycle.crater_test`: the per-lesson sums of squares of the
+scores of runs with the lesson), tier 2's level at each lesson's look (the gate's
+``nominal_levels``, computed in Python and passed in) and the rule in the order of
+:func:`cogstats.gates.lifecycle.lifecycle_rule`, one lesson at a time.  The t CDF and
+quantiles are :mod:`cogstats.sim._tdist` (scipy's in production: the two agree to about
+1e-13, tests/unit/test_kernel_lifecycle.py).
+
+Outcomes are applied through :data:`cogstats._codes.OUTCOME_SIM_STATUS` (the generated
+outcome -> status table, no copy here) and every status change is written to the event
+buffer: (chunk replicate, run, lesson, from status, to status, outcome code, why code),
+the why code an index into :data:`cogstats.gates.lifecycle.LIFECYCLE_WHY`;
+:mod:`cogstats.sim.engine` turns the buffer into the reference engine's status events.
+The gate's parameters are its own block :data:`BLOCK`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from cogstats import _codes as C
+from cogstats._codes import (
+    STATUS_ADMITTED,
+    STATUS_CANDIDATE,
+    STATUS_SUSPENDED,
+    STATUS_VERIFIED,
+)
+from cogstats.sim._kernel_common import Block, gauss_jordan_into
+from cogstats.sim._tdist import t_cdf, t_ppf
+
+__all__ = ["BLOCK", "EVIDENCE_ROWS", "GATE_LIFECYCLE", "judge", "lifecycle_gate"]
+
+#: the run loop's dispatch code of the lifecycle gate (``cogstats._codes.GATE_LIFECYCLE``
+#: when the shared codes have it; 6 follows GATE_RECOMMENDED = 5)
+GATE_LIFECYCLE: int = int(getattr(C, "GATE_LIFECYCLE", C.GATE_RECOMMENDED + 1))
+
+#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+BLOCK = Block(
+    "lifecycle",
+    ints=("min_trials", "passes", "crater_max_trials"),
+    floats=(
+        "penalty",
+        "suspect_z",
+        "min_share",
+        "max_information",
+        "margin",
+        "margin_level",
+        "margin_min_df",
+        "margin_min_information",
+        "margin_max_information",
+        "suspect_t",
+        "release_t",
+        "crater_level",
+        "admit_margin",
+        "admit_level",
+        "futility_margin",
+        "futility_level",
+        "futility_min_information",
+    ),
+)
+MIN_TRIALS = BLOCK.i("min_trials")
+PASSES = BLOCK.i("passes")
+CRATER_MAX_TRIALS = BLOCK.i("crater_max_trials")
+PENALTY = BLOCK.f("penalty")
+SUSPECT_Z = BLOCK.f("suspect_z")
+MIN_SHARE = BLOCK.f("min_share")
+MAX_INFORMATION = BLOCK.f("max_information")
+MARGIN = BLOCK.f("margin")
+MARGIN_LEVEL = BLOCK.f("margin_level")
+MARGIN_MIN_DF = BLOCK.f("margin_min_df")
+MARGIN_MIN_INFO = BLOCK.f("margin_min_information")
+MARGIN_MAX_INFO = BLOCK.f("margin_max_information")
+SUSPECT_T = BLOCK.f("suspect_t")
+RELEASE_T = BLOCK.f("release_t")
+CRATER_LEVEL = BLOCK.f("crater_level")
+ADMIT_MARGIN = BLOCK.f("admit_margin")
+ADMIT_LEVEL = BLOCK.f("admit_level")
+FUTILITY_MARGIN = BLOCK.f("futility_margin")
+FUTILITY_LEVEL = BLOCK.f("futility_level")
+FUTILITY_MIN_INFO = BLOCK.f("futility_min_information")
+
+#: rows of :func:`judge`'s evidence array, named as ``LifecycleGate.decide``'s statistics
+EVIDENCE_ROWS: tuple[str, ...] = (
+    "t",
+    "df",
+    "info",
+    "estimate",
+    "se",
+    "sigma",
+    "crater_t",
+    "crater_p",
+    "level",
+    "margin_harm",
+    "margin_promote",
+    "margin_bound",
+    "p_promote",
+    "p_evict",
+    "ci_low",
+    "ci_high",
+)
+_T, _DF, _INFO, _EST, _SE, _SIGMA, _CT, _CP, _LEVEL = range(9)
+_MH, _MP, _MB, _PP, _PE, _CIL, _CIH = range(9, 16)
+
+# the rule's status codes (lifecycle.py: 0 candidate, 1 admitted, 2 verified, 3 suspended,
+# 4 evicted or retired), from the simulator's status codes
+_R_CAND, _R_ADM, _R_VER, _R_SUS, _R_INACTIVE = range(5)
+_RULE_STATUS = tuple(
+    {
+        C.STATUS_CANDIDATE: _R_CAND,
+        C.STATUS_ADMITTED: _R_ADM,
+        C.STATUS_VERIFIED: _R_VER,
+        C.STATUS_SUSPENDED: _R_SUS,
+    }.get(code, _R_INACTIVE)
+    for code in range(len(C.STATUS_NAMES))
+)
+#: per outcome code: the simulator status it leads to (-1 unchanged), generated in _codes
+_TO_STATUS = C.OUTCOME_SIM_STATUS
+#: per outcome code: the eviction reason code (0 for the outcomes that are not evictions)
+_REASON_CODE = tuple(
+    C.evict_reason_code(reason) if name == C.EVICT else 0
+    for (name, reason), _ in sorted(C.OUTCOME_CODES.items(), key=lambda kv: kv[1])
+)
+_O_HOLD = C.OUTCOME_HOLD
+_O_PROMOTE = C.OUTCOME_PROMOTE
+_O_HARMFUL = C.OUTCOME_EVICT_HARMFUL
+_O_NO_LIFT = C.OUTCOME_EVICT_NO_LIFT
+_O_RETIRE = C.OUTCOME_RETIRE
+_O_ADMIT = C.OUTCOME_ADMIT
+_O_SUSPEND = C.OUTCOME_SUSPEND
+_O_RELEASE = C.OUTCOME_RELEASE
+
+
+@njit(cache=True)
+def _pass(
+    gram: np.ndarray,
+    zty: np.ndarray,
+    yty: float,
+    runs: int,
+    f: int,
+    p: int,
+    pen: np.ndarray,
+    a: np.ndarray,
+    aug: np.ndarray,
+    m: np.ndarray,
+    b: np.ndarray,
+    gb: np.ndarray,
+    x: np.ndarray,
+) -> bool:
+    """One pass of ``debiased_ridge._one_pass``, the same operations in the same order.
+
+    Writes each lesson's t, df, info, estimate, se and sigma into ``x``'s rows (NaN where
+    undefined); False when singular (every row NaN).
+    """
+    for i in range(p - f):
+        for r in range(6):
+            x[r, i] = math.nan
+    for i in range(p):
+        for c in range(p):
+            a[i, c] = gram[i, c]
+    for i in range(f, p):
+        a[i, i] = a[i, i] + pen[i - f]
+    if not gauss_jordan_into(a, p, aug, m):
+        return False
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += m[i, c] * zty[c]
+        b[i] = acc
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += gram[i, c] * b[c]
+        gb[i] = acc
+    bg = 0.0
+    for i in range(p):
+        bg += b[i] * zty[i]
+    bgb = 0.0
+    for i in range(p):
+        bgb += b[i] * gb[i]
+    rss = yty - 2.0 * bg + bgb
+    trace = 0.0
+    for i in range(p):
+        ri = 0.0
+        for c in range(p):
+            ri += m[i, c] * gram[c, i]
+        trace += ri
+    for i in range(f, p):
+        k = pen[i - f]
+        mjj = m[i, i]
+        if mjj > 0.0:
+            x[_INFO, i - f] = 1.0 / mjj - k
+        own = 1.0 - k * mjj
+        if not (own > 0.0 and mjj > 0.0):
+            continue
+        mkb = 0.0
+        mkm = 0.0
+        for c in range(f, p):
+            mkb += m[i, c] * (pen[c - f] * b[c])
+            mkm += (m[i, c] * m[i, c]) * pen[c - f]
+        cj = k * b[i] / own
+        gap = mjj - mkm
+        rss_j = rss - 2.0 * cj * mkb + cj * cj * gap
+        df = runs - (trace + k * gap / own)
+        if not df >= 1.0:
+            continue
+        s2 = max(rss_j, 0.0) / df
+        est = b[i] / own
+        se = math.sqrt(s2 * mjj / own)
+        x[_DF, i - f] = df
+        x[_EST, i - f] = est
+        x[_SE, i - f] = se
+        x[_SIGMA, i - f] = math.sqrt(s2)
+        if se > 0.0:
+            x[_T, i - f] = est / se
+    return True
+
+
+@njit(cache=True)
+def judge(
+    gi: np.ndarray,
+    gf: np.ndarray,
+    levels: np.ndarray,
+    gram: np.ndarray,
+    zty: np.ndarray,
+    yty: float,
+    runs: int,
+    f: int,
+    with_ss: np.ndarray,
+    status: np.ndarray,
+    out: np.ndarray,
+    why: np.ndarray,
+    x: np.ndarray,
+    ident: np.ndarray,
+) -> None:
+    """Judge every lesson column of the statistics: outcome and why codes, the evidence.
+
+    ``gram`` (``p x p``, ``f`` fixed columns first), ``zty``, ``yty`` and ``runs`` are the
+    ridge's statistics (``RidgeStatistics``), ``with_ss`` the lessons' sums of squared
+    scores (``LifecycleStatistics.with_ss``), ``status`` the rule's status codes (0
+    candidate, 1 admitted, 2 verified, 3 suspended, 4 inactive).  Writes ``out`` (outcome
+    codes, ``cogstats._codes.OUTCOME_CODES``), ``why`` (indices into ``LIFECYCLE_WHY``),
+    ``x`` (:data:`EVIDENCE_ROWS` x lessons) and ``ident`` (identifiable), as
+    :meth:`LifecycleGate.decide` computes them.
+    """
+    p = gram.shape[0]
+    n = p - f
+    for i in range(n):
+        for r in range(x.shape[0]):
+            x[r, i] = math.nan
+    # not identifiable: in every run, or sharing an inclusion pattern
+    for i in range(n):
+        ident[i] = True
+    for i in range(n):
+        di = gram[f + i, f + i]
+        if di >= runs or di <= 0:
+            ident[i] = False
+            continue
+        for k in range(i + 1, n):
+            if gram[f + k, f + k] == di and gram[f + i, f + k] == di:
+                ident[i] = False
+                ident[k] = False
+    # the ridge's passes
+    k_pen = gf[PENALTY]
+    pen = np.full(n, k_pen)
+    a = np.empty((p, p))
+    aug = np.empty((p, 2 * p))
+    mm = np.empty((p, p))
+    b = np.empty(p)
+    gb = np.empty(p)
+    passes = gi[PASSES]
+    susz = gf[SUSPECT_Z]
+    share = gf[MIN_SHARE]
+    ok = False
+    for step in range(passes):
+        ok = _pass(gram, zty, yty, runs, f, p, pen, a, aug, mm, b, gb, x)
+        if not ok or step == passes - 1:
+            break
+        same = True
+        for i in range(n):
+            strong = ident[i] and x[_T, i] < -susz and x[_INFO, i] >= share * gram[f + i, f + i]
+            new = 0.0 if strong else k_pen
+            if new != pen[i]:
+                same = False
+        if same:
+            break
+        for i in range(n):
+            strong = ident[i] and x[_T, i] < -susz and x[_INFO, i] >= share * gram[f + i, f + i]
+            pen[i] = 0.0 if strong else k_pen
+    for i in range(n):
+        if not ok:
+            for r in range(6):
+                x[r, i] = math.nan
+        # ridge_fit: the estimate of an identifiable lesson, se and t where both are usable
+        if not ident[i]:
+            x[_EST, i] = math.nan
+        if not (ident[i] and math.isfinite(x[_SE, i]) and x[_SE, i] > 0.0):
+            x[_SE, i] = math.nan
+            x[_T, i] = math.nan
+    # the crater test: the pooled two-sample t of the raw scores with the lesson against without
+    big = float(runs)
+    cdf = big - 2.0
+    for i in range(n):
+        nw = gram[f + i, f + i]
+        mo = big - nw
+        if not (nw > 0 and mo > 0 and cdf >= 1.0):
+            continue
+        sw = zty[f + i]
+        so = zty[0] - sw
+        so2 = yty - with_ss[i]
+        ss = max(with_ss[i] - sw * sw / nw, 0.0) + max(so2 - so * so / mo, 0.0)
+        s2 = ss / cdf
+        diff = sw / nw - so / mo
+        se = math.sqrt(s2 * (1.0 / nw + 1.0 / mo))
+        if se > 0:
+            ct = diff / se
+            if math.isfinite(ct):
+                x[_CT, i] = ct
+                x[_CP, i] = t_cdf(ct, cdf)
+    # tier 2's level at each lesson's look (LifecycleGate.levels_at)
+    top = levels.shape[0] - 1
+    for i in range(n):
+        info = x[_INFO, i]
+        level = 0.0
+        if math.isfinite(info) and info > 0:
+            look = min(math.floor(info / gf[MAX_INFORMATION] * top), top)
+            level = levels[int(look)]
+        x[_LEVEL, i] = level
+    for i in range(n):
+        o, w = _rule(gi, gf, x, i, gram[f + i, f + i], ident[i], status[i])
+        out[i] = o
+        why[i] = w
+
+
+@njit(cache=True)
+def _rule(
+    gi: np.ndarray,
+    gf: np.ndarray,
+    x: np.ndarray,
+    i: int,
+    trials_f: float,
+    ident: bool,
+    status: int,
+) -> tuple[int, int]:
+    """Return (outcome code, why code) of lesson ``i``: ``lifecycle_rule``'s checks in order.
+
+    Also writes the rule's statistics into ``x``'s rows (margin statistics, bounds,
+    p-values, the two one-sided bounds).
+    """
+    t = x[_T, i]
+    df = x[_DF, i]
+    info = x[_INFO, i]
+    est = x[_EST, i]
+    se = x[_SE, i]
+    sigma = x[_SIGMA, i]
+    crater_p = x[_CP, i]
+    level = x[_LEVEL, i]
+    trials = int(trials_f + 0.5)
+    dfs = df if (math.isfinite(df) and df >= 1.0) else math.nan
+    dfq = dfs if math.isfinite(dfs) else 1.0
+    finite = math.isfinite(t) and math.isfinite(dfs) and math.isfinite(se) and se > 0
+    margin = gf[MARGIN]
+    m_harm = math.nan
+    m_prom = math.nan
+    m_bound = math.nan
+    p_prom = math.nan
+    p_evict = math.nan
+    ci_low = math.nan
+    ci_high = math.nan
+    if finite:
+        m_harm = (est + margin * sigma) / se
+        m_prom = (est - margin * sigma) / se
+        if dfs >= gf[MARGIN_MIN_DF] and info >= gf[MARGIN_MIN_INFO] and info <= gf[MARGIN_MAX_INFO]:
+            m_bound = t_ppf(1.0 - gf[MARGIN_LEVEL], dfq)
+        p_prom = t_cdf(-t, dfq)
+        p_evict = t_cdf(t, dfq)
+        ci_low = est - t_ppf(1.0 - gf[ADMIT_LEVEL], dfq) * se
+        ci_high = est + t_ppf(1.0 - gf[FUTILITY_LEVEL], dfq) * se
+    x[_MH, i] = m_harm
+    x[_MP, i] = m_prom
+    x[_MB, i] = m_bound
+    x[_PP, i] = p_prom
+    x[_PE, i] = p_evict
+    x[_CIL, i] = ci_low
+    x[_CIH, i] = ci_high
+    inactive = status == _R_INACTIVE
+    suspended = status == _R_SUS
+    open_ = status in (_R_CAND, _R_ADM)
+    enough = trials >= gi[MIN_TRIALS]
+    judged = enough and ident and finite and not inactive
+    cmp = m_bound if math.isfinite(m_bound) else math.inf
+    if inactive:
+        return _O_HOLD, 13
+    if judged and m_harm < -cmp:
+        return _O_HARMFUL, 4
+    if judged and level > 0 and p_evict <= level:
+        return _O_HARMFUL, 5
+    if judged and open_ and m_prom > cmp:
+        return _O_PROMOTE, 6
+    if judged and open_ and level > 0 and p_prom <= level:
+        return _O_PROMOTE, 7
+    if open_ and trials >= 2 and ident and math.isfinite(t) and t < -gf[SUSPECT_T]:
+        return _O_SUSPEND, 8
+    fresh = open_ and trials >= 1 and trials <= gi[CRATER_MAX_TRIALS] and math.isfinite(crater_p)
+    if fresh and crater_p <= gf[CRATER_LEVEL]:
+        return _O_SUSPEND, 9
+    if (
+        judged
+        and (open_ or suspended)
+        and info >= gf[FUTILITY_MIN_INFO]
+        and ci_high < gf[FUTILITY_MARGIN]
+        and ci_low > -gf[ADMIT_MARGIN]
+    ):
+        return _O_NO_LIFT, 11
+    if judged and suspended and t >= -gf[RELEASE_T]:
+        return _O_RELEASE, 10
+    if judged and status == _R_CAND and ci_low > -gf[ADMIT_MARGIN]:
+        return _O_ADMIT, 12
+    if not enough:
+        return _O_HOLD, 0
+    if not ident:
+        return _O_HOLD, 1
+    if not finite:
+        return _O_HOLD, 2
+    if suspended:
+        return _O_HOLD, 14
+    return _O_HOLD, 3
+
+
+@njit(cache=True)
+def lifecycle_gate(
+    gi: np.ndarray,
+    gf: np.ndarray,
+    recheck: bool,
+    nfix: int,
+    cov_lo: np.ndarray,
+    cov_hi: np.ndarray,
+    levels: np.ndarray,
+    status: np.ndarray,
+    since: np.ndarray,
+    n_with: np.ndarray,
+    ss_with: np.ndarray,
+    first_trial: np.ndarray,
+    gram_full: np.ndarray,
+    zty_full: np.ndarray,
+    yty: float,
+    runs: int,
+    by_age: np.ndarray,
+    run: int,
+    rep: int,
+    promote_run: np.ndarray,
+    evict_run: np.ndarray,
+    evict_reason: np.ndarray,
+    retire_run: np.ndarray,
+    events: np.ndarray,
+    n_events: np.ndarray,
+    ibuf: np.ndarray,
+) -> None:
+    """Run the lifecycle gate on the running statistics; apply its outcomes; log events.
+
+    ``nfix`` leading columns of the running Gram matrix are the intercept and the
+    covariates; a covariate whose range so far (``cov_lo``, ``cov_hi``) is one value is
+    left out.  The lessons tried so far are the columns, in order of first trial (as a
+    ledger lists them).  Judged: candidates, admitted and suspended lessons (verified
+    ones too with ``recheck``), as the reference engine judges them.  Each change of
+    status is written to ``events`` (row ``n_events[0]``, while there is room; the count
+    goes on, so that the caller sees an overflow).
+    """
+    n_les = status.shape[0]
+    act = ibuf[0]
+    m_act = 0
+    for j in range(n_les):
+        if n_with[j] > 0:
+            act[m_act] = j
+            m_act += 1
+    if m_act == 0:
+        return
+    keys = np.empty(m_act, dtype=np.int64)
+    for i in range(m_act):
+        keys[i] = first_trial[act[i]] * (n_les + 1) + act[i]
+    order = np.argsort(keys, kind="mergesort")
+    cols = np.empty(m_act, dtype=np.int64)
+    for i in range(m_act):
+        cols[i] = act[order[i]]
+    fixed = np.empty(nfix, dtype=np.int64)
+    f = 1
+    fixed[0] = 0
+    for c in range(nfix - 1):
+        if cov_hi[c] > cov_lo[c]:
+            fixed[f] = 1 + c
+            f += 1
+    p = f + m_act
+    gram = np.empty((p, p))
+    zty = np.empty(p)
+    wss = np.empty(m_act)
+    rst = np.empty(m_act, dtype=np.int64)
+    for r in range(p):
+        rr = fixed[r] if r < f else nfix + cols[r - f]
+        zty[r] = zty_full[rr]
+        for c in range(p):
+            cc = fixed[c] if c < f else nfix + cols[c - f]
+            gram[r, c] = gram_full[rr, cc]
+    for i in range(m_act):
+        wss[i] = ss_with[cols[i]]
+        rst[i] = _RULE_STATUS[status[cols[i]]]
+    out = np.empty(m_act, dtype=np.int64)
+    why = np.empty(m_act, dtype=np.int64)
+    x = np.empty((len(EVIDENCE_ROWS), m_act))
+    ident = np.empty(m_act, dtype=np.bool_)
+    judge(gi, gf, levels, gram, zty, yty, runs, f, wss, rst, out, why, x, ident)
+    pos = np.full(n_les, -1, dtype=np.int64)
+    for i in range(m_act):
+        pos[cols[i]] = i
+    cap = events.shape[0]
+    for jj in range(n_les):
+        j = by_age[jj]
+        old = status[j]
+        if not (
+            old in (STATUS_CANDIDATE, STATUS_ADMITTED, STATUS_SUSPENDED)
+            or (recheck and old == STATUS_VERIFIED)
+        ):
+            continue
+        i = pos[j]
+        if i < 0:
+            continue
+        o = out[i]
+        new = _TO_STATUS[o]
+        if new < 0 or new == old:
+            continue
+        if o in (_O_HARMFUL, _O_NO_LIFT):
+            evict_run[j] = run
+            evict_reason[j] = _REASON_CODE[o]
+        elif o == _O_RETIRE:
+            retire_run[j] = run
+        elif new == STATUS_VERIFIED and promote_run[j] == 0:
+            promote_run[j] = run
+        status[j] = new
+        since[j] = run + 1
+        k = n_events[0]
+        if k < cap:
+            events[k, 0] = rep
+            events[k, 1] = run
+            events[k, 2] = j
+            events[k, 3] = old
+            events[k, 4] = new
+            events[k, 5] = o
+            events[k, 6] = why[i]
+        n_events[0] = k + 1
