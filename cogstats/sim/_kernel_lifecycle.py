@@ -36,7 +36,7 @@ from cogstats._codes import (
 from cogstats.sim._kernel_common import Block, gauss_jordan_into
 from cogstats.sim._tdist import t_cdf, t_ppf
 
-__all__ = ["BLOCK", "EVIDENCE_ROWS", "GATE_LIFECYCLE", "judge", "lifecycle_gate"]
+__all__ = ["BLOCK", "EVIDENCE_ROWS", "GATE_LIFECYCLE", "judge", "lifecycle_gate", "rule"]
 
 #: the run loop's dispatch code of the lifecycle gate (``cogstats._codes.GATE_LIFECYCLE``
 #: when the shared codes have it; 6 follows GATE_RECOMMENDED = 5)
@@ -334,13 +334,13 @@ def judge(
             level = levels[int(look)]
         x[_LEVEL, i] = level
     for i in range(n):
-        o, w = _rule(gi, gf, x, i, gram[f + i, f + i], ident[i], status[i])
+        o, w = rule(gi, gf, x, i, gram[f + i, f + i], ident[i], status[i])
         out[i] = o
         why[i] = w
 
 
 @njit(cache=True)
-def _rule(
+def rule(
     gi: np.ndarray,
     gf: np.ndarray,
     x: np.ndarray,

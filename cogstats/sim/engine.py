@@ -430,7 +430,7 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     n = prep.noise.shape[0]
     ip, fp, pi, pf, gi, gf = params(s)
     records = int(ip[K.IP_GATE]) == KLC.GATE_LIFECYCLE
-    cap = n * (2 * s.n_lessons + s.runs) if records else 1
+    cap = _event_capacity(s, n) if records else 1
     while True:
         raw = empty_raw(s, lessons, n)
         events = np.zeros((cap, 7), dtype=np.int64)
@@ -442,6 +442,11 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     if records:
         raw.events = _events(events[: int(n_events[0])])
     return raw
+
+
+def _event_capacity(s: Scenario, n: int) -> int:
+    """Rows of the event buffer a chunk of ``n`` replicates starts with (grown on overflow)."""
+    return n * (2 * s.n_lessons + s.runs)
 
 
 def _events(rows: np.ndarray) -> list[Any]:
