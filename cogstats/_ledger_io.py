@@ -35,12 +35,14 @@ import ast
 import codecs
 import csv
 import difflib
+import gc
 import io
 import json
 import math
 import re
 import tokenize
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -399,7 +401,9 @@ def _short(s: str) -> str:
 
 
 # ---------------------------------------------------------------------- readers
-Records = tuple[list[dict[str, Any]], list[int], bool]
+Records = tuple[Iterable[dict[str, Any]], Sequence[int], bool]
+#: Bytes read at a time by the bounded-memory JSON Lines reader's checking pass.
+CHUNK_BYTES = 1 << 22
 
 
 def read_records(
@@ -413,6 +417,8 @@ def read_records(
     src = str(path)
     if fmt == "parquet":
         return _parquet_records(path, src, mapping)
+    if fmt == "jsonl" and not mapping:
+        return _jsonl_stream(path, src)
     text = decode(path.read_bytes(), src)
     if fmt == "csv":
         return csv_records(text, src, delimiter, mapping)
@@ -448,6 +454,85 @@ def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
         records.append(rec)
         rows.append(lineno)
     return _rename_records(records, src, mapping), rows, False
+
+
+def check_text_file(path: Path, src: str) -> None:
+    """:func:`decode`'s checks and messages, on a file read in line-aligned chunks."""
+    refused = (
+        *(m for m, _ in _MAGIC),
+        codecs.BOM_UTF16_LE,
+        codecs.BOM_UTF16_BE,
+        codecs.BOM_UTF32_BE,
+    )
+    offset = lines = nuls = chars = 0
+    first_nul: tuple[int, int] | None = None
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK_BYTES):
+            chunk += fh.readline()  # whole lines: no character spans two chunks
+            if offset == 0 and chunk.startswith(refused):
+                decode(chunk[:4], src)  # raises: a magic number or a UTF-16/32 mark
+            try:
+                chars += len(chunk.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                at, line = offset + exc.start, lines + chunk.count(b"\n", 0, exc.start) + 1
+                raise LedgerError(
+                    f"not UTF-8 text: byte offset {at} (line {line}) holds "
+                    f"{chunk[exc.start : exc.start + 4]!r}; cogstats reads UTF-8 ledgers. "
+                    "Re-save the file as UTF-8 (for a latin-1/cp1252 file: iconv -f cp1252 "
+                    "-t utf-8, or pandas' to_csv(encoding='utf-8'))",
+                    source=src,
+                ) from None
+            nul = chunk.find(b"\0")
+            if nul >= 0 and first_nul is None:
+                first_nul = (offset + nul, lines + chunk.count(b"\n", 0, nul) + 1)
+            nuls += chunk.count(b"\0")
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+    if first_nul is not None:
+        hint = " (UTF-16 text has one in every other byte: re-save it as UTF-8)"
+        raise LedgerError(
+            f"binary data: a NUL byte at byte offset {first_nul[0]} (line {first_nul[1]}); "
+            f"this is not a text ledger{hint if nuls * 3 >= chars else ''}",
+            source=src,
+        )
+
+
+def _jsonl_stream(path: Path, src: str) -> Records:
+    """JSON Lines read line by line in bounded memory: the same checks, rows and messages.
+
+    The whole file is checked as :func:`decode` checks it first (in chunks), then each
+    line goes through the bounded parser as it is read; lesson ids are shared between
+    runs (one string object per distinct id), so the ledger holds each id once.
+    """
+    check_text_file(path, src)
+    rows = array("q")  # filled as the records are produced (the ledger reads it lazily)
+
+    def records() -> Iterator[dict[str, Any]]:
+        ids: dict[str, str] = {}
+        collecting = gc.isenabled()  # millions of live lists: each full collection walks
+        gc.disable()  # them all (quadratic); nothing read here forms a reference cycle
+        try:
+            yield from lines(ids)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def lines(ids: dict[str, str]) -> Iterator[dict[str, Any]]:
+        with open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                line = raw.decode("utf-8")
+                if lineno == 1 and line.startswith("\ufeff"):
+                    line = line[1:]
+                if not line.strip():
+                    continue
+                rec = parse_json_record(line.rstrip("\n"), row=lineno, src=src)
+                facts = rec.get("fact_ids")
+                if type(facts) is list:
+                    rec["fact_ids"] = [ids.setdefault(f, f) if type(f) is str else f for f in facts]
+                rows.append(lineno)
+                yield rec
+
+    return records(), rows, False
 
 
 def _json_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
@@ -933,7 +1018,8 @@ def read_lesson_frame(
     if fmt == "csv":
         records, rows = _lesson_csv_records(text, src, delimiter, mapping)
     elif fmt == "jsonl":
-        records, rows, _ = _jsonl_records(text, src, mapping)
+        listed, line_numbers, _ = _jsonl_records(text, src, mapping)
+        records, rows = list(listed), list(line_numbers)
     else:
         records, rows = _lesson_json_records(text, src, mapping)
     if not records:
