@@ -70,6 +70,7 @@ __all__ = [
     "RidgeFit",
     "RidgeStatistics",
     "debiased_ridge",
+    "duplicate_groups",
     "ridge_fit",
     "ridge_statistics",
 ]
@@ -260,6 +261,73 @@ def _duplicates(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
     return bad
 
 
+def duplicate_groups(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
+    """Per lesson column, the first column with the same inclusion pattern (itself if none).
+
+    Two lesson columns share a pattern when their runs are the same (``G_jj = G_kk =
+    G_jk`` in the Gram matrix); a lesson in every run or in none is its own group (it is
+    not identifiable whatever is merged).
+
+    Examples
+    --------
+    >>> g = np.array([[4.0, 2, 2, 1], [2, 2, 2, 1], [2, 2, 2, 1], [1, 1, 1, 1]])
+    >>> duplicate_groups(g, 1, 4).tolist()
+    [0, 0, 2]
+    """
+    m = gram.shape[0] - f
+    rep = np.arange(m)
+    diag = np.diag(gram)[f:]
+    for i in range(m):
+        if rep[i] != i or diag[i] >= runs or diag[i] <= 0:
+            continue
+        for j in range(i + 1, m):
+            if rep[j] == j and diag[j] == diag[i] and gram[f + i, f + j] == diag[i]:
+                rep[j] = i
+    return rep
+
+
+def _grouped_fit(stats: RidgeStatistics, rep: np.ndarray, **options: Any) -> RidgeFit:
+    """Fit with every group of lessons that share a pattern merged into one column.
+
+    The group's column is its members' common indicator: the fit on the reduced
+    statistics is the fit of ``score ~ 1 + covariates + one coefficient per group`` (the
+    group's total effect, free in its own test, the others shrunk).  Members of a group
+    of two or more stay not identifiable (no estimate or standard error of their own) but
+    carry the group's ``t``, ``info``, ``df`` and ``sigma``: a lenient test of the group
+    can act on them all.
+    """
+    f = stats.n_fixed
+    m = rep.shape[0]
+    keep = np.flatnonzero(rep == np.arange(m))
+    sel = np.concatenate([np.arange(f), f + keep])
+    reduced = RidgeStatistics(
+        gram=stats.gram[np.ix_(sel, sel)],
+        zty=stats.zty[sel],
+        yty=stats.yty,
+        runs=stats.runs,
+        n_fixed=f,
+        fact_ids=tuple(stats.fact_ids[i] for i in keep) if stats.fact_ids else (),
+        covariates=stats.covariates,
+    )
+    fit = ridge_fit(reduced, **options)
+    pos = np.zeros(m, dtype=np.int64)
+    pos[keep] = np.arange(keep.shape[0])
+    at = pos[rep]
+    size = np.bincount(rep, minlength=m)[rep]
+    alone = size == 1
+    nan = np.full(m, np.nan)
+    return RidgeFit(
+        estimate=np.where(alone, fit.estimate[at], nan),
+        std_error=np.where(alone, fit.std_error[at], nan),
+        t=fit.t[at],
+        info=fit.info[at],
+        identifiable=alone & fit.identifiable[at],
+        penalized=fit.penalized[at],
+        df=fit.df[at],
+        sigma=fit.sigma[at],
+    )
+
+
 def _one_pass(
     st: RidgeStatistics,
     penalties: np.ndarray,
@@ -331,6 +399,7 @@ def ridge_fit(
     min_share: float = 0.3,
     noise_prior_sd: float | None = None,
     noise_prior_runs: float = 0.0,
+    group_duplicates: bool = False,
 ) -> RidgeFit:
     """Debiased ridge estimates from sufficient statistics (see the module docstring).
 
@@ -349,6 +418,12 @@ def ridge_fit(
     noise_prior_sd, noise_prior_runs : float
         An optional conjugate prior on the noise: its standard deviation and its weight in
         runs (both or neither).
+    group_duplicates : bool
+        Merge the lessons that share an inclusion pattern into one column (their group's
+        effect; :func:`duplicate_groups`) instead of penalizing each: the members stay
+        not identifiable but carry the group's ``t`` (default False: each member
+        penalized, no ``t``).  With the members penalized, a group that hurts is shrunk
+        and its harm leaks into the free coefficient of every lesson that ran beside it.
 
     Returns
     -------
@@ -364,6 +439,19 @@ def ridge_fit(
     >>> round(float(fit.estimate[0]), 6), round(float(fit.df[0]), 9)
     (0.198, 8.0)
     """
+    if group_duplicates:
+        rep = duplicate_groups(stats.gram, stats.n_fixed, stats.runs)
+        if not np.array_equal(rep, np.arange(rep.shape[0])):
+            return _grouped_fit(
+                stats,
+                rep,
+                penalty=penalty,
+                passes=passes,
+                suspect_z=suspect_z,
+                min_share=min_share,
+                noise_prior_sd=noise_prior_sd,
+                noise_prior_runs=noise_prior_runs,
+            )
     opts = check_options(penalty, passes, suspect_z, min_share, noise_prior_sd, noise_prior_runs)
     k = float(opts["penalty"])  # type: ignore[arg-type]
     passes = int(opts["passes"])  # type: ignore[call-overload]

@@ -386,6 +386,7 @@ def lifecycle_rule(
     margin_max_information: float,
     suspect_t: float,
     release_t: float,
+    release_min_trials: int,
     crater_level: float,
     crater_max_trials: int,
     admit_margin: float,
@@ -413,7 +414,7 @@ def lifecycle_rule(
     ...     np.array([True]), one(np.nan), np.array([0]), one(1e-4), min_trials=3,
     ...     margin=1.0, margin_level=0.05, margin_min_df=8, margin_min_information=2.0,
     ...     margin_max_information=6.0,
-    ...     suspect_t=2.0, release_t=1.0,
+    ...     suspect_t=2.0, release_t=1.0, release_min_trials=2,
     ...     crater_level=0.05, crater_max_trials=2, admit_margin=0.05, admit_level=0.1,
     ...     futility_margin=0.02, futility_level=0.01, futility_min_information=5.0)
     >>> C.outcome_of_code(int(out[0])), LIFECYCLE_WHY[int(why[0])]
@@ -463,17 +464,24 @@ def lifecycle_rule(
     put(judged & open_ & (m_prom > cmp), C.OUTCOME_PROMOTE, 6)
     put(judged & open_ & (level > 0) & (p_prom <= level), C.OUTCOME_PROMOTE, 7)
     # suspension: a fast lenient test (the ridge t, or the crater of a fresh lesson)
-    sus_t = open_ & (trials >= 2) & identifiable & np.isfinite(t) & (t < -suspect_t)
+    # (a lesson that shares its pattern with others carries its group's t)
+    sus_t = open_ & (trials >= 2) & np.isfinite(t) & (t < -suspect_t)
     put(sus_t, C.OUTCOME_SUSPEND, 8)
-    fresh = open_ & (trials >= 1) & (trials <= crater_max_trials) & np.isfinite(crater_p)
-    put(fresh & (crater_p <= crater_level), C.OUTCOME_SUSPEND, 9)
+    # the crater test judges a fresh lesson, and one whose effect the regression cannot
+    # separate from the lessons it ran with (not identifiable, or no t): its marginal
+    # test is the test of the group it always ran with
+    apart = identifiable & np.isfinite(t)
+    fresh = open_ & (trials >= 1) & ((trials <= crater_max_trials) | ~apart)
+    put(fresh & np.isfinite(crater_p) & (crater_p <= crater_level), C.OUTCOME_SUSPEND, 9)
     # futility (no lift on evidence): candidates, admitted and suspended lessons
     fut = judged & (open_ | suspended) & (info >= futility_min_information)
     # (and harm beyond the admission margin excluded: a lesson that may be harmful stays
     # under test until it is convicted or cleared)
     put(fut & (ci_high < futility_margin) & (ci_low > -admit_margin), C.OUTCOME_EVICT_NO_LIFT, 11)
     # release of a re-tested suspect
-    put(judged & suspended & (t >= -release_t), C.OUTCOME_RELEASE, 10)
+    usable = identifiable & finite & ~inactive
+    again = trials >= release_min_trials
+    put(usable & again & suspended & (t >= -release_t), C.OUTCOME_RELEASE, 10)
     # admission: a non-inferiority bound
     put(judged & (status == _ST_CANDIDATE) & (ci_low > -admit_margin), C.OUTCOME_ADMIT, 12)
     # holds, with the reason nothing was decided
@@ -618,13 +626,14 @@ class LifecycleGate:
     margin_max_information: float = 3.0
     suspect_t: float = 1.5
     release_t: float = 0.75
-    crater_level: float = 0.05
-    crater_max_trials: int = 2
+    crater_level: float = 0.1
+    crater_max_trials: int = 4
     admit_margin: float = 0.05
     admit_level: float = 0.2
     futility_margin: float = 0.02
     futility_level: float = 0.01
     futility_min_information: float = 5.0
+    release_min_trials: int = 2
 
     def __post_init__(self) -> None:
         """Validate every option once."""
@@ -676,6 +685,11 @@ class LifecycleGate:
             self,
             "crater_max_trials",
             check_int("crater_max_trials", self.crater_max_trials, minimum=1),
+        )
+        set_(
+            self,
+            "release_min_trials",
+            check_int("release_min_trials", self.release_min_trials, minimum=1),
         )
 
     def to_policy(self) -> dict[str, Any]:
@@ -819,6 +833,7 @@ class LifecycleGate:
             passes=self.passes,
             suspect_z=self.suspect_z,
             min_share=self.min_share,
+            group_duplicates=True,
         )
 
     def rule_options(self) -> dict[str, Any]:
@@ -832,6 +847,7 @@ class LifecycleGate:
             "margin_max_information": self.margin_max_information,
             "suspect_t": self.suspect_t,
             "release_t": self.release_t,
+            "release_min_trials": self.release_min_trials,
             "crater_level": self.crater_level,
             "crater_max_trials": self.crater_max_trials,
             "admit_margin": self.admit_margin,

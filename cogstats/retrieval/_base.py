@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,6 +19,8 @@ from cogstats.lessons import lesson_table as validate_lesson_table
 from cogstats.lessons import live_lessons
 
 __all__ = [
+    "GATE_T_COLUMN",
+    "RETEST_ORDERS",
     "STATUSES",
     "RetrievalPolicy",
     "Selection",
@@ -30,6 +33,19 @@ __all__ = [
 #: The lesson-table column that holds, per lesson, the first run of its current status
 #: (the simulator's reference engine writes it; a re-test window reads it).
 SINCE_COLUMN = "status_since"
+
+#: The lesson-table column that holds, per lesson, the t statistic of the gate's last
+#: look at it (null: none yet; the simulator's reference engine writes it from the gate's
+#: report, a running agent from its last ``GateReport``'s ``t_stat``): the likely-innocent
+#: re-test order reads it.
+GATE_T_COLUMN = "gate_t"
+
+#: The re-test orders: ``"random"``, uniform among the eligible suspects, each with a
+#: logged propensity; ``"likely_innocent"``, the eligible suspect whose last gate t is
+#: highest (none yet counts as highest: it needs a re-test to have one), ties oldest
+#: first, skipping those with t below ``-retest_floor`` (the likely guilty: re-testing
+#: them is exposure, and the gate convicts them without it).
+RETEST_ORDERS: tuple[str, ...] = ("random", "likely_innocent")
 
 #: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
 #: backward compatibility for stores written before eval-gating).
@@ -123,13 +139,18 @@ def split_lessons(
     *,
     retest_window: int | None = None,
     context: Mapping[str, Any] | None = None,
+    retest_order: str = "random",
+    retest_floor: float = 1.5,
+    u_order: float = 0.0,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Validate a lesson table once: (its live lessons, the suspended ids oldest first).
 
     Suspended lessons are out of the prompt; a policy with a re-test slot
     (:func:`retest_pick`) may inject one of them per run, at random.  With
     ``retest_window`` only the suspended lessons eligible for a re-test are returned
-    (:func:`retest_eligible`: suspended within the last ``retest_window`` runs).
+    (:func:`retest_eligible`: suspended within the last ``retest_window`` runs); with
+    ``retest_order="likely_innocent"`` only the one of those :func:`likely_innocent`
+    picks (``u_order`` its uniform).
 
     Examples
     --------
@@ -145,7 +166,90 @@ def split_lessons(
         .to_list()
     )
     suspended = retest_eligible(table, suspended, retest_window, context)
+    suspended = order_suspects(table, suspended, retest_order, retest_floor, u_order)
     return live_lessons(table), suspended
+
+
+def order_suspects(
+    lessons: pl.DataFrame, suspended: list[str], retest_order: str, retest_floor: float, u: float
+) -> list[str]:
+    """Return the suspects the re-test slot draws from, by ``retest_order``.
+
+    ``"random"``: all of ``suspended`` (each equally likely); ``"likely_innocent"``: the
+    one :func:`likely_innocent` picks (``u`` its uniform).
+    """
+    if retest_order == "likely_innocent":
+        return likely_innocent(lessons, suspended, retest_floor, u)
+    return suspended
+
+
+def likely_innocent(
+    lessons: pl.DataFrame, suspended: list[str], floor: float, u: float = 0.0
+) -> list[str]:
+    """Return the suspect to re-test first, as a one-element list (empty: none).
+
+    ``suspended`` in age order (oldest first); each lesson's evidence is the table's
+    :data:`GATE_T_COLUMN` (the gate's t at its last look).  Suspects without one yet
+    (null or NaN, or no such column) come first, one of them drawn by the uniform ``u``
+    (the ``int(u * m)``-th oldest of the ``m``: a re-test is the only way to get a t,
+    and no name or age makes one of them likelier innocent); otherwise the highest t,
+    ties to the oldest, skipping those below ``-floor`` (likely guilty: re-testing them
+    is exposure, and the gate convicts them without it).
+
+    Examples
+    --------
+    >>> t = validate_lesson_table([
+    ...     {"id": "a", "status": "suspended", "created_at": 1, "gate_t": -0.4},
+    ...     {"id": "b", "status": "suspended", "created_at": 2, "gate_t": 0.3},
+    ...     {"id": "c", "status": "suspended", "created_at": 3, "gate_t": -2.5}])
+    >>> likely_innocent(t, ["a", "b", "c"], 2.0), likely_innocent(t, ["c"], 2.0)
+    (['b'], [])
+    >>> likely_innocent(t.drop("gate_t"), ["a", "b", "c"], 2.0, u=0.5)
+    ['b']
+    """
+    if not suspended:
+        return []
+    tee: dict[str, Any] = {}
+    if GATE_T_COLUMN in lessons.columns:
+        tee = dict(zip(lessons["id"].to_list(), lessons[GATE_T_COLUMN].to_list(), strict=True))
+    none_yet: list[str] = []
+    best: str | None = None
+    best_t = -math.inf
+    for f in suspended:
+        v = tee.get(f)
+        t = math.nan if v is None else float(v)
+        if math.isnan(t):
+            none_yet.append(f)
+        elif t >= -floor and t > best_t:
+            best, best_t = f, t
+    if none_yet:
+        return [none_yet[min(int(u * len(none_yet)), len(none_yet) - 1)]]
+    return [] if best is None else [best]
+
+
+def check_retest_order(retest_order: Any, retest_floor: Any) -> tuple[str, float]:
+    """Validate ``retest_order`` (one of :data:`RETEST_ORDERS`) and ``retest_floor`` (>= 0).
+
+    Examples
+    --------
+    >>> check_retest_order("likely_innocent", 1.5)
+    ('likely_innocent', 1.5)
+    >>> check_retest_order("first", 1.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: retest_order must be one of [...]; got 'first'
+    """
+    if retest_order not in RETEST_ORDERS:
+        raise ParameterError(
+            f"retest_order must be one of {list(RETEST_ORDERS)}; got {retest_order!r}"
+        )
+    ok = isinstance(retest_floor, int | float) and not isinstance(retest_floor, bool)
+    if not ok or not math.isfinite(float(retest_floor)) or float(retest_floor) < 0:
+        raise ParameterError(
+            f"retest_floor must be a number >= 0 (a t value: suspects with a last gate t "
+            f"below -retest_floor are not re-tested); got {retest_floor!r}"
+        )
+    return str(retest_order), float(retest_floor)
 
 
 def retest_pick(suspended: list[str], u: float, prob: float) -> tuple[str | None, dict[str, float]]:

@@ -22,6 +22,7 @@ from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
     Selection,
     check_retest_options,
+    check_retest_order,
     check_slots,
     fill_candidates,
     retest_pick,
@@ -52,6 +53,8 @@ class _Gated(ABC):
     retest_prob: float = 0.5
     retest_window: int | None = None
     fill_empty: bool = False
+    retest_order: str = "random"
+    retest_floor: float = 1.5
 
     #: the simulator's reference engine shows this policy its suspended lessons
     retests_suspended = True
@@ -67,6 +70,19 @@ class _Gated(ABC):
         window, fill = check_retest_options(self.retest_window, self.fill_empty)
         object.__setattr__(self, "retest_window", window)
         object.__setattr__(self, "fill_empty", fill)
+        order, floor = check_retest_order(self.retest_order, self.retest_floor)
+        object.__setattr__(self, "retest_order", order)
+        object.__setattr__(self, "retest_floor", floor)
+
+    def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
+        return split_lessons(
+            lessons,
+            retest_window=self.retest_window,
+            context=context,
+            retest_order=self.retest_order,
+            retest_floor=self.retest_floor,
+            u_order=u_order,
+        )
 
     @abstractmethod
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
@@ -87,7 +103,11 @@ class _Gated(ABC):
         minus the candidates taken.  Deterministic unless lessons are suspended: then
         one uniform from ``rng`` draws the re-test slot (see the class notes).
         """
-        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
+        if self.retest_order == "likely_innocent":  # two uniforms: the slot, the order
+            u = np.random.default_rng(rng).random(2)
+            table, suspended = self._split(lessons, context, float(u[1]))
+            return self._select(table, suspended, ledger, float(u[0]) if suspended else 1.0)
+        table, suspended = self._split(lessons, context, 0.0)
         u0 = float(np.random.default_rng(rng).random()) if suspended else 1.0
         return self._select(table, suspended, ledger, u0)
 
@@ -130,10 +150,11 @@ class _Gated(ABC):
     ) -> Selection:
         """As :meth:`select`, with the run's uniforms given.
 
-        Only ``uniforms[0]`` is used, and only when lessons are suspended: it draws the
-        re-test slot.
+        Only ``uniforms[0]`` and ``uniforms[1]`` are used, and only when lessons are
+        suspended: the first draws the re-test slot, the second the likely-innocent
+        order's suspect among those without a t.
         """
-        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
+        table, suspended = self._split(lessons, context, float(uniforms[1]))
         return self._select(table, suspended, ledger, float(uniforms[0]) if suspended else 1.0)
 
 
@@ -167,6 +188,14 @@ class InProgressFirst(_Gated):
         Keep the prompt full (default False): places left after the candidates and the
         verified block go to further candidates, benched ones included, fewest trials
         first, then oldest, then id (deterministic, logged with propensity 1).
+    retest_order : {"random", "likely_innocent"}
+        How the re-test slot picks among the eligible suspects (default "random":
+        uniformly, each with propensity ``retest_prob / m``); "likely_innocent": the one
+        whose last gate t (the lesson table's ``gate_t``) is highest, none yet first,
+        skipping those below ``-retest_floor``, re-tested with probability
+        ``retest_prob`` (:func:`cogstats.retrieval._base.likely_innocent`).
+    retest_floor : float
+        See ``retest_order`` (default 1.5, >= 0).
 
     Notes
     -----

@@ -39,6 +39,7 @@ from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
     Selection,
     check_retest_options,
+    check_retest_order,
     check_slots,
     retest_pick,
     split_lessons,
@@ -69,6 +70,8 @@ class _Pooled:
     pool: int | None = None
     retest_prob: float = 0.5
     retest_window: int | None = None
+    retest_order: str = "random"
+    retest_floor: float = 1.5
 
     #: the simulator's reference engine shows this policy its suspended lessons
     retests_suspended = True
@@ -82,6 +85,19 @@ class _Pooled:
         object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
         window, _ = check_retest_options(self.retest_window, False)
         object.__setattr__(self, "retest_window", window)
+        order, floor = check_retest_order(self.retest_order, self.retest_floor)
+        object.__setattr__(self, "retest_order", order)
+        object.__setattr__(self, "retest_floor", floor)
+
+    def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
+        return split_lessons(
+            lessons,
+            retest_window=self.retest_window,
+            context=context,
+            retest_order=self.retest_order,
+            retest_floor=self.retest_floor,
+            u_order=u_order,
+        )
 
     def _pool_size(self, table: pl.DataFrame) -> int:
         n_cand = int((table["status"] == "candidate").fill_null(False).sum())
@@ -99,9 +115,12 @@ class _Pooled:
 
         With suspended lessons one more uniform (drawn last) decides the re-test slot.
         """
-        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
+        gen = np.random.default_rng(rng)
+        # the likely-innocent order's uniform first (none drawn for the random order)
+        u_order = float(gen.random()) if self.retest_order == "likely_innocent" else 0.0
+        table, suspended = self._split(lessons, context, u_order)
         size = self._pool_size(table)
-        u = np.random.default_rng(rng).random(size + bool(suspended))
+        u = gen.random(size + bool(suspended))
         return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]))
 
     def uniforms_per_run(self, n_lessons: int) -> int:
@@ -119,10 +138,11 @@ class _Pooled:
         """Select as :meth:`select` does, with the run's uniforms given.
 
         ``uniforms[2 + i]`` is pool position ``i``'s draw; ``uniforms[0]`` decides the
-        re-test slot when lessons are suspended (``uniforms[1]`` is unused).
+        re-test slot when lessons are suspended, ``uniforms[1]`` the likely-innocent
+        order's suspect among those without a t.
         """
-        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
         u = np.asarray(uniforms, dtype=float)
+        table, suspended = self._split(lessons, context, float(u[1]))
         return self._select_pool(table, ledger, u[2:], suspended, float(u[0]))
 
     def _select_pool(

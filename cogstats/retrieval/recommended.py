@@ -36,7 +36,9 @@ from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
     Selection,
     check_retest_options,
+    check_retest_order,
     check_slots,
+    fill_candidates,
     retest_pick,
     split_lessons,
     verified_block,
@@ -124,6 +126,16 @@ class SuspectFirst:
         table's ``status_since`` and ``context["run"]``, see
         :func:`cogstats.retrieval._base.retest_eligible`); ``m`` then counts the eligible
         ones.  Default None: every suspended lesson.
+    retest_order : {"random", "likely_innocent"}
+        How the re-test slot picks among the eligible suspects: uniformly (default), or
+        the one whose last gate t is highest (:func:`cogstats.retrieval._base.likely_innocent`,
+        skipping those below ``-retest_floor``), re-tested with probability ``retest_prob``.
+    retest_floor : float
+        See ``retest_order`` (default 1.5, >= 0).
+    fill_empty : bool
+        Keep the prompt full (default False): places left after the drawn candidates and
+        the verified block go to the candidates not drawn, fewest trials first, then
+        oldest, then id.
 
     Examples
     --------
@@ -140,6 +152,9 @@ class SuspectFirst:
     fresh_trials: int = 2
     retest_prob: float = 0.5
     retest_window: int | None = None
+    retest_order: str = "random"
+    retest_floor: float = 1.5
+    fill_empty: bool = False
 
     #: the simulator's reference engine shows this policy its suspended lessons
     retests_suspended = True
@@ -165,8 +180,22 @@ class SuspectFirst:
         )
         prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
         object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
-        window, _ = check_retest_options(self.retest_window, False)
+        window, fill = check_retest_options(self.retest_window, self.fill_empty)
         object.__setattr__(self, "retest_window", window)
+        object.__setattr__(self, "fill_empty", fill)
+        order, floor = check_retest_order(self.retest_order, self.retest_floor)
+        object.__setattr__(self, "retest_order", order)
+        object.__setattr__(self, "retest_floor", floor)
+
+    def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
+        return split_lessons(
+            lessons,
+            retest_window=self.retest_window,
+            context=context,
+            retest_order=self.retest_order,
+            retest_floor=self.retest_floor,
+            u_order=u_order,
+        )
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Return how many pre-drawn uniforms a simulated run needs.
@@ -184,9 +213,12 @@ class SuspectFirst:
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
         """Choose the lessons for the next run (draws from ``rng``)."""
-        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
+        gen = np.random.default_rng(rng)
+        # the likely-innocent order's uniform first (none drawn for the random order)
+        u_order = float(gen.random()) if self.retest_order == "likely_innocent" else 0.0
+        table, suspended = self._split(lessons, context, u_order)
         n = int((table["status"] == "candidate").fill_null(False).sum())
-        u = np.random.default_rng(rng).random(2 + n)
+        u = gen.random(2 + n)
         return self._choose(table, ledger, u, suspended)
 
     def select_with_uniforms(
@@ -200,9 +232,10 @@ class SuspectFirst:
         """Choose as :meth:`select` does, with the run's uniforms given.
 
         ``uniforms[2 + i]`` is the draw of candidate ``i`` (candidates oldest first);
-        ``uniforms[0]`` decides the re-test slot when lessons are suspended.
+        ``uniforms[0]`` decides the re-test slot when lessons are suspended, ``uniforms[1]``
+        the likely-innocent order's suspect among those without a t.
         """
-        table, suspended = split_lessons(lessons, retest_window=self.retest_window, context=context)
+        table, suspended = self._split(lessons, context, float(uniforms[1]))
         return self._choose(table, ledger, np.asarray(uniforms, dtype=float), suspended)
 
     def _choose(
@@ -242,6 +275,11 @@ class SuspectFirst:
         room = self.max_facts - len(chosen) - (pick is not None)
         ver = verified.to_list()[: max(room, 0)]
         fact_ids = tuple(ver) + tuple(ids[i] for i in sorted(chosen))
+        if self.fill_empty:
+            # places still empty go to the candidates not drawn, fewest trials first
+            # (deterministic given the draws; the policy logs no design propensities)
+            cand_rows = table.filter(is_cand)
+            fact_ids += tuple(fill_candidates(cand_rows, fact_ids, ledger, room - len(ver)))
         if pick is None and not retest:
             return Selection(fact_ids)
         # the rest is logged with propensity 1 (the ledger asks a propensity of every

@@ -267,6 +267,7 @@ def run_chunk(
     by_age = np.argsort(age_rank)
     status = np.zeros(n_les, dtype=np.int64)
     since = np.zeros(n_les, dtype=np.int64)
+    gate_t = np.full(n_les, math.nan)
     n_with = np.zeros(n_les, dtype=np.int64)
     s_with = np.zeros(n_les)
     ss_with = np.zeros(n_les)
@@ -310,6 +311,7 @@ def run_chunk(
         zty[:] = 0.0
         tot3[:] = 0.0
         since[:] = 0
+        gate_t[:] = math.nan
         cov_lo[:] = math.inf
         cov_hi[:] = -math.inf
         first_trial = out_first_trial[rep]
@@ -357,6 +359,7 @@ def run_chunk(
                 tot3,
                 since,
                 run,
+                gate_t,
             )
             # score: effects summed in lesson order, as the reference engine does
             if count > 1:
@@ -473,6 +476,7 @@ def run_chunk(
                     out_events,
                     out_n_events,
                     gibuf,
+                    gate_t,
                 )
             elif gate == GATE_EVIDENCE:
                 evidence_gate(

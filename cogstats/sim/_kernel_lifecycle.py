@@ -45,7 +45,7 @@ GATE_LIFECYCLE: int = int(getattr(C, "GATE_LIFECYCLE", C.GATE_RECOMMENDED + 1))
 #: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
 BLOCK = Block(
     "lifecycle",
-    ints=("min_trials", "passes", "crater_max_trials"),
+    ints=("min_trials", "passes", "crater_max_trials", "release_min_trials"),
     floats=(
         "penalty",
         "suspect_z",
@@ -69,6 +69,7 @@ BLOCK = Block(
 MIN_TRIALS = BLOCK.i("min_trials")
 PASSES = BLOCK.i("passes")
 CRATER_MAX_TRIALS = BLOCK.i("crater_max_trials")
+RELEASE_MIN_TRIALS = BLOCK.i("release_min_trials")
 PENALTY = BLOCK.f("penalty")
 SUSPECT_Z = BLOCK.f("suspect_z")
 MIN_SHARE = BLOCK.f("min_share")
@@ -255,55 +256,91 @@ def judge(
     for i in range(n):
         for r in range(x.shape[0]):
             x[r, i] = math.nan
-    # not identifiable: in every run, or sharing an inclusion pattern
-    for i in range(n):
-        ident[i] = True
+    # lessons that share an inclusion pattern are one column, their group's
+    # (debiased_ridge.duplicate_groups): rep[i] is the group's first column
+    rep = np.arange(n)
     for i in range(n):
         di = gram[f + i, f + i]
-        if di >= runs or di <= 0:
-            ident[i] = False
+        if rep[i] != i or di >= runs or di <= 0:
             continue
         for k in range(i + 1, n):
-            if gram[f + k, f + k] == di and gram[f + i, f + k] == di:
-                ident[i] = False
-                ident[k] = False
-    # the ridge's passes
+            if rep[k] == k and gram[f + k, f + k] == di and gram[f + i, f + k] == di:
+                rep[k] = i
+    pos = np.zeros(n, dtype=np.int64)
+    size = np.zeros(n, dtype=np.int64)
+    nr = 0
+    for i in range(n):
+        if rep[i] == i:
+            pos[i] = nr
+            nr += 1
+        size[rep[i]] += 1
+    pr = f + nr
+    sel = np.empty(pr, dtype=np.int64)
+    for c in range(f):
+        sel[c] = c
+    for i in range(n):
+        if rep[i] == i:
+            sel[f + pos[i]] = f + i
+    gr = np.empty((pr, pr))
+    zr = np.empty(pr)
+    for r in range(pr):
+        zr[r] = zty[sel[r]]
+        for c in range(pr):
+            gr[r, c] = gram[sel[r], sel[c]]
+    # not identifiable in the reduced problem: in every run, or in none
+    ir = np.empty(nr, dtype=np.bool_)
+    for i in range(nr):
+        di = gr[f + i, f + i]
+        ir[i] = not (di >= runs or di <= 0)
+    # the ridge's passes, on the reduced columns
+    xr = np.empty((6, nr))
     k_pen = gf[PENALTY]
-    pen = np.full(n, k_pen)
-    a = np.empty((p, p))
-    aug = np.empty((p, 2 * p))
-    mm = np.empty((p, p))
-    b = np.empty(p)
-    gb = np.empty(p)
+    pen = np.full(nr, k_pen)
+    a = np.empty((pr, pr))
+    aug = np.empty((pr, 2 * pr))
+    mm = np.empty((pr, pr))
+    b = np.empty(pr)
+    gb = np.empty(pr)
     passes = gi[PASSES]
     susz = gf[SUSPECT_Z]
     share = gf[MIN_SHARE]
     ok = False
     for step in range(passes):
-        ok = _pass(gram, zty, yty, runs, f, p, pen, a, aug, mm, b, gb, x)
+        ok = _pass(gr, zr, yty, runs, f, pr, pen, a, aug, mm, b, gb, xr)
         if not ok or step == passes - 1:
             break
         same = True
-        for i in range(n):
-            strong = ident[i] and x[_T, i] < -susz and x[_INFO, i] >= share * gram[f + i, f + i]
+        for i in range(nr):
+            strong = ir[i] and xr[_T, i] < -susz and xr[_INFO, i] >= share * gr[f + i, f + i]
             new = 0.0 if strong else k_pen
             if new != pen[i]:
                 same = False
         if same:
             break
-        for i in range(n):
-            strong = ident[i] and x[_T, i] < -susz and x[_INFO, i] >= share * gram[f + i, f + i]
+        for i in range(nr):
+            strong = ir[i] and xr[_T, i] < -susz and xr[_INFO, i] >= share * gr[f + i, f + i]
             pen[i] = 0.0 if strong else k_pen
-    for i in range(n):
+    for i in range(nr):
         if not ok:
             for r in range(6):
-                x[r, i] = math.nan
-        # ridge_fit: the estimate of an identifiable lesson, se and t where both are usable
-        if not ident[i]:
+                xr[r, i] = math.nan
+        # ridge_fit: the estimate of an identifiable column, se and t where both are usable
+        if not ir[i]:
+            xr[_EST, i] = math.nan
+        if not (ir[i] and math.isfinite(xr[_SE, i]) and xr[_SE, i] > 0.0):
+            xr[_SE, i] = math.nan
+            xr[_T, i] = math.nan
+    # back to the lessons: a group's members carry its t, info, df and sigma, and no
+    # estimate of their own (_grouped_fit)
+    for i in range(n):
+        j = pos[rep[i]]
+        for r in range(6):
+            x[r, i] = xr[r, j]
+        alone = size[rep[i]] == 1
+        ident[i] = alone and ir[j]
+        if not alone:
             x[_EST, i] = math.nan
-        if not (ident[i] and math.isfinite(x[_SE, i]) and x[_SE, i] > 0.0):
             x[_SE, i] = math.nan
-            x[_T, i] = math.nan
     # the crater test: the pooled two-sample t of the raw scores with the lesson against without
     big = float(runs)
     cdf = big - 2.0
@@ -406,10 +443,11 @@ def rule(
         return _O_PROMOTE, 6
     if judged and open_ and level > 0 and p_prom <= level:
         return _O_PROMOTE, 7
-    if open_ and trials >= 2 and ident and math.isfinite(t) and t < -gf[SUSPECT_T]:
+    if open_ and trials >= 2 and math.isfinite(t) and t < -gf[SUSPECT_T]:
         return _O_SUSPEND, 8
-    fresh = open_ and trials >= 1 and trials <= gi[CRATER_MAX_TRIALS] and math.isfinite(crater_p)
-    if fresh and crater_p <= gf[CRATER_LEVEL]:
+    apart = ident and math.isfinite(t)
+    fresh = open_ and trials >= 1 and (trials <= gi[CRATER_MAX_TRIALS] or not apart)
+    if fresh and math.isfinite(crater_p) and crater_p <= gf[CRATER_LEVEL]:
         return _O_SUSPEND, 9
     if (
         judged
@@ -419,7 +457,8 @@ def rule(
         and ci_low > -gf[ADMIT_MARGIN]
     ):
         return _O_NO_LIFT, 11
-    if judged and suspended and t >= -gf[RELEASE_T]:
+    usable = ident and finite and not inactive
+    if usable and suspended and trials >= gi[RELEASE_MIN_TRIALS] and t >= -gf[RELEASE_T]:
         return _O_RELEASE, 10
     if judged and status == _R_CAND and ci_low > -gf[ADMIT_MARGIN]:
         return _O_ADMIT, 12
@@ -462,6 +501,7 @@ def lifecycle_gate(
     events: np.ndarray,
     n_events: np.ndarray,
     ibuf: np.ndarray,
+    gate_t: np.ndarray,
 ) -> None:
     """Run the lifecycle gate on the running statistics; apply its outcomes; log events.
 
@@ -518,6 +558,11 @@ def lifecycle_gate(
     pos = np.full(n_les, -1, dtype=np.int64)
     for i in range(m_act):
         pos[cols[i]] = i
+        # the re-test order's evidence: the lesson's t, or without one the crater t of
+        # the group it ran with
+        # the re-test order's evidence: the lesson's t (its group's, for a lesson that
+        # shares its pattern), or without one the crater t of the runs it was in
+        gate_t[cols[i]] = x[_T, i] if math.isfinite(x[_T, i]) else x[_CT, i]
     cap = events.shape[0]
     for jj in range(n_les):
         j = by_age[jj]

@@ -38,32 +38,45 @@ SLOTS = 0
 #: and the re-test slot's options (``retest_window`` 0: no window) second and third
 #: in_progress_first, newest_first, fewest_trials_first (cycgraph's orderings)
 ORDER_BLOCK = Block(
-    "order", ints=("slots", "retest_window", "rest", "fill_empty"), floats=("retest_prob",)
+    "order",
+    ints=("slots", "retest_window", "retest_order", "rest", "fill_empty"),
+    floats=("retest_prob", "retest_floor"),
 )
 #: randomized, designed
 POOL_BLOCK = Block(
     "pool",
-    ints=("slots", "retest_window", "bernoulli"),
-    floats=("retest_prob", "inclusion_prob"),
+    ints=("slots", "retest_window", "retest_order", "bernoulli", "fill_empty"),
+    floats=("retest_prob", "retest_floor", "inclusion_prob"),
 )
 #: suspect_first
 SUSPECT_BLOCK = Block(
     "suspect_first",
-    ints=("slots", "retest_window", "fresh"),
-    floats=("retest_prob", "inclusion_prob", "suspect_z"),
+    ints=("slots", "retest_window", "retest_order", "fresh", "fill_empty"),
+    floats=("retest_prob", "retest_floor", "inclusion_prob", "suspect_z"),
 )
 #: ucb1 (its win threshold is the run loop's: wins are counted there)
 UCB_BLOCK = Block(
     "ucb1", ints=("min_facts",), floats=("epsilon", "cross_similarity", "exploration")
 )
 WINDOW = 1
+RETEST_ORDER = 2
 RETEST_PROB = 0
+RETEST_FLOOR = 1
 for _block in (ORDER_BLOCK, POOL_BLOCK, SUSPECT_BLOCK):
     assert _block.i("slots") == SLOTS
     assert _block.i("retest_window") == WINDOW
+    assert _block.i("retest_order") == RETEST_ORDER
     assert _block.f("retest_prob") == RETEST_PROB
+    assert _block.f("retest_floor") == RETEST_FLOOR
+#: the re-test orders (``retest_order``): uniform among the eligible suspects, or the
+#: suspect most likely innocent first (the gate's last t, highest first)
+RETEST_RANDOM = 0
+RETEST_LIKELY_INNOCENT = 1
 ORDER_REST = ORDER_BLOCK.i("rest")
 ORDER_FILL = ORDER_BLOCK.i("fill_empty")
+POOL_FILL = POOL_BLOCK.i("fill_empty")
+SUSPECT_FILL = SUSPECT_BLOCK.i("fill_empty")
+assert ORDER_FILL == POOL_FILL == SUSPECT_FILL
 POOL_BERNOULLI = POOL_BLOCK.i("bernoulli")
 POOL_PINC = POOL_BLOCK.f("inclusion_prob")
 SUSPECT_FRESH = SUSPECT_BLOCK.i("fresh")
@@ -124,6 +137,7 @@ def select(
     tot: np.ndarray,
     since: np.ndarray,
     run: int,
+    gate_t: np.ndarray,
 ) -> tuple[int, int]:
     """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
 
@@ -210,7 +224,7 @@ def select(
     pick = -1
     n_elig = 0
     if slots > 0:
-        pick, n_elig = retest_slot(pi, pf, status, since, run, by_age, u[0], kbuf)
+        pick, n_elig = retest_slot(pi, pf, status, since, run, by_age, u[0], kbuf, gate_t, u[1])
     if pick >= 0:
         slots -= 1
     cand = ibuf[0]
@@ -298,7 +312,7 @@ def select(
         count = _verified_block(
             status, trials, age_rank, newest_rank, n_les, room, inj, count, ibuf, kbuf
         )
-    if policy <= POLICY_FEWEST_TRIALS_FIRST and pi[ORDER_FILL] == 1 and count < max_facts:
+    if pi[ORDER_FILL] == 1 and count < max_facts:
         count = _fill_empty(status, trials, age_rank, n_les, max_facts, inj, count, kbuf, bbuf)
     if policy == POLICY_RANDOMIZED:  # the verified block is logged at 1 (its pool above)
         for i in range(n_chosen + (pick >= 0), count):
@@ -315,7 +329,7 @@ def select(
                     pval[n_logged] = 1.0
                     n_logged += 1
         share = pf[RETEST_PROB] / n_elig
-        _eligible(pi, status, since, run, by_age, kbuf)
+        _eligible(pi, pf, status, since, run, by_age, kbuf, gate_t, u[1])
         for i in range(n_elig):
             pid[n_logged] = kbuf[i]
             pval[n_logged] = share
@@ -326,24 +340,51 @@ def select(
 @njit(cache=True)
 def _eligible(
     pi: np.ndarray,
+    pf: np.ndarray,
     status: np.ndarray,
     since: np.ndarray,
     run: int,
     by_age: np.ndarray,
     out: np.ndarray,
+    gate_t: np.ndarray,
+    u_tie: float,
 ) -> int:
     """Write the suspended lessons the re-test slot may draw, oldest first; return their count.
 
     :func:`cogstats.retrieval._base.retest_eligible`: every suspended lesson, or with a
-    window (``retest_window`` > 0) those with ``run - since < retest_window``.
+    window (``retest_window`` > 0) those with ``run - since < retest_window``.  With the
+    likely-innocent order only one is eligible
+    (:func:`cogstats.retrieval._base.likely_innocent`): among those without a gate t yet
+    (``gate_t`` NaN) one drawn by ``u_tie``; else the one whose t is highest, ties
+    oldest first, skipping those with t below ``-retest_floor``.
     """
     window = pi[WINDOW]
+    likely = pi[RETEST_ORDER] == RETEST_LIKELY_INNOCENT
+    floor = -pf[RETEST_FLOOR]
     m = 0
+    best = -1
+    best_t = -math.inf
+    n_nan = 0
     for jj in range(status.shape[0]):
         j = by_age[jj]
         if status[j] == STATUS_SUSPENDED and (window <= 0 or run - since[j] < window):
-            out[m] = j
-            m += 1
+            if likely:
+                t = gate_t[j]
+                if math.isnan(t):
+                    out[n_nan] = j  # no t yet: these go first, one of them at random
+                    n_nan += 1
+                elif t >= floor and t > best_t:
+                    best = j
+                    best_t = t
+            else:
+                out[m] = j
+                m += 1
+    if likely and n_nan > 0:
+        best = out[min(int(u_tie * n_nan), n_nan - 1)]
+        best_t = math.inf
+    if likely and best >= 0:
+        out[0] = best
+        m = 1
     return m
 
 
@@ -357,6 +398,8 @@ def retest_slot(
     by_age: np.ndarray,
     u0: float,
     scratch: np.ndarray,
+    gate_t: np.ndarray,
+    u_tie: float,
 ) -> tuple[int, int]:
     """Draw the re-test slot: (the lesson re-tested or -1, the eligible suspects' count).
 
@@ -364,7 +407,7 @@ def retest_slot(
     re-tested with probability ``retest_prob`` (``u0 < retest_prob``), the
     ``int(u0 / retest_prob * m)``-th oldest.
     """
-    m = _eligible(pi, status, since, run, by_age, scratch)
+    m = _eligible(pi, pf, status, since, run, by_age, scratch, gate_t, u_tie)
     if m == 0:
         return -1, 0
     prob = pf[RETEST_PROB]

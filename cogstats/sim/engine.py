@@ -262,6 +262,9 @@ def _retest_values(policy: Any) -> dict[str, float]:
         "slots": _slots(policy),
         "retest_window": policy.retest_window or 0,
         "retest_prob": policy.retest_prob,
+        "retest_order": int(getattr(policy, "retest_order", "random") == "likely_innocent"),
+        "retest_floor": float(getattr(policy, "retest_floor", 1.5)),
+        "fill_empty": int(getattr(policy, "fill_empty", False)),
     }
 
 
@@ -269,7 +272,6 @@ def _order_values(policy: Any) -> dict[str, float]:
     return {
         **_retest_values(policy),
         "rest": policy.rest_after_trials or 0,
-        "fill_empty": int(policy.fill_empty),
     }
 
 

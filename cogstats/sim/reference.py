@@ -15,8 +15,11 @@ look (verified ones too when re-checking); a gate whose ``evaluate`` accepts
 first run in that status (the arrival run, or the run after the decision).  Retrieval
 sees candidates, admitted and verified lessons, and the suspended ones when the policy
 has a re-test slot (``retests_suspended``); each row of the lesson table it is shown
-carries ``status_since`` (the lesson's ``since``) and the context the coming run
-(``{"family": ..., "run": ...}``), so that a re-test window can be applied.  The
+carries ``status_since`` (the lesson's ``since``) and ``gate_t`` (the lesson's t at the
+gate's last look, from the report's ``t_stat``, or its ``crater_t`` where it has none;
+NaN before one) and the context the
+coming run (``{"family": ..., "run": ...}``), so that a re-test window and the
+likely-innocent re-test order can be applied.  The
 simulated ledger names the true difficulty ``true_difficulty`` (a covariate no gate
 selects by default).
 
@@ -129,6 +132,7 @@ def run_reference(
         ledger = Ledger()
         status: dict[str, str] = {}
         since: dict[str, int] = {}
+        gate_t: dict[str, float] = {}  # each lesson's t at the gate's last look
         e = prep.effects[rep]
         for r in range(runs):
             run = r + 1
@@ -142,6 +146,7 @@ def run_reference(
                     "created_at": int(lessons.arrival[j]),
                     "applies_to": None if lessons.applies[j] < 0 else fam_names[lessons.applies[j]],
                     "status_since": since[lessons.ids[j]],
+                    "gate_t": gate_t.get(lessons.ids[j], math.nan),
                 }
                 for j in order
                 if status.get(lessons.ids[j]) in shown
@@ -214,6 +219,9 @@ def run_reference(
                 )
             report = gate.evaluate(ledger, judged, **extra)
             for row in report.to_frame().iter_rows(named=True):
+                if "t_stat" in row:  # the re-test order's evidence (t, else crater t)
+                    t = row["t_stat"] if row["t_stat"] is not None else row.get("crater_t")
+                    gate_t[row["fact_id"]] = math.nan if t is None else float(t)
                 _apply(row, run, rep, index, status, since, raw, events)
         trials = ledger.fact_stats()
         for f, t in zip(trials["fact_id"], trials["trials"], strict=True):

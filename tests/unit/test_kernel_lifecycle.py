@@ -178,6 +178,12 @@ def test_compiled_rule_equals_lifecycle_rule_on_random_inputs() -> None:
 
 # ---------------------------------------------------------------- kernel = reference engine
 _POLICY = {"gate.type": "recommended_v2", "retrieval.retest_window": 5}
+#: the likely-innocent re-test order (one suspect a run, highest gate t first)
+LIKELY = {
+    "retrieval.retest_order": "likely_innocent",
+    "retrieval.retest_prob": 1.0,
+    "retrieval.retest_floor": 2.0,
+}
 #: name -> (spec, the values set on it, replicates); the cycgraph orderings with the v2
 #: re-test design (V2), the other policies with the re-test window only (no fill_empty)
 SCENARIOS: dict[str, tuple[str, dict[str, Any], int]] = {
@@ -199,6 +205,23 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], int]] = {
     ),
     "designed": ("simulations/poison_crater.toml", {"retrieval.policy": "designed"}, 2),
     "suspect_first": ("simulations/poison_crater.toml", {"retrieval.policy": "suspect_first"}, 2),
+    "S2_likely_innocent": ("simulations/poison_crater.toml", {**V2, **LIKELY}, 3),
+    "helpful_likely_innocent": ("simulations/s2_helpful_lessons.toml", {**V2, **LIKELY}, 3),
+    "small_prompt_likely_innocent": (
+        "simulations/s2_variants/small_prompt.toml",
+        {**V2, **LIKELY},
+        3,
+    ),
+    "randomized_likely_innocent": (
+        "simulations/poison_crater.toml",
+        {"retrieval.policy": "randomized", **LIKELY},
+        2,
+    ),
+    "suspect_first_likely_innocent": (
+        "simulations/poison_crater.toml",
+        {"retrieval.policy": "suspect_first", "retrieval.fill_empty": True, **LIKELY},
+        2,
+    ),
     "ucb1": (
         "simulations/poison_crater.toml",
         {"gate.type": "recommended_v2", "retrieval.policy": "ucb1", "retrieval.epsilon": 0.1},
@@ -235,7 +258,9 @@ def test_kernel_equals_reference_decision_for_decision(name: str) -> None:
     assert fast.differences(ref) == []
     ev_fast, ev_ref = fast.status_events(), ref.status_events()
     assert ev_fast == ev_ref  # why included
-    if name in ("S2", "helpful_lessons", "mild_poisons", "with_history", "randomized"):
+    if name in ("S2", "helpful_lessons", "mild_poisons", "with_history", "randomized") or (
+        "likely" in name
+    ):
         assert any(ev[4] == C.STATUS_SUSPENDED for ev in ev_ref), "the scenario suspends"
     if name in ("S2", "helpful_lessons", "randomized"):
         assert fast.n_logged.any(), "re-tests log propensities"
