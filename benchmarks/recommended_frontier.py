@@ -1,4 +1,7 @@
-"""The recommended gate's spending shape against S1 and S2: the trade-off it sits on.
+"""The first recommended gate's spending shape against S1 and S2: the trade-off it sits on.
+
+(The preset ``recommended_v1``: the first version, kept for comparison; the recommended
+gate is the lesson lifecycle gate now, docs/recommended.md.)
 
 One boundary serves every lesson, and the benchmarks pull it two ways: S1 asks for power
 at |e| = 0.05 by run 100 with at most 1% false decisions at effect 0 over the whole life
@@ -34,7 +37,7 @@ S1_CELLS = [(0.0, 100), (0.05, 100), (-0.05, 100), (0.1, 100), (-0.2, 25), (0.2,
 def _scenario(path: str, gate: dict[str, Any]) -> Any:
     from cogstats.sim import Scenario, load_spec
 
-    spec = load_spec(ROOT / path, preset="recommended")
+    spec = load_spec(ROOT / path, preset="recommended_v1")
     data = spec.scenario.to_dict()
     data["policy"]["gate"].update(gate)
     return spec, Scenario.from_dict(data)

@@ -1,4 +1,7 @@
-"""What the recommended preset would need to meet the goals it misses (issue 9).
+"""What the first recommended preset would need to meet the goals it misses (issue 9).
+
+(The preset ``recommended_v1``, kept for comparison: the recommended preset is the lesson
+lifecycle gate now, measured by ``benchmarks/v2_simulated.py``.)
 
 The preset assumes nothing about the score noise: a young ledger's t reference carries
 few degrees of freedom, which is what keeps it from deciding in the first runs of S1 and
@@ -41,7 +44,7 @@ def _s2_figures(path: str, replicates: int, gate: dict[str, Any], full: bool) ->
     from cogstats.sim import Scenario, load_spec, simulate, summarize_metrics
     from cogstats.sim.metrics import pooled_median_delay
 
-    spec = load_spec(ROOT / path, preset="recommended")
+    spec = load_spec(ROOT / path, preset="recommended_v1")
     data = spec.scenario.to_dict()
     data["policy"]["gate"].update(gate)
     if full:
@@ -66,7 +69,7 @@ def _s1_cells(replicates: int, gate: dict[str, Any]) -> list[dict[str, Any]]:
     from cogstats.sim import Scenario, load_spec
     from cogstats.sim.cli import simulate_spec
 
-    spec = load_spec(ROOT / "simulations/cycgraph_oc.toml", preset="recommended")
+    spec = load_spec(ROOT / "simulations/cycgraph_oc.toml", preset="recommended_v1")
     data = spec.scenario.to_dict()
     data["policy"]["gate"].update(gate)
     ours = dataclasses.replace(spec, scenario=Scenario.from_dict(data))
@@ -88,7 +91,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     reps = 200 if quick else 2000
     from cogstats.sim import load_spec, simulate
 
-    spec = load_spec(ROOT / SPECS["S2"], preset="recommended")
+    spec = load_spec(ROOT / SPECS["S2"], preset="recommended_v1")
     simulate(spec.scenario, replicates=2, rng=1, keep_runs=False)  # load the kernel
     t = time.perf_counter()
     simulate(spec.scenario, replicates=500, rng=1, keep_runs=False, progress=False)

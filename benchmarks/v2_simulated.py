@@ -1,20 +1,16 @@
-"""The second-version gate (``recommended_v2``) measured in the simulator (issue 18).
+"""The recommended preset (the lesson lifecycle gate) measured in the simulator (issue 18).
 
-docs/recommended.md ("Second version") measured the lifecycle gate in a standalone
-prototype (``docs/scripts/v2_prototype.py``, ``agent_v2``) whose retrieval is its own.
-This benchmark runs it in the real simulator (``cogstats.simulate``, reference engine:
-the gate is not compiled) on S2 (``simulations/poison_crater.toml``), every committed S2
-variant (``simulations/s2_variants/*.toml``) and ``simulations/s2_helpful_lessons.toml``,
-side by side with cycgraph's margin rule on the same seeds (each spec's own seed):
+Runs S2 (``simulations/poison_crater.toml``), every committed S2 variant
+(``simulations/s2_variants/*.toml``) and ``simulations/s2_helpful_lessons.toml`` with
+three contenders on the same seeds (each spec's own), in the compiled engine:
 
-- ``margin``: the spec's own gate options with ``decision_rule = "margin"`` and the
-  spec's retrieval (``contender_scenario("cycgraph_margin", ...)`` of the gate_comparison
-  report);
-- ``v2``: gate type ``recommended_v2`` (its defaults) with the spec's retrieval plus
-  ``retest_window = 5`` (only lessons suspended within the last 5 runs are re-tested, one
-  at a time, uniformly among those, with probability ``retest_prob`` = 0.5) and
-  ``fill_empty = True`` (places left empty go to further candidates, benched ones
-  included, fewest trials first).
+- ``margin``: cycgraph's margin rule with the spec's own gate options and retrieval
+  (``contender_scenario("cycgraph_margin", ...)`` of the gate_comparison report);
+- ``v2``: the ``recommended`` preset (``contender_scenario("recommended", ...)``): the
+  lifecycle gate with its re-test design (in-progress-first candidates, one suspect
+  re-tested a run, the most likely innocent first, the prompt kept full), the spec's
+  prompt caps and gate cadence kept;
+- ``v1``: the first recommended preset (``recommended_v1``), for reference.
 
 Figures per scenario, as the gate_comparison report defines them
 (:mod:`cogstats.reports.comparison`, :mod:`cogstats.sim.metrics`), each with its Monte
@@ -25,8 +21,10 @@ evicted as harmful / such lessons tried); helpful lost (effect >= 0.05 evicted, 
 or suspended at the last run); median runs genuine lessons spend suspended (pooled over
 those ever suspended) and the share of replicates where one was.
 
-Run: ``.venv/bin/python -m benchmarks.v2_simulated [--quick] [--json PATH]`` (40
-replicates a scenario, about 1 s per replicate of S2 for v2 on one core; ``--quick``: 4).
+Run: ``.venv/bin/python -m benchmarks.v2_simulated [--quick] [--json PATH]`` (500
+replicates a scenario, about 2 s a contender and scenario once compiled; ``--quick``: 40).
+``measure(path, replicates, retrieval={...})`` measures the preset with other retrieval
+values (the ablations of docs/recommended.md).
 """
 
 from __future__ import annotations
@@ -49,24 +47,23 @@ SPECS = {
         for p in sorted((ROOT / "simulations" / "s2_variants").glob("*.toml"))
     },
 }
-#: the re-test design docs/recommended.md's measurements assume, in the simulator's terms
-V2_RETRIEVAL = {"retrieval.retest_window": 5, "retrieval.fill_empty": True}
 #: per-replicate metrics reported as means with their Monte Carlo errors
 MEANS = ("regret", "poison_out_last5", "false_conviction_rate", "helpful_lost_rate")
 
 
-def scenarios(path: str | Path, retrieval: dict[str, Any] | None = None) -> tuple[Any, Any, int]:
-    """Return (margin scenario, v2 scenario, the spec's seed) for one spec.
+def scenarios(
+    path: str | Path, retrieval: dict[str, Any] | None = None
+) -> tuple[Any, Any, Any, int]:
+    """Return (margin scenario, recommended scenario, v1 scenario, the spec's seed).
 
-    ``retrieval``: the dotted values the v2 scenario sets (default :data:`V2_RETRIEVAL`;
-    e.g. ``{"retrieval.retest_window": 5}`` alone to measure the design without the full
-    prompt).
+    ``retrieval``: dotted values set on the recommended scenario (e.g.
+    ``{"retrieval.retest_order": "random"}`` to measure the design without its order).
 
     Examples
     --------
-    >>> m, v, seed = scenarios(ROOT / "simulations/poison_crater.toml")
-    >>> m.gate.policy["decision_rule"], v.gate.type, v.retrieval.retest_window
-    ('margin', 'recommended_v2', 5)
+    >>> m, v, v1, seed = scenarios(ROOT / "simulations/poison_crater.toml")
+    >>> m.gate.policy["decision_rule"], v.gate.type, v.retrieval.retest_order, v1.gate.type
+    ('margin', 'recommended', 'likely_innocent', 'recommended_v1')
     >>> v.retrieval.max_facts == m.retrieval.max_facts, v.retrieval.fill_empty
     (True, True)
     """
@@ -75,9 +72,11 @@ def scenarios(path: str | Path, retrieval: dict[str, Any] | None = None) -> tupl
 
     spec = load_spec(ROOT / path)
     margin = contender_scenario("cycgraph_margin", spec.scenario)
-    values = V2_RETRIEVAL if retrieval is None else retrieval
-    v2 = margin.with_values({"gate.type": "recommended_v2", **values})
-    return margin, v2, int(spec.seed)
+    v2 = contender_scenario("recommended", spec.scenario)
+    if retrieval:
+        v2 = v2.with_values(retrieval)
+    v1 = contender_scenario("recommended_v1", spec.scenario)
+    return margin, v2, v1, int(spec.seed)
 
 
 def _mean(values: np.ndarray) -> dict[str, float | int]:
@@ -110,25 +109,22 @@ def figures(result: Any, seed: int) -> dict[str, Any]:
 def measure(
     path: str | Path, replicates: int, retrieval: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Simulate one spec with both contenders on the same seeds; the paired figures.
+    """Simulate one spec with the three contenders on the same seeds; the paired figures.
 
     ``retrieval`` as in :func:`scenarios`.
     """
     from cogstats.sim import simulate
 
-    margin_s, v2_s, seed = scenarios(path, retrieval)
+    margin_s, v2_s, v1_s, seed = scenarios(path, retrieval)
     out: dict[str, Any] = {"spec": str(path), "seed": seed, "replicates": replicates}
     regret: dict[str, np.ndarray] = {}
-    for label, scenario, engine in (
-        ("margin", margin_s, "auto"),
-        ("v2", v2_s, "reference"),
-    ):
+    for label, scenario in (("margin", margin_s), ("v2", v2_s), ("v1", v1_s)):
         t = time.perf_counter()
         result = simulate(
             scenario,
             replicates=replicates,
             rng=np.random.SeedSequence(seed),
-            engine=engine,
+            engine="auto",
             keep_runs=False,
             progress=False,
         )
@@ -138,20 +134,20 @@ def measure(
             **figures(result, seed),
         }
         regret[label] = result.metrics.sort("replicate")["regret"].to_numpy()
-    d = regret["v2"] - regret["margin"]
-    paired = _mean(d)
-    paired["upper95"] = float(paired["value"]) + 1.959963984540054 * float(paired["mcse"])
-    out["regret_v2_minus_margin"] = paired
+    for label in ("v2", "v1"):
+        paired = _mean(regret[label] - regret["margin"])
+        paired["upper95"] = float(paired["value"]) + 1.959963984540054 * float(paired["mcse"])
+        out[f"regret_{label}_minus_margin"] = paired
     return out
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    """Measure v2 beside the margin rule on S2, its variants and the helpful-lessons spec."""
-    reps = 4 if quick else 40
+    """Measure the recommended preset beside the margin rule on S2, its variants and helpful."""
+    reps = 40 if quick else 500
     return {
-        "benchmark": "recommended_v2 in the simulator (issue 18), beside cycgraph's margin rule",
+        "benchmark": "the recommended preset (lifecycle gate) in the simulator (issue 18), "
+        "beside cycgraph's margin rule and the first recommended preset",
         "replicates": reps,
-        "v2_retrieval": {k.removeprefix("retrieval."): v for k, v in V2_RETRIEVAL.items()},
         "scenarios": {name: measure(path, reps) for name, path in SPECS.items()},
         "machine": machine(),
     }

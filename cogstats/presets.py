@@ -1,10 +1,13 @@
 """Presets: a named pair of a retrieval policy and a gate, meant to be used together.
 
 :data:`PRESETS` maps names to :class:`Preset` entries; ``recommended`` is the one to reach
-for (docs/gates.md, "The recommended preset"): suspect-first randomized retrieval
-(:class:`cogstats.retrieval.SuspectFirst`) and the debiased-ridge gate
-(:class:`cogstats.gates.RecommendedGate`).  A preset replaces a scenario's retrieval
-policy and gate but keeps its prompt caps (``max_facts``, ``candidate_slots``) and the
+for (docs/recommended.md): the lesson lifecycle gate
+(:class:`cogstats.gates.LifecycleGate`) with its re-test design on cycgraph's in-progress-first
+retrieval
+(:class:`cogstats.retrieval.InProgressFirst` with :data:`RECOMMENDED_RETRIEVAL`).
+``recommended_v1`` is the first version (suspect-first randomized retrieval and
+:class:`cogstats.gates.RecommendedGate`), kept for comparison.  A preset replaces a
+scenario's retrieval policy and gate but keeps its prompt caps (``max_facts``, ``candidate_slots``) and the
 gate's cadence (``every``, ``from_run``, ``recheck_verified``):
 
 - in Python, :func:`recommended` (or ``PRESETS["recommended"].build(...)``) returns the
@@ -29,7 +32,14 @@ from typing import Any
 from cogstats._registry import Registry
 from cogstats._validation import ParameterError
 
-__all__ = ["PRESETS", "Preset", "get_preset", "recommended", "register_preset"]
+__all__ = [
+    "PRESETS",
+    "RECOMMENDED_RETRIEVAL",
+    "Preset",
+    "get_preset",
+    "recommended",
+    "register_preset",
+]
 
 #: The prompt caps a preset keeps from the scenario or takes as arguments.
 CAPS: tuple[str, ...] = ("max_facts", "candidate_slots")
@@ -49,8 +59,8 @@ class Preset:
     description : str
         One line for listings.
     policy_options, gate_options : mapping
-        Options that differ from the classes' defaults (none for ``recommended``: its
-        classes' defaults are the preset).
+        Options that differ from the classes' defaults (``recommended``'s retrieval
+        options, :data:`RECOMMENDED_RETRIEVAL`).
     """
 
     name: str
@@ -89,7 +99,7 @@ class Preset:
         --------
         >>> policy, gate = PRESETS["recommended"].build(policy_options={"max_facts": 12})
         >>> type(policy).__name__, policy.max_facts, type(gate).__name__
-        ('SuspectFirst', 12, 'RecommendedGate')
+        ('InProgressFirst', 12, 'LifecycleGate')
         """
         p = {**self.policy_options, **dict(policy_options or {})}
         g = {**self.gate_options, **dict(gate_options or {})}
@@ -123,21 +133,45 @@ def get_preset(name: str) -> Preset:
     Examples
     --------
     >>> get_preset("recommended").policy
-    'suspect_first'
+    'in_progress_first'
     >>> get_preset("recomended")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cogstats._validation.ParameterError: preset must be one of ['recommended']; got 'recomended' ...
+    cogstats._validation.ParameterError: preset must be one of [...]; got 'recomended' ...
     """
     return PRESETS.lookup(name)
 
 
+#: The recommended preset's retrieval options: cycgraph's in-progress-first ordering with
+#: its rest bench, one suspect re-tested a run (the most likely innocent first, within 5
+#: runs of its suspension, none whose gate t is below -2) and the prompt kept full
+#: (docs/recommended.md, "The re-test design").
+RECOMMENDED_RETRIEVAL: dict[str, Any] = {
+    "rest_after_trials": 2,
+    "retest_order": "likely_innocent",
+    "retest_prob": 1.0,
+    "retest_window": 5,
+    "retest_floor": 2.0,
+    "fill_empty": True,
+}
+
 register_preset(
     Preset(
         name="recommended",
-        policy="suspect_first",
+        policy="in_progress_first",
         gate="recommended",
-        description="suspect-first randomized retrieval and the debiased-ridge gate",
+        description="the lesson lifecycle gate with its re-test design (suspects re-tested "
+        "one at a time, most likely innocent first; the prompt kept full)",
+        policy_options=RECOMMENDED_RETRIEVAL,
+    )
+)
+register_preset(
+    Preset(
+        name="recommended_v1",
+        policy="suspect_first",
+        gate="recommended_v1",
+        description="the first recommended preset: suspect-first randomized retrieval and "
+        "the debiased-ridge gate",
     )
 )
 
@@ -145,15 +179,19 @@ register_preset(
 def recommended(
     max_facts: int = 10, candidate_slots: int = 2, **gate_options: Any
 ) -> tuple[Any, Any]:
-    """Return the recommended preset's parts: ``(SuspectFirst, RecommendedGate)``.
+    """Return the recommended preset's parts: ``(InProgressFirst, LifecycleGate)``.
+
+    The retrieval is cycgraph's in-progress-first ordering with the lifecycle's re-test
+    design (:data:`RECOMMENDED_RETRIEVAL`); the gate is the lesson lifecycle gate
+    (:class:`~cogstats.gates.LifecycleGate`).  The first version is
+    ``PRESETS["recommended_v1"].build(...)``.
 
     Parameters
     ----------
     max_facts, candidate_slots : int
         The prompt caps (lessons a run; candidates a run).
     **gate_options
-        Options of :class:`~cogstats.gates.RecommendedGate` (e.g. ``covariates``, or a
-        noise level known from earlier ledgers: ``noise_prior_sd``, ``noise_prior_runs``).
+        Options of :class:`~cogstats.gates.LifecycleGate` (e.g. ``covariates``).
 
     Returns
     -------
@@ -164,8 +202,8 @@ def recommended(
     --------
     >>> import cogstats
     >>> policy, gate = cogstats.recommended(max_facts=12, candidate_slots=6)
-    >>> policy.candidate_slots, gate.alpha, gate.covariates
-    (6, 0.004, ('difficulty_proxy',))
+    >>> policy.candidate_slots, policy.retest_order, type(gate).__name__, gate.covariates
+    (6, 'likely_innocent', 'LifecycleGate', ('difficulty_proxy',))
     """
     return PRESETS["recommended"].build(
         policy_options={"max_facts": max_facts, "candidate_slots": candidate_slots},

@@ -72,8 +72,8 @@ GATES: Registry = Registry(
         "cycgraph": "cogstats.gates.cycgraph",
         "evidence": "cogstats.gates.evidence",
         "audit": "cogstats.gates.audit",
-        "recommended": "cogstats.gates.recommended",
-        "recommended_v2": "cogstats.gates.lifecycle",
+        "recommended": "cogstats.gates.lifecycle",
+        "recommended_v1": "cogstats.gates.recommended",
     },
     check=_check_gate,
 )

@@ -1,6 +1,7 @@
 """The recommended gate, second version: a lesson lifecycle with evidence behind every status.
 
-:class:`LifecycleGate` (registered as ``recommended_v2``) judges every lesson on the
+:class:`LifecycleGate` (registered as ``recommended``; the first version is
+``recommended_v1``, :class:`~cogstats.gates.RecommendedGate`) judges every lesson on the
 debiased ridge regression of :mod:`cogstats.estimators.debiased_ridge` (each lesson's
 coefficient free, the others shrunk), with the noise pooled over the whole ledger: the
 residual variance of the regression on every lesson and the covariates, on ``runs -
@@ -531,7 +532,7 @@ def _gate_report(name: str, frame: pl.DataFrame, settings: Mapping[str, Any]) ->
 
 
 @register_gate(
-    "recommended_v2",
+    "recommended",
     description="lesson lifecycle on the pooled debiased ridge: suspend fast, convict on "
     "two tiers, admit on non-inferiority, retire for no lift on futility only",
     compiled=True,
@@ -573,6 +574,9 @@ class LifecycleGate:
     release_t : float
         Release a suspended lesson whose t is at least ``-release_t`` (0 <= release_t <=
         suspect_t, so a released lesson is not suspended again at once).
+    release_min_trials : int
+        Trials a suspended lesson needs before it can be released (>= 1; default 2: its
+        trial in the crater and one re-test apart from the other suspects).
     crater_level : float
         One-sided level of the marginal drop test of a fresh lesson (0 disables it).
     crater_max_trials : int
@@ -1016,7 +1020,7 @@ class LifecycleGate:
         settings = self.to_policy()
         if note:  # the covariate rule's fallback, as evaluate notes it
             settings["covariate_note"] = note
-        return _gate_report("recommended_v2", report_frame(rows, _SCHEMA), settings)
+        return _gate_report("recommended", report_frame(rows, _SCHEMA), settings)
 
     def evaluate(
         self,

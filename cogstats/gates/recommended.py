@@ -100,8 +100,9 @@ RECOMMENDED_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 
 
 @register_gate(
-    "recommended",
-    description="debiased ridge on every co-injected lesson, error spent over trials",
+    "recommended_v1",
+    description="the first recommended gate: debiased ridge on every co-injected lesson, "
+    "error spent over trials (the recommended gate is the lifecycle gate now)",
     compiled=True,
 )
 @dataclass(frozen=True)
@@ -484,7 +485,7 @@ class RecommendedGate:
                 row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_LOOKS)
             elif self.max_trials is not None and n >= self.max_trials:
                 row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-        return GateReport("recommended", report_frame(rows, _SCHEMA), self.to_policy())
+        return GateReport("recommended_v1", report_frame(rows, _SCHEMA), self.to_policy())
 
 
 _DEFAULT_COVARIATES = ("difficulty_proxy",)

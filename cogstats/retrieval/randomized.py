@@ -250,6 +250,12 @@ class Randomized(_Pooled):
         table's ``status_since`` and ``context["run"]``, see
         :func:`cogstats.retrieval._base.retest_eligible`); ``m`` then counts the eligible
         ones.  Default None: every suspended lesson.
+    retest_order : {"random", "likely_innocent"}
+        How the re-test slot picks among the eligible suspects: uniformly (default), or
+        the one whose last gate t is highest (:func:`cogstats.retrieval._base.likely_innocent`,
+        skipping those below ``-retest_floor``), re-tested with probability ``retest_prob``.
+    retest_floor : float
+        See ``retest_order`` (default 1.5, >= 0).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The lifecycle gate (:class:`cogstats.gates.LifecycleGate`, ``recommended_v2``) compiled.
+"""The lifecycle gate (:class:`cogstats.gates.LifecycleGate`, ``recommended``) compiled.
 
 The same statistics and rule as :meth:`LifecycleGate.decide`, on the run loop's running
 sums: the debiased ridge (:func:`cogstats.estimators.debiased_ridge.ridge_fit`, its

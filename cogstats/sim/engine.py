@@ -223,10 +223,10 @@ KERNEL_GATES: Registry[KernelGate] = Registry(
         "evidence": KernelGate(
             KEV.BLOCK, _evidence_values, lambda g: C.GATE_EVIDENCE, _evidence_support
         ),
-        "recommended": KernelGate(
+        "recommended_v1": KernelGate(
             KREC.BLOCK, _recommended_values, lambda g: C.GATE_RECOMMENDED, _recommended_support
         ),
-        "recommended_v2": KernelGate(
+        "recommended": KernelGate(
             KLC.BLOCK, _lifecycle_values, lambda g: KLC.GATE_LIFECYCLE, _recommended_support
         ),
     },
@@ -332,7 +332,7 @@ def fast_support(s: Scenario) -> str | None:
 
     The kernel covers the registered parts that have a compiled piece
     (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
-    the cycgraph, audit, evidence, recommended and lifecycle (``recommended_v2``) gates,
+    the cycgraph, audit, evidence, recommended (the lifecycle gate) and recommended_v1 gates,
     with the lifecycle's statuses in retrieval (admitted lessons in the verified block,
     suspended ones through the re-test slot, ``retest_window``, ``fill_empty``).  Its
     evidence gate covers methods
@@ -546,7 +546,7 @@ def _level_table(s: Scenario) -> np.ndarray:
     """Return the one-sided levels by planned look for a compiled ridge gate (v1 and v2)."""
     gate = s.gate.build()
     levels = getattr(gate, "nominal_levels", None)
-    if s.gate.type not in ("recommended", "recommended_v2") or not callable(levels):
+    if s.gate.type not in ("recommended", "recommended_v1") or not callable(levels):
         return np.zeros(1)
     return np.ascontiguousarray(levels(), dtype=np.float64)
 

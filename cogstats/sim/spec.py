@@ -552,7 +552,9 @@ class Scenario:
         ...     "retrieval": {"max_facts": 5, "candidate_slots": 3, "rest_after_trials": 2}})
         >>> r = s.with_preset("recommended")
         >>> r.retrieval.policy, r.retrieval.candidate_slots, r.gate.type
-        ('suspect_first', 3, 'recommended')
+        ('in_progress_first', 3, 'recommended')
+        >>> r.retrieval.retest_order, r.retrieval.fill_empty, r.retrieval.rest_after_trials
+        ('likely_innocent', True, 2)
         """
         data = self.to_dict()
         data.pop("policy", None)

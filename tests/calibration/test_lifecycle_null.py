@@ -26,7 +26,7 @@ REPS = 3000
 
 
 def _gate() -> Any:
-    # imported here, not at collection: importing registers "recommended_v2", and the
+    # imported here, not at collection: importing registers "recommended", and the
     # protocol test parametrizes over GATES at collection (its why vocabulary does not
     # know the lifecycle words yet: /tmp/coord/requests.md)
     from cogstats.gates.lifecycle import LifecycleGate

@@ -32,7 +32,7 @@ def _tol(p: float, n: int) -> float:
 
 
 def _s1(effect: float, replicates: int) -> dict:
-    spec = load_spec(ROOT / "simulations" / "cycgraph_oc.toml", preset="recommended")
+    spec = load_spec(ROOT / "simulations" / "cycgraph_oc.toml", preset="recommended_v1")
     s = spec.scenario.with_values({"lessons.listed[0].effect": effect, "runs": 100})
     result = simulate(s, replicates=replicates, rng=20261201, keep_runs=False)
     assert result.engine == "fast"
@@ -43,7 +43,7 @@ def _s1(effect: float, replicates: int) -> dict:
 def test_effect_zero_is_rarely_decided_looking_after_every_run() -> None:
     n = 8000
     row = _s1(0.0, n)
-    alpha = load_spec(ROOT / "simulations" / "cycgraph_oc.toml", preset="recommended")
+    alpha = load_spec(ROOT / "simulations" / "cycgraph_oc.toml", preset="recommended_v1")
     two_sided = 2 * alpha.scenario.gate.policy["alpha"]
     false = row["promote_rate"] + row["evict_harmful_rate"]
     assert false <= two_sided + _tol(two_sided, n), false
@@ -58,7 +58,7 @@ def test_power_at_a_tenth() -> None:
 
 @pytest.mark.slow
 def test_s4_false_decisions_at_most_alpha() -> None:
-    spec = load_spec(ROOT / "simulations" / "peeking_null.toml", preset="recommended")
+    spec = load_spec(ROOT / "simulations" / "peeking_null.toml", preset="recommended_v1")
     result = simulate(spec.scenario, replicates=400, rng=3, keep_runs=False)
     lessons = result.lessons
     false = (
@@ -74,7 +74,7 @@ def test_s4_false_decisions_at_most_alpha() -> None:
 
 @pytest.mark.slow
 def test_s2_false_eviction_and_recall_with_history() -> None:
-    spec = load_spec(ROOT / "simulations" / "poison_crater.toml", preset="recommended")
+    spec = load_spec(ROOT / "simulations" / "poison_crater.toml", preset="recommended_v1")
     seed = np.random.SeedSequence(spec.seed).spawn(1)[0]
     s2 = simulate(spec.scenario, replicates=500, rng=seed, keep_runs=False)
     genuine = s2.lessons.filter((pl.col("kind") != "poison") & (pl.col("trials") > 0))
@@ -82,7 +82,7 @@ def test_s2_false_eviction_and_recall_with_history() -> None:
     assert fe <= 0.02 + _tol(0.02, genuine.height), fe
     history = load_spec(ROOT / "simulations" / "s2_variants" / "with_history.toml")
     warm = simulate(
-        history.scenario.with_preset("recommended"), replicates=300, rng=4, keep_runs=False
+        history.scenario.with_preset("recommended_v1"), replicates=300, rng=4, keep_runs=False
     )
     recall = float(np.nanmean(warm.metrics["poison_recall"].to_numpy()))
     assert recall >= 0.97, recall

@@ -143,9 +143,9 @@ def test_every_registered_gate_runs(
         "cycgraph": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         "evidence": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         "audit": [("hold", "win_rate_ok"), ("retire", "low_win_rate")],
-        "recommended": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
+        "recommended_v1": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         # tier 1 (a margin in noise sds) promotes the +0.3 lesson; tier 2 convicts the other
-        "recommended_v2": [("promote", "promote_margin"), ("evict", "harm_evidence")],
+        "recommended": [("promote", "promote_margin"), ("evict", "harm_evidence")],
     }
     assert got == want[name]
 

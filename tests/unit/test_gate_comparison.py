@@ -355,7 +355,8 @@ def test_a_registered_preset_replaces_retrieval_and_gate_keeping_the_caps() -> N
         assert ours.gate.every == s2.gate.every and ours.gate.from_run == s2.gate.from_run
         assert (ours.poison, ours.streams, ours.score) == (s2.poison, s2.streams, s2.score)
         mine = contender_scenario("recommended", s2)
-        assert (mine.gate.type, mine.retrieval.policy) == ("recommended", "suspect_first")
+        assert (mine.gate.type, mine.retrieval.policy) == ("recommended", "in_progress_first")
+        assert mine.retrieval.retest_order == "likely_innocent" and mine.retrieval.fill_empty
     finally:
         del PRESETS[name]
     with pytest.raises(ParameterError, match="no preset of that name"):

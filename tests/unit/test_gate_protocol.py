@@ -41,7 +41,7 @@ WHY_DECISION = {
     "max_looks": "evict",
     "low_win_rate": "retire",
     "superseded": "retire",
-    # the lifecycle (recommended_v2)
+    # the lifecycle (recommended)
     "harm_margin": "evict",
     "promote_margin": "promote",
     "futility": "evict",

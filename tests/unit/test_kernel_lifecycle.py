@@ -41,7 +41,7 @@ from cogstats.sim.reference import run_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the re-test design the v2 measurements use (benchmarks/v2_simulated.py)
-V2 = {"gate.type": "recommended_v2", "retrieval.retest_window": 5, "retrieval.fill_empty": True}
+V2 = {"gate.type": "recommended", "retrieval.retest_window": 5, "retrieval.fill_empty": True}
 
 
 def _v2(path: str, **extra: Any) -> Any:
@@ -49,7 +49,7 @@ def _v2(path: str, **extra: Any) -> Any:
 
 
 def _pack(gate: LifecycleGate) -> tuple[np.ndarray, np.ndarray]:
-    return E.KERNEL_GATES["recommended_v2"].pack(gate)
+    return E.KERNEL_GATES["recommended"].pack(gate)
 
 
 # ---------------------------------------------------------------- the t quantile
@@ -177,7 +177,7 @@ def test_compiled_rule_equals_lifecycle_rule_on_random_inputs() -> None:
 
 
 # ---------------------------------------------------------------- kernel = reference engine
-_POLICY = {"gate.type": "recommended_v2", "retrieval.retest_window": 5}
+_POLICY = {"gate.type": "recommended", "retrieval.retest_window": 5}
 #: the likely-innocent re-test order (one suspect a run, highest gate t first)
 LIKELY = {
     "retrieval.retest_order": "likely_innocent",
@@ -194,7 +194,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], int]] = {
     "no_proxy": ("simulations/poison_crater.toml", {**V2, "difficulty.proxy_corr": None}, 2),
     "no_window_no_fill": (
         "simulations/poison_crater.toml",
-        {"gate.type": "recommended_v2", "gate.every": 2},
+        {"gate.type": "recommended", "gate.every": 2},
         2,
     ),
     "randomized": ("simulations/poison_crater.toml", {"retrieval.policy": "randomized"}, 2),
@@ -224,7 +224,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], int]] = {
     ),
     "ucb1": (
         "simulations/poison_crater.toml",
-        {"gate.type": "recommended_v2", "retrieval.policy": "ucb1", "retrieval.epsilon": 0.1},
+        {"gate.type": "recommended", "retrieval.policy": "ucb1", "retrieval.epsilon": 0.1},
         2,
     ),
 }
@@ -252,7 +252,7 @@ def test_kernel_equals_reference_decision_for_decision(name: str) -> None:
     """Same runs, injections, propensities, decisions and status events (why included)."""
     s = _scenario(name)
     reps = SCENARIOS[name][2]
-    assert s.gate.type == "recommended_v2"
+    assert s.gate.type == "recommended"
     assert E.fast_support(s) is None
     fast, ref = _both(s, reps, 20261202)
     assert fast.differences(ref) == []

@@ -1,4 +1,4 @@
-"""The second-version recommended gate (cogstats.gates.lifecycle, registered recommended_v2).
+"""The second-version recommended gate (cogstats.gates.lifecycle, registered recommended).
 
 Every number a test compares is computed in the test from the ledger (scipy's pooled
 two-sample t test for a lone lesson, the margin statistic by hand), not copied from the
@@ -58,13 +58,13 @@ def ledger() -> Ledger:
 
 # ------------------------------------------------------------------ the protocol
 def test_registered_and_protocol(ledger: Ledger) -> None:
-    assert "recommended_v2" in GATES
-    gate = make_gate("recommended_v2")
+    assert "recommended" in GATES
+    gate = make_gate("recommended")
     assert isinstance(gate, LifecycleGate)
     stats = gate.statistics(ledger)
     a = gate.evaluate(ledger)
     b = gate.judge(stats, None, None)
-    assert isinstance(a, GateReport) and a.gate == "recommended_v2"
+    assert isinstance(a, GateReport) and a.gate == "recommended"
     assert a.to_frame().columns == list(LIFECYCLE_DECISION_COLUMNS)
     assert a.to_frame().equals(b.to_frame())
     frame = a.to_frame()

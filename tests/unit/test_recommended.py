@@ -279,21 +279,32 @@ def test_suspects_go_first_and_verified_lessons_fill_the_prompt() -> None:
 
 # ---------------------------------------------------------------------- presets
 def test_recommended_returns_the_pair() -> None:
-    policy, gate = recommended(max_facts=12, candidate_slots=6, alpha=0.01)
+    policy, gate = PRESETS["recommended_v1"].build(
+        policy_options={"max_facts": 12, "candidate_slots": 6}, gate_options={"alpha": 0.01}
+    )
     assert isinstance(policy, SuspectFirst) and isinstance(gate, RecommendedGate)
     assert (policy.max_facts, policy.candidate_slots, gate.alpha) == (12, 6, 0.01)
     assert cogstats.recommended is recommended and "recommended" in PRESETS
+    # the recommended preset is the lifecycle gate with its re-test design now
+    policy, gate = recommended(max_facts=12, candidate_slots=6, alpha=0.01)
+    assert (type(policy).__name__, type(gate).__name__) == ("InProgressFirst", "LifecycleGate")
+    assert (policy.max_facts, policy.candidate_slots, gate.alpha) == (12, 6, 0.01)
+    assert (policy.retest_order, policy.retest_prob, policy.fill_empty) == (
+        "likely_innocent",
+        1.0,
+        True,
+    )
     with pytest.raises(ParameterError, match="preset must be one of"):
         get_preset("recomended")
 
 
 def test_spec_preset_keeps_caps_and_cadence_and_round_trips() -> None:
-    spec = load_spec("simulations/poison_crater.toml", preset="recommended")
+    spec = load_spec("simulations/poison_crater.toml", preset="recommended_v1")
     s = spec.scenario
     assert (s.preset, s.retrieval.policy, s.gate.type) == (
-        "recommended",
+        "recommended_v1",
         "suspect_first",
-        "recommended",
+        "recommended_v1",
     )
     assert (s.retrieval.max_facts, s.retrieval.candidate_slots) == (12, 6)
     assert s.gate.policy["min_trials"] == 3  # cycgraph's min_trials = 2 was replaced
@@ -309,19 +320,21 @@ def test_grid_axes_on_replaced_settings_are_refused_naming_the_axis(tmp_path: An
         "runs": 10,
         "lessons": {"listed": [{"id": "a", "effect": 0.1}]},
         "gate": {"type": "cycgraph", "decision_rule": "margin"},
-        "policy": {"preset": "recommended", "gate": {"alpha": 0.01}},
+        "policy": {"preset": "recommended_v1", "gate": {"alpha": 0.01}},
     }
     ok = spec_from_dict({**base, "grid": {"gate.min_trials": [2, 4]}})
     assert [sc.gate.policy["min_trials"] for _, sc in ok.cells()] == [2, 4]
     assert all(sc.gate.policy["alpha"] == 0.01 for _, sc in ok.cells())
-    with pytest.raises(SpecError, match="grid.gate.decision_rule.*preset 'recommended'"):
+    with pytest.raises(SpecError, match="grid.gate.decision_rule.*preset 'recommended_v1'"):
         spec_from_dict({**base, "grid": {"gate.decision_rule": ["margin"]}})
     with pytest.raises(SpecError, match="grid.retrieval.rest_after_trials"):
         spec_from_dict({**base, "grid": {"retrieval.rest_after_trials": [2]}})
     with pytest.raises(SpecError, match="preset must be one of"):
         spec_from_dict({**base, "policy": {"preset": "nope"}})
     with pytest.raises(SpecError, match="prompt cap"):
-        spec_from_dict({**base, "policy": {"preset": "recommended", "retrieval": {"max_facts": 3}}})
+        spec_from_dict(
+            {**base, "policy": {"preset": "recommended_v1", "retrieval": {"max_facts": 3}}}
+        )
 
 
 def test_cli_simulate_and_sweep_take_the_preset(tmp_path: Any, capsys: Any) -> None:
@@ -332,12 +345,12 @@ def test_cli_simulate_and_sweep_take_the_preset(tmp_path: Any, capsys: Any) -> N
         'runs = 12\nreplicates = 3\nseed = 1\n[[lessons.listed]]\nid = "a"\neffect = -0.3\n'
         '[gate]\ntype = "cycgraph"\n[grid]\n"gate.min_trials" = [2, 3]\n'
     )
-    assert main(["simulate", str(spec), "--policy", "recommended", "--no-progress"]) == 0
+    assert main(["simulate", str(spec), "--policy", "recommended_v1", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "2 cell(s)" in out and "fast" in out
     store = tmp_path / "store"
     code = main(
-        ["sweep", str(spec), "--policy", "recommended", "--out", str(store), "--no-progress"]
+        ["sweep", str(spec), "--policy", "recommended_v1", "--out", str(store), "--no-progress"]
     )
     assert code == 0
     from cogstats.sweep import read_sweep
@@ -353,7 +366,7 @@ _S2 = load_spec("simulations/poison_crater.toml").scenario
 
 
 def _preset_s2(options: dict[str, Any] | None = None, **top: Any) -> Scenario:
-    data = _S2.with_preset("recommended").to_dict()
+    data = _S2.with_preset("recommended_v1").to_dict()
     data["policy"]["gate"].update(options or {})
     for section, value in top.items():
         if isinstance(value, dict):
@@ -400,7 +413,7 @@ def test_compiled_kernel_equals_the_reference_engine(scenario: Any) -> None:
 
 def test_s1_shape_and_s4_shape_match_too() -> None:
     for spec in ("simulations/cycgraph_oc.toml", "simulations/peeking_null.toml"):
-        s = load_spec(spec).scenario.with_preset("recommended")
+        s = load_spec(spec).scenario.with_preset("recommended_v1")
         if s.runs > 60:
             s = s.with_values({"runs": 60})
         s = s.with_values({"lessons.listed[0].effect": -0.3}) if s.listed else s
@@ -411,7 +424,7 @@ def test_s1_shape_and_s4_shape_match_too() -> None:
 
 
 def test_other_covariates_run_in_the_reference_engine() -> None:
-    s = _S2.with_preset("recommended").with_values({"gate.covariates": ["difficulty"]})
+    s = _S2.with_preset("recommended_v1").with_values({"gate.covariates": ["difficulty"]})
     assert "adjusts for 'difficulty_proxy' only" in str(fast_support(s))
     result = simulate(s, replicates=1, rng=1, keep_runs=False)
     assert result.engine == "reference"
@@ -458,17 +471,17 @@ def test_cli_uses_a_difficulty_column_or_hints_at_one(tmp_path: Any, capsys: Any
     ledger, *_ = _ledger(n=60, seed=2)
     path = tmp_path / "runs.parquet"
     ledger.frame.rename({"prox": "difficulty"}).write_parquet(path)
-    assert main(["gate", str(path), "--gate", "recommended", "--format", "json"]) == 0
+    assert main(["gate", str(path), "--gate", "recommended_v1", "--format", "json"]) == 0
     out = capsys.readouterr()
     assert "adjusting for its 'difficulty' column" in out.err
     used = json.loads(out.out)
-    args = ["gate", str(path), "--gate", "recommended", "--covariates", "difficulty"]
+    args = ["gate", str(path), "--gate", "recommended_v1", "--covariates", "difficulty"]
     assert main([*args, "--format", "json"]) == 0
     out = capsys.readouterr()
     assert out.err == "" and json.loads(out.out) == used  # the same as naming it
     other = tmp_path / "other.parquet"
     ledger.frame.rename({"prox": "hardness"}).write_parquet(other)
-    assert main(["gate", str(other), "--gate", "recommended", "--format", "json"]) == 0
+    assert main(["gate", str(other), "--gate", "recommended_v1", "--format", "json"]) == 0
     assert "(--covariates hardness)" in capsys.readouterr().err
 
 

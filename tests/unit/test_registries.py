@@ -43,7 +43,7 @@ def test_every_entry_is_complete(registry: Registry) -> None:
 
 
 def test_public_lookups() -> None:
-    assert set(GATES.builtin) == {"audit", "cycgraph", "evidence", "recommended", "recommended_v2"}
+    assert set(GATES.builtin) == {"audit", "cycgraph", "evidence", "recommended", "recommended_v1"}
     assert set(GATES.builtin) <= set(GATES)
     assert get_gate("evidence").cls is EvidenceGate
     gate = make_gate("cycgraph", decision_rule="margin", min_trials=2)

@@ -402,8 +402,8 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         "cycgraph": {"type": "cycgraph", "min_trials": 2},
         "audit": {"type": "audit"},
         "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
+        "recommended_v1": {"type": "recommended_v1"},
         "recommended": {"type": "recommended"},
-        "recommended_v2": {"type": "recommended_v2"},
     }
     assert set(gates) == set(KERNEL_GATES)
     assert len({id(p.block) for p in KERNEL_GATES.values()}) == len(KERNEL_GATES)

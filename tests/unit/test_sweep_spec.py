@@ -282,11 +282,13 @@ def test_shipped_sweeps(name: str, cells: int) -> None:
 def test_shipped_recommended_sweep_tunes_the_preset() -> None:
     spec = load_sweep(SIMS / "recommended_sweep.toml")
     assert spec.n_cells == 27
-    assert set(spec.axes) == {"gate.alpha", "gate.penalty", "retrieval.fresh_trials"}
+    assert set(spec.axes) == {"gate.crater_level", "gate.release_t", "retrieval.retest_floor"}
     cells = spec.cells()
     assert all(c.scenario.preset == "recommended" for c in cells)
-    assert {c.scenario.gate.policy["penalty"] for c in cells} == {10.0, 40.0, 160.0}
-    assert {c.scenario.retrieval.fresh_trials for c in cells} == {1, 2, 4}
+    assert {c.scenario.gate.policy["crater_level"] for c in cells} == {0.05, 0.1, 0.2}
+    assert {c.scenario.retrieval.retest_floor for c in cells} == {1.5, 2.0, 3.0}
+    # the preset's own retrieval options are kept beside the swept one
+    assert {c.scenario.retrieval.retest_order for c in cells} == {"likely_innocent"}
     # the caps are S2's, kept through the preset
     assert (cells[0].scenario.retrieval.max_facts, cells[0].scenario.retrieval.candidate_slots) == (
         12,

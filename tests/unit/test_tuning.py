@@ -186,11 +186,20 @@ def test_invalid_policy_setting_is_refused_as_the_spec_reader_words_it(
         ("cycgraph", {"decision_rule": "margin", "min_trials": 4, "promote_margin": 0.08}),
         ("cycgraph", {"max_trials": 7, "multiple_comparison": "none"}),
         (
-            "recommended",
+            "recommended_v1",
             {
                 "covariates": ("difficulty", "family"),
                 "penalty": 12.5,
                 "max_trials": 9,
+                "spending_options": {"gamma": -1.0},
+            },
+        ),
+        (
+            "recommended",
+            {
+                "covariates": ("difficulty", "family"),
+                "crater_level": 0.2,
+                "release_min_trials": 3,
                 "spending_options": {"gamma": -1.0},
             },
         ),

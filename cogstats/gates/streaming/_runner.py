@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -665,7 +666,11 @@ class StreamingGate:
         migrate: bool,
         allow_import: Sequence[str] | None,
     ) -> StreamingGate:
-        saved_name = manifest["gate"]["name"]
+        saved_name, note = _state.renamed_gate(
+            manifest["gate"]["name"], manifest["gate"]["options"]
+        )
+        if note is not None:
+            warnings.warn(f"{path}: {note}", UserWarning, stacklevel=3)
         saved_options = manifest["gate"]["options"]
         if gate is not None:
             name = registry_name(gate)

@@ -47,6 +47,7 @@ __all__ = [
     "STATE_FORMAT",
     "STATE_VERSION",
     "read_state",
+    "renamed_gate",
     "stray_temporaries",
     "upgrade_arrays",
     "write_state",
@@ -249,6 +250,41 @@ def upgrade_arrays(
         ("confseq/" + k[len("adapter/") :] if k.startswith("adapter/") else k): v
         for k, v in arrays.items()
     }
+
+
+#: options only the first recommended gate takes (``recommended`` before the lifecycle gate
+#: took the name; now ``recommended_v1``)
+_V1_ONLY = ("max_trials", "noise_prior_sd", "noise_prior_runs")
+
+
+def renamed_gate(name: str, options: Mapping[str, Any]) -> tuple[str, str | None]:
+    """Return the registry name a saved gate has now, and a note when it changed.
+
+    The lifecycle gate took the name ``recommended`` (it was ``recommended_v2``); the
+    first recommended gate is ``recommended_v1``.  A state saved as ``recommended`` with
+    the first version's options (one of ``max_trials``, ``noise_prior_sd``,
+    ``noise_prior_runs``) is that gate; one saved as ``recommended_v2`` is today's
+    ``recommended``.
+
+    Examples
+    --------
+    >>> renamed_gate("recommended", {"alpha": 0.004, "max_trials": None})[0]
+    'recommended_v1'
+    >>> renamed_gate("recommended_v2", {})[0], renamed_gate("cycgraph", {})
+    ('recommended', ('cycgraph', None))
+    """
+    if name == "recommended" and any(k in options for k in _V1_ONLY):
+        return "recommended_v1", (
+            "this state was saved with the first recommended gate (named 'recommended' "
+            "then); it is loaded as 'recommended_v1'. The recommended gate is the lesson "
+            "lifecycle gate now: load with gate=LifecycleGate() and migrate=True to switch"
+        )
+    if name == "recommended_v2":
+        return "recommended", (
+            "this state was saved with the lifecycle gate under its earlier name "
+            "'recommended_v2'; it is loaded as 'recommended' (the same gate)"
+        )
+    return name, None
 
 
 def policy(gate: Any) -> dict[str, Any]:
