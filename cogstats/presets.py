@@ -7,8 +7,8 @@ retrieval
 (:class:`cogstats.retrieval.InProgressFirst` with :data:`RECOMMENDED_RETRIEVAL`).
 ``recommended_v1`` is the first version (suspect-first randomized retrieval and
 :class:`cogstats.gates.RecommendedGate`), kept for comparison.  A preset replaces a
-scenario's retrieval policy and gate but keeps its prompt caps (``max_facts``, ``candidate_slots``) and the
-gate's cadence (``every``, ``from_run``, ``recheck_verified``):
+scenario's retrieval policy and gate but keeps its prompt caps (``max_facts``,
+``candidate_slots``) and the gate's cadence (``every``, ``from_run``, ``recheck_verified``):
 
 - in Python, :func:`recommended` (or ``PRESETS["recommended"].build(...)``) returns the
   pair;
