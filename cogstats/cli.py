@@ -10,11 +10,13 @@ of one's own); its option flags are generated from the gate's options dataclass
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -533,6 +535,25 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _plain_spec_warnings(command: str) -> Iterator[None]:
+    """Print a spec's warnings (``SpecWarning``) as ``cogstats CMD: warning: ...`` lines.
+
+    Other warnings keep Python's form.
+    """
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: Any, *rest: Any, **kwargs: Any) -> None:
+            if getattr(category, "__name__", "") == "SpecWarning":
+                _warn(command, str(message))
+            else:
+                shown(message, category, *rest, **kwargs)
+
+        warnings.showwarning = show
+        yield
+
+
 def _gate_name(argv: Sequence[str]) -> str | None:
     """Return the ``--gate`` value of a ``gate`` command line.
 
@@ -568,7 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.environ[ENV] = ",".join([*filter(None, os.environ.get(ENV, "").split(",")), *allowed])
     try:
-        return int(args.func(args))
+        with _plain_spec_warnings(args.command):
+            return int(args.func(args))
     except (CogstatsError, FileNotFoundError) as exc:
         print(f"cogstats {args.command}: error: {exc}", file=sys.stderr)
         return 2
