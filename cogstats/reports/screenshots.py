@@ -60,6 +60,8 @@ _LOOK = r"""
   const text = document.body ? document.body.innerText : '';
   for (const line of text.split('\n')) {
     if (/[:=]\s*null\b/.test(line)) out.push(`the page reads '${line.trim().slice(0, 80)}'`);
+    if (/^\s*[VH]?Box\(children=/.test(line))
+      out.push(`a widget's text form '${line.trim().slice(0, 40)}'`);
   }
   const form = document.querySelector('form.vega-bindings');
   if (form) {
@@ -117,8 +119,9 @@ def page_problems(page: Any) -> list[str]:
 
     Raw table headers (``len``, dotted paths, ``[0]``), legend titles cut short (an
     ellipsis), a missing value shown as ``null`` (a table cell or chart text that reads
-    ``null``, or ``name: null`` in the text; the prose's "null lessons" is fine),
-    widgets (Vega's bindings) in a font other than a sans-serif one.  ``page`` is a
+    ``null``, or ``name: null`` in the text; the prose's "null lessons" is fine), a live
+    widget's text form (``VBox(children=...``) where a page has no kernel, widgets
+    (Vega's bindings) in a font other than a sans-serif one.  ``page`` is a
     playwright page.
     """
     found: list[str] = []

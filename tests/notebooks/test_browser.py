@@ -181,7 +181,8 @@ def test_the_checks_catch_what_they_look_for(browser: Any, tmp_path: Path) -> No
         '<svg class="marks"><g class="role-legend-title"><text>comparison gat\u2026</text>'
         "</g><text>chosen: null</text></svg>"
         '<form class="vega-bindings"><select><option>a</option></select></form>'
-        "<p>null lessons are fine in prose</p></body></html>",
+        "<p>null lessons are fine in prose</p><pre>VBox(children=(HTML(value='x'),))</pre>"
+        "</body></html>",
         encoding="utf-8",
     )
     page, _ = _open(browser, bad)
@@ -197,6 +198,7 @@ def test_the_checks_catch_what_they_look_for(browser: Any, tmp_path: Path) -> No
     assert "a chart reads 'chosen: null'" in found
     assert any(f.startswith("widgets in the font") for f in found)
     assert not any("null lessons" in f for f in found)
+    assert any(f.startswith("a widget's text form 'VBox(children=") for f in found)
 
 
 @pytest.mark.slow
