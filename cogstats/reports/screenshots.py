@@ -45,6 +45,11 @@ _LOOK = r"""
     const t = th.textContent.trim();
     if (raw.test(t)) out.push(`raw table header '${t}'`);
   }
+  for (const t of document.querySelectorAll(
+      '.role-column-header text, .role-row-header text, .role-title-text text')) {
+    const s = (t.textContent || '').trim();
+    if (/^[a-z]+(_[a-z0-9]+)+$/.test(s)) out.push(`raw chart panel title '${s}'`);
+  }
   for (const t of document.querySelectorAll('.role-legend-title text, .role-legend-title')) {
     const s = (t.textContent || '').trim();
     if (s.includes('\u2026')) out.push(`legend title cut: '${s}'`);
@@ -117,7 +122,8 @@ def _browser() -> Iterator[Any]:
 def page_problems(page: Any) -> list[str]:
     """Return what a reader would notice on an open page and in its frames (empty: none).
 
-    Raw table headers (``len``, dotted paths, ``[0]``), legend titles cut short (an
+    Raw table headers (``len``, dotted paths, ``[0]``) and chart panel titles
+    (``evict_harmful_rate``), legend titles cut short (an
     ellipsis), a missing value shown as ``null`` (a table cell or chart text that reads
     ``null``, or ``name: null`` in the text; the prose's "null lessons" is fine), a live
     widget's text form (``VBox(children=...``) where a page has no kernel, widgets
