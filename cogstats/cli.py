@@ -10,11 +10,13 @@ of one's own); its option flags are generated from the gate's options dataclass
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,31 +181,74 @@ def _warn(command: str, message: str) -> None:
     print(f"cogstats {command}: warning: {message}", file=sys.stderr)
 
 
-def _default_covariates(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
-    """Return the gate with the covariates of the one covariate rule, with its note on stderr.
+def _named_covariates(args: argparse.Namespace) -> list[str] | None:
+    """Return the covariates named with ``--covariates`` (None: the flag was not given).
 
-    The rule is :func:`cogstats.covariates.choose_covariates` (the recommended gate's
-    default ``difficulty_proxy``; a ledger of one's own often calls its proxy
-    ``difficulty``, used when present; a hint names other difficulty-like columns; the
-    simulator's ``true_difficulty`` is never chosen).  ``--covariates`` names others, or
-    none with an empty list.
+    The recommended gates take ``--covariates`` as their own option (``opt__covariates``);
+    the others as the method's ``options.covariates``, as ``attribute`` does.
     """
-    from cogstats.covariates import choose_covariates
+    for dest in ("covariates", "opt__covariates"):
+        value = getattr(args, dest, None)
+        if value is not None:
+            return [str(c) for c in value]
+    return None
 
+
+def _covariates_how(method: Any) -> str | None:
+    """Return how to adjust for covariates with ``method``: its flag, or ``--method ols``."""
+    from cogstats.estimators import METHODS
+
+    try:
+        takes = "covariates" in dict(METHODS.lookup(method).defaults)
+    except (CogstatsError, TypeError, ValueError):  # a method of one's own, unregistered
+        takes = False
+    return None if takes else "--method ols {flag}"
+
+
+def _covariate_rule(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
+    """Apply the one covariate rule to ``gate`` on ``ledger``; its note on stderr.
+
+    The rule is :func:`cogstats.covariates.choose_covariates`: a column named with
+    ``--covariates`` that the ledger lacks is an error with "did you mean" (exit 2); a
+    gate's default covariate (the recommended gate's ``difficulty_proxy``) may be
+    skipped, with a note, and replaced by the ledger's ``difficulty`` column; when nothing
+    is adjusted for although the ledger has a difficulty- or task-family-like column, a
+    warning names it and the flag that would use it (``--covariates X``, or ``--gate
+    recommended --covariates X`` for a gate that takes no covariates).  The simulator's
+    ``true_difficulty`` is never chosen.  ``--covariates`` with no name means none, on
+    purpose: no note.
+    """
+    from cogstats.covariates import check_named, choose_covariates, unused_hint
+
+    named = _named_covariates(args)
+    if named:
+        check_named(named, ledger.covariates)
     wanted = getattr(gate, "covariates", None)
-    if not isinstance(wanted, tuple) or getattr(args, "covariates", None):
+    if isinstance(wanted, tuple):  # a gate with its own covariates option
+        if named is not None:
+            return gate
+        default = None
+        if dataclasses.is_dataclass(gate) and not isinstance(gate, type):
+            f = {f.name: f for f in dataclasses.fields(gate)}.get("covariates")
+            if f is not None and f.default is not dataclasses.MISSING:
+                default = tuple(f.default)
+        choice = choose_covariates(wanted, ledger.covariates, default=default, style="flag")
+        if choice.note:
+            _warn("gate", choice.note)
+        if choice.fallback:
+            return dataclasses.replace(gate, covariates=choice.columns)
         return gate
-    default = None
-    if dataclasses.is_dataclass(gate) and not isinstance(gate, type):
-        fields = {f.name: f for f in dataclasses.fields(gate)}
-        f = fields.get("covariates")
-        if f is not None and f.default is not dataclasses.MISSING:
-            default = tuple(f.default)
-    choice = choose_covariates(wanted, ledger.covariates, default=default)
-    if choice.note:
-        _warn("gate", choice.note)
-    if choice.fallback:
-        return dataclasses.replace(gate, covariates=choice.columns)
+    if named is not None:  # named (checked above) or none on purpose
+        return gate
+    options = getattr(gate, "options", None)
+    if isinstance(options, Mapping):  # a method's options: --covariates sets them
+        used = tuple(options.get("covariates") or ())
+        how = _covariates_how(getattr(gate, "method", None))
+    else:
+        used, how = (), "--gate recommended {flag}"
+    hint = unused_hint(ledger.covariates, used, style="flag", how=how)
+    if hint:
+        _warn("gate", f"gate {args.gate!r} adjusts for nothing; {hint}")
     return gate
 
 
@@ -260,7 +305,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:  # ParameterError, or a gate of one's own
         raise CogstatsError(str(exc)) from None
     ledger, lessons = _apply_lessons(args, _read_ledger(args))
-    gate = _default_covariates(gate, ledger, args)
+    gate = _covariate_rule(gate, ledger, args)
     extra: dict[str, Any] = {}
     if lessons is not None and getattr(gate, "uses_lessons", False):
         extra["lessons"] = lessons
@@ -314,12 +359,18 @@ def _add_raw_csv(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_attribute(args: argparse.Namespace) -> int:
+    from cogstats.covariates import check_named, unused_hint
     from cogstats.estimators import attribute
 
     ledger, _ = _apply_lessons(args, _read_ledger(args))
     options = parse_assignments(args.option, "--option")
     if args.covariates:
+        check_named(args.covariates, ledger.covariates)  # "did you mean", as gate says
         options["covariates"] = args.covariates
+    elif args.covariates is None and "covariates" not in options:
+        hint = unused_hint(ledger.covariates, style="flag", how=_covariates_how(args.method))
+        if hint:
+            _warn("attribute", f"method {args.method!r} adjusts for nothing; {hint}")
     result = attribute(ledger, method=args.method, rng=args.seed, **options)
     _emit(result.to_frame(), args.format, title=repr(result), raw_csv=args.raw_csv)
     return 0
@@ -484,6 +535,25 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _plain_spec_warnings(command: str) -> Iterator[None]:
+    """Print a spec's warnings (``SpecWarning``) as ``cogstats CMD: warning: ...`` lines.
+
+    Other warnings keep Python's form.
+    """
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: Any, *rest: Any, **kwargs: Any) -> None:
+            if getattr(category, "__name__", "") == "SpecWarning":
+                _warn(command, str(message))
+            else:
+                shown(message, category, *rest, **kwargs)
+
+        warnings.showwarning = show
+        yield
+
+
 def _gate_name(argv: Sequence[str]) -> str | None:
     """Return the ``--gate`` value of a ``gate`` command line.
 
@@ -519,7 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.environ[ENV] = ",".join([*filter(None, os.environ.get(ENV, "").split(",")), *allowed])
     try:
-        return int(args.func(args))
+        with _plain_spec_warnings(args.command):
+            return int(args.func(args))
     except (CogstatsError, FileNotFoundError) as exc:
         print(f"cogstats {args.command}: error: {exc}", file=sys.stderr)
         return 2

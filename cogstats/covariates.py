@@ -75,7 +75,9 @@ def _flag(columns: Sequence[str], style: str) -> str:
     if style == "parameter":
         return "covariates=[" + ", ".join(f'"{c}"' for c in columns) + "]"
     if style == "report":
-        return "--param covariates='[" + ", ".join(f'"{c}"' for c in columns) + "]'"
+        listed = "[" + ", ".join(f'"{c}"' for c in columns) + "]"
+        cli = f"cogstats report --param covariates='{listed}'"
+        return f"the report parameter covariates={listed} ({cli})"
     return "--covariates " + " ".join(columns)
 
 
@@ -96,8 +98,9 @@ def unused_hint(
         The covariates adjusted for; a hint comes only when this is empty.
     style : {"flag", "parameter", "report"}
         How to name the setting that would use them: ``--covariates X Y`` (the command
-        line), ``covariates=["X", "Y"]`` (Python and a report's parameter) or
-        ``--param covariates='["X", "Y"]'`` (``cogstats report``).
+        line), ``covariates=["X", "Y"]`` (Python) or ``the report parameter
+        covariates=["X", "Y"] (cogstats report --param covariates='["X", "Y"]')`` (a
+        report's page, rendered by ``cogstats report`` or papermill).
     how : str, optional
         Replaces the setting, e.g. ``"--gate recommended --covariates X"`` for a gate that
         takes no covariates (``{flag}`` in it is replaced by the setting).
@@ -201,6 +204,7 @@ def choose_covariates(
     have: Iterable[str],
     *,
     default: Sequence[str] | None = ("difficulty_proxy",),
+    style: str = "parameter",
 ) -> CovariateChoice:
     """Choose the covariates to adjust for among a ledger's columns.
 
@@ -212,13 +216,25 @@ def choose_covariates(
     have : iterable of str
         The ledger's covariate columns (``ledger.covariates``).
     default : sequence of str or None
-        The gate's default ``covariates``; the fallback applies only when ``wanted`` is
-        that default (a user who named columns gets those, or none).  None: never fall
-        back.
+        The gate's default ``covariates``.  ``wanted`` equal to it may be skipped (with
+        the fallback and a note); any other ``wanted`` was *named* by the user, and a
+        named column the ledger lacks is an error (:func:`check_named`).  None: every
+        ``wanted`` counts as named (no fallback).
+    style : {"parameter", "flag", "report"}
+        How the note names the setting that would use an unused difficulty- or
+        task-family-like column (:func:`unused_hint`): ``covariates=[...]`` (Python, the
+        default), ``--covariates ...`` (the command line) or ``--param covariates=...``
+        (``cogstats report``).
 
     Returns
     -------
     CovariateChoice
+
+    Raises
+    ------
+    ParameterError
+        When ``wanted`` was named (is not ``default``) and the ledger lacks one of its
+        columns, with "did you mean" and the ledger's covariates.
 
     Examples
     --------
@@ -230,30 +246,35 @@ def choose_covariates(
     >>> choose_covariates(("difficulty_proxy",), ["true_difficulty", "run_index"]).columns
     ()
     >>> note = choose_covariates(("difficulty_proxy",), ["task_hardness"]).note
-    >>> note.split("; ")[1].split(":")[0]
-    "it has difficulty-like ['task_hardness']"
+    >>> note.split(": ")[-1]
+    'covariates=["task_hardness"] would use them'
+    >>> try:  # a named column the ledger lacks
+    ...     choose_covariates(("difficulty_estimat",), ["difficulty_estimate"])
+    ... except ParameterError as err:
+    ...     print(str(err).split(" (")[1].split(")")[0])
+    did you mean 'difficulty_estimate'?
     """
     want = tuple(wanted)
     cols = list(have)
+    if not want:
+        return CovariateChoice(())
+    is_default = default is not None and want == tuple(default)
+    if not is_default:
+        check_named(want, cols)
+        return CovariateChoice(want)
     present = set(cols)
     use = tuple(c for c in want if c in present)
-    if use or not want:
+    if use:
         return CovariateChoice(use)
-    if default is not None and want == tuple(default):
-        for c in DIFFICULTY_COLUMNS:
-            if c in present:
-                return CovariateChoice(
-                    (c,),
-                    note=f"the ledger has no {list(want)}; adjusting for its {c!r} column "
-                    "(name others in covariates, or none with an empty list)",
-                    fallback=True,
-                )
-    looks = [c for c in cols if c != TRUE_DIFFICULTY and any(k in c.lower() for k in _LIKE)]
-    if not looks:
+    for c in DIFFICULTY_COLUMNS:
+        if c in present:
+            return CovariateChoice(
+                (c,),
+                note=f"the ledger has no {list(want)}; adjusting for its {c!r} column "
+                "(name others in covariates, or none with an empty list)",
+                fallback=True,
+            )
+    hint = unused_hint(cols, style=style)
+    if hint is None:
         return CovariateChoice(())
-    return CovariateChoice(
-        (),
-        note=f"the gate adjusts for {list(want)} where the ledger has it, and it has none; "
-        f"it has difficulty-like {looks}: name it in covariates (--covariates {looks[0]}) "
-        "to adjust for it",
-    )
+    return CovariateChoice((), note=f"the gate's default {list(want)} is not in the ledger; {hint}")

@@ -53,3 +53,40 @@ def random_inclusion_ledger(
         for i in range(n_runs)
     ]
     return Ledger.from_records(records)
+
+
+#: The column mapping of :func:`write_user_ledger`'s file (ledger name -> its column).
+USER_COLUMNS = {"run_id": "run", "score": "fitness", "fact_ids": "lessons_used"}
+#: The planted lessons of :func:`write_user_ledger`: 2 harmful, 4 helpful, 24 null.
+USER_HARMFUL = ("bad-tone", "bad-shortcut")
+USER_HELPFUL = ("cite-sources", "check-units", "plan-first", "test-edges")
+
+
+def write_user_ledger(path: str, *, n_runs: int = 400, seed: int = 7) -> None:
+    """Write a new user's own ledger as CSV: other column names, covariates, planted lessons.
+
+    Columns ``run``, ``fitness``, ``lessons_used`` (space-separated), ``task_family``
+    (math/code/prose, score shifts -0.05/0/+0.05) and ``difficulty_estimate`` (the
+    difficulty d ~ U(0, 1) the score falls with, 0.3 per unit); 3 to 6 of 30 lessons a
+    run, drawn at random: :data:`USER_HARMFUL` (effect -0.15), :data:`USER_HELPFUL`
+    (+0.08) and 24 null lessons ``note-00`` .. ``note-23``.  score = clip(0.7 - 0.3 d +
+    family shift + effects + N(0, 0.08)), as in issue 20's trial of a user's ledger.
+    """
+    import csv
+
+    rng = np.random.default_rng(seed)
+    nulls = [f"note-{i:02d}" for i in range(24)]
+    lessons = [*USER_HARMFUL, *USER_HELPFUL, *nulls]
+    effect = {**dict.fromkeys(USER_HARMFUL, -0.15), **dict.fromkeys(USER_HELPFUL, 0.08)}
+    shift = {"math": -0.05, "code": 0.0, "prose": 0.05}
+    families = list(shift)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "fitness", "lessons_used", "task_family", "difficulty_estimate"])
+        for r in range(n_runs):
+            used = [str(x) for x in rng.choice(lessons, int(rng.integers(3, 7)), replace=False)]
+            d = float(rng.uniform(0, 1))
+            fam = families[r % 3]
+            s = 0.7 - 0.3 * d + shift[fam] + sum(effect.get(x, 0.0) for x in used)
+            s = float(np.clip(s + rng.normal(0, 0.08), 0, 1))
+            w.writerow([f"run-{r}", round(s, 4), " ".join(used), fam, round(d, 3)])

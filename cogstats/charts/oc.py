@@ -201,4 +201,7 @@ def operating_characteristics(
                 .transform_filter(alt.datum.source == reference_label)
             )
     layered = alt.layer(*layers, data=data).properties(width=width, height=height)
-    return layered.facet(facet=alt.Facet("outcome:N", sort=outcomes, title=None), columns=columns)
+    # panel titles in words: "evict harmful rate", not the column name evict_harmful_rate
+    header = alt.Header(labelExpr="replace(datum.label, regexp('_', 'g'), ' ')")
+    facet = alt.Facet("outcome:N", sort=outcomes, title=None, header=header)
+    return layered.facet(facet=facet, columns=columns)

@@ -183,10 +183,34 @@ class GateReport:
             )
         return hit.row(0, named=True)
 
+    @property
+    def note(self) -> str | None:
+        """What the user should know about this pass's covariates, or None.
+
+        The one covariate rule's note (:func:`cogstats.covariates.choose_covariates`,
+        kept by the gate under ``settings["covariate_note"]``): a default covariate
+        replaced by the ledger's ``difficulty`` column, or difficulty- and
+        task-family-like columns nothing adjusts for, with the parameter that would use
+        them.  :meth:`summary` and the notebook display show it.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> frame = pl.DataFrame({"fact_id": ["a"], "decision": ["hold"]})
+        >>> GateReport("mine", frame, {"covariate_note": "adjusting for 'difficulty'"}).note
+        "adjusting for 'difficulty'"
+        >>> GateReport("mine", frame).note is None
+        True
+        """
+        note = self.settings.get("covariate_note")
+        return None if note is None else str(note)
+
     def summary(self) -> str:
-        """Summarise the pass: counts per decision, the policy, and the table."""
+        """Summarise the pass: counts per decision, the note, the policy, and the table."""
         counts = ", ".join(f"{d}={len(self._ids(d))}" for d in _REPR_ORDER if self._ids(d))
         lines = [f"GateReport (gate={self.gate!r}): {counts or 'no candidates'}"]
+        if self.note:
+            lines.append(f"note: {self.note}")
         if self.settings:
             lines.append(f"policy: {format_settings(self.settings)}")
         lines.append(frame_text(self.decisions))
@@ -199,6 +223,8 @@ class GateReport:
 
     def _repr_html_(self) -> str:
         head = f"<strong>{html.escape(repr(self))}</strong>"
+        if self.note:
+            head += f"<br><em>note: {html.escape(self.note)}</em>"
         if self.settings:
             head += f"<br><small>{html.escape(format_settings(self.settings))}</small>"
         with pl.Config(float_precision=4, tbl_rows=50):

@@ -21,7 +21,10 @@ it did.
 
 from __future__ import annotations
 
+import ast
 import html
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +35,10 @@ import numpy as np
 import polars as pl
 
 from cogstats._codes import HARMFUL
-from cogstats._validation import ParameterError, check_int, suggest
+from cogstats._validation import LedgerError, ParameterError, check_int, suggest
 from cogstats.charts import natural_key
 from cogstats.covariates import DIFFICULTY_COLUMNS as _DIFFICULTY_COLUMNS
-from cogstats.covariates import choose_covariates
+from cogstats.covariates import CovariateChoice, check_named, choose_covariates, unused_hint
 from cogstats.estimators import check_identifiability
 from cogstats.ledger import Ledger
 from cogstats.reports.evaluation import compare_attributions
@@ -49,14 +52,17 @@ __all__ = [
     "LedgerAudit",
     "audit_ledger",
     "comparison_gate",
+    "decided_text",
     "default_gates",
     "read_ledger",
     "recorded_ledger",
     "replay_gates",
+    "report_covariates",
 ]
 
-#: The gates a ledger audit runs when the ``recommended`` gate is not registered:
-#: cycgraph's and the evidence gate (see :func:`default_gates`).
+#: The gates a ledger audit runs when no gate is registered as ``recommended`` (a gate
+#: registry without it, e.g. after ``GATES.unregister``): cycgraph's and the evidence gate
+#: (see :func:`default_gates`).
 DEFAULT_GATES: tuple[str, ...] = ("cycgraph", "evidence")
 #: The gate set beside cycgraph's by default once it is registered (issue 11: "cycgraph
 #: and recommended"); until then the evidence gate stands in.
@@ -117,6 +123,7 @@ def read_ledger(
     *,
     columns: Mapping[str, str] | None = None,
     format: str | None = None,
+    report: str = "NAME",
 ) -> Ledger:
     """Read a ledger file whose columns may carry other names.
 
@@ -133,6 +140,10 @@ def read_ledger(
         "hardness"}``).
     format : str, optional
         As :meth:`cogstats.Ledger.read`.
+    report : str
+        The report reading it: a file whose required columns carry other names gets the
+        mapping that would fix it as that report's ``columns`` parameter (``cogstats
+        report <report> --param columns='{...}'``).
 
     Returns
     -------
@@ -158,7 +169,10 @@ def read_ledger(
         raise FileNotFoundError(f"ledger file not found: {path}")
     fields = {k: v for k, v in mapping.items() if k in _LEDGER_FIELDS}
     renames = {k: v for k, v in mapping.items() if k not in _LEDGER_FIELDS}
-    ledger = Ledger.read(path, format=format, columns=fields or None)  # type: ignore[arg-type]
+    try:
+        ledger = Ledger.read(path, format=format, columns=fields or None)  # type: ignore[arg-type]
+    except LedgerError as exc:  # say the report's parameter, not Ledger.read's or the CLI's
+        raise _in_report_words(exc, report) from None
     if renames:
         missing = [src for src in renames.values() if src not in ledger.covariates]
         if missing:
@@ -169,6 +183,35 @@ def read_ledger(
         frame = ledger.frame.rename({src: dst for dst, src in renames.items()})
         ledger = Ledger.from_frame(frame, source=path.name)
     return ledger
+
+
+_MAP_THEM = re.compile(
+    r"map them: Ledger\.read\(path, columns=(\{.*?\})\), or on the command line .*$"
+)
+
+
+def _in_report_words(exc: LedgerError, report: str) -> LedgerError:
+    """Return ``exc`` with its column-mapping advice given as the report's ``columns``.
+
+    ``Ledger.read`` advises ``columns={...}`` in Python and ``--column NAME=SOURCE`` on
+    the command line; a report takes the mapping as its ``columns`` parameter (``cogstats
+    report NAME --param columns='{...}'``, which has no ``--column``).
+    """
+    match = _MAP_THEM.search(exc.message)
+    if match is None:
+        return exc
+    try:
+        mapping = ast.literal_eval(match.group(1))
+    except (ValueError, SyntaxError):
+        return exc
+    listed = json.dumps(mapping)
+    advice = (
+        f"map them with the report parameter columns={listed} "
+        f"(cogstats report {report} --param columns='{listed}')"
+    )
+    return LedgerError(
+        exc.message[: match.start()] + advice, row=exc.row, field=exc.field, source=exc.source
+    )
 
 
 # ---------------------------------------------------------------------- gates
@@ -271,6 +314,55 @@ def _verdict_label(decision: str | None, reason: str | None) -> str:
     return decision or "not judged"
 
 
+_SHOWN_IDS = 8
+#: The order a summary names a gate's decisions in (harmful evictions first).
+_DECISION_ORDER = ("evict", "suspend", "retire", "promote", "admit", "release")
+
+
+def _decision_rank(decision: Any, word: Any) -> tuple[int, int, str]:
+    d = str(decision)
+    rank = _DECISION_ORDER.index(d) if d in _DECISION_ORDER else len(_DECISION_ORDER)
+    return rank, 0 if word == "harmful" else 1, str(word)
+
+
+def decided_text(rows: pl.DataFrame) -> str:
+    """Say a gate's decisions in its own words: each decision (with its reason) and lessons.
+
+    ``rows`` is a gate report's frame (``fact_id``, ``decision``, ``reason``).
+
+    Decisions other than hold come first (evictions as harmful first, then the other
+    evictions, suspensions, retirements, promotions, admissions, releases), each with
+    the lessons it names (the first eight, then how many more); holds are counted.
+
+    Examples
+    --------
+    >>> frame = pl.DataFrame({"fact_id": ["a", "b", "c"],
+    ...                       "decision": ["hold", "evict", "promote"],
+    ...                       "reason": [None, "eval-gate:harmful", None]})
+    >>> decided_text(frame)
+    'evict (harmful): b; promote: c; holds 1 lesson'
+    """
+    parts = []
+    keys = rows.select(
+        "decision",
+        pl.col("reason").str.split(":").list.last().fill_null("").alias("why_word"),
+        "fact_id",
+    )
+    groups = keys.filter(pl.col("decision") != "hold").group_by(
+        "decision", "why_word", maintain_order=True
+    )
+    for (decision, word), g in sorted(groups, key=lambda kv: _decision_rank(*kv[0])):
+        ids = sorted(g["fact_id"].to_list(), key=natural_key)
+        shown = ", ".join(ids[:_SHOWN_IDS])
+        more = f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else ""
+        label = f"{decision} ({word})" if word else str(decision)
+        parts.append(f"{label}: {shown}{more}")
+    held = keys.filter(pl.col("decision") == "hold").height
+    if held:
+        parts.append(f"holds {held} lesson{'s' if held != 1 else ''}")
+    return "; ".join(parts) or "no lessons judged"
+
+
 # ---------------------------------------------------------------------- audit
 @dataclass(frozen=True, repr=False, eq=False)
 class LedgerAudit:
@@ -297,6 +389,11 @@ class LedgerAudit:
         :func:`~cogstats.estimators.check_identifiability` on the ledger and covariates.
     settings : mapping
         Methods, gate policies, seed.
+    notes : tuple of str
+        What the reader should know about the covariates (the one covariate rule's
+        note, :func:`cogstats.covariates.choose_covariates`): a fallback column used, or
+        difficulty- and task-family-like columns nothing adjusts for, with the parameter
+        that would use them.  :meth:`findings` ends with them.
     """
 
     ledger: Ledger
@@ -307,6 +404,7 @@ class LedgerAudit:
     decisions: pl.DataFrame
     identifiability: pl.DataFrame
     settings: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Freeze ``settings`` (a read-only mapping)."""
@@ -322,11 +420,12 @@ class LedgerAudit:
         return tuple(d.filter(pl.col("reason") == HARMFUL)["fact_id"].to_list())
 
     def held_harmful(self, gate: str) -> tuple[str, ...]:
-        """Lessons ``gate`` holds although its estimate is clearly negative.
+        """Lessons ``gate`` holds although its estimate is below zero by two standard errors.
 
         Held, with ``estimate + 2 * std_error < 0`` (an approximate 95% upper bound below
-        zero): harm the gate sees but does not act on (too few trials, no separate
-        contrast, not enough evidence for its error rate).
+        zero).  Not a decision of the gate, and not evidence of harm at the gate's error
+        rate (among many null lessons some pass this by chance): the charts draw these
+        lessons (:meth:`shown_lessons`); the summary names only the gates' decisions.
         """
         d = self._gate(gate).filter(
             (pl.col("decision") == "hold") & (pl.col("estimate") + 2 * pl.col("std_error") < 0)
@@ -411,7 +510,7 @@ class LedgerAudit:
         return numbers
 
     def summary(self) -> str:
-        """Say what was audited and, per gate, the lessons it evicts or holds as harmful."""
+        """Say what was audited and, per gate, the decisions it made, in its own words."""
         lines = [
             f"Ledger audit of {self.source}: {len(self.ledger)} runs, "
             f"{len(self.ledger.fact_ids)} lessons; covariates: "
@@ -421,23 +520,30 @@ class LedgerAudit:
         return "\n".join(lines)
 
     def findings(self) -> list[str]:
-        """One sentence per gate (harmful evictions and holds), one on identifiability."""
+        """One sentence per gate (its decisions), one on identifiability, then the notes.
+
+        A gate's sentence names the lessons of each decision it made, with its reason
+        (``evict (harmful)``, ``evict (no_lift)``, ``promote``, ...), and counts the
+        lessons it holds; a hold is never called harmful.
+
+        Examples
+        --------
+        >>> from cogstats import Ledger
+        >>> ledger = Ledger.from_records(
+        ...     {"run_id": f"r{i}", "score": 0.9 - 0.5 * (i % 2), "fact_ids": ["bad"] * (i % 2)}
+        ...     for i in range(12))
+        >>> audit_ledger(ledger, gates=["cycgraph"], rng=1).findings()[0]
+        'cycgraph: evict (harmful): bad.'
+        """
         out = []
         for gate in self.gates:
-            ev = self.evicted_harmful(gate)
-            held = self.held_harmful(gate)
-            d = self._gate(gate)
-            counts = d.group_by("decision").len().sort("decision")
-            tally = ", ".join(f"{n} {k}" for k, n in counts.iter_rows())
-            text = f"{gate}: evicts as harmful {', '.join(ev) if ev else 'none'}"
-            if held:
-                text += f"; holds as harmful (estimate clearly below 0) {', '.join(held)}"
-            out.append(f"{text} ({tally}).")
+            out.append(f"{gate}: {decided_text(self._gate(gate))}.")
         bad = self.identifiability.filter(~pl.col("identifiable"))
         out.append(
             f"{bad.height} of {self.identifiability.height} lessons cannot be told apart "
             "from others in this ledger (same injection pattern, collinear, or no contrast)."
         )
+        out += [f"Note: {n[:1].upper()}{n[1:]}." for n in self.notes]
         return out
 
     def write_tables(
@@ -481,19 +587,46 @@ class LedgerAudit:
         return f"<div><strong>{html.escape(repr(self))}</strong><ul>{items}</ul></div>"
 
 
-def _covariates(ledger: Ledger, covariates: Sequence[str] | None) -> tuple[str, ...]:
+def report_covariates(
+    ledger: Ledger, covariates: Sequence[str] | None = None, *, report: str | None = None
+) -> CovariateChoice:
+    """Return the covariates a report adjusts for on ``ledger``, with its note.
+
+    The one covariate rule (:mod:`cogstats.covariates`) as the reports use it: named
+    ``covariates`` must all be in the ledger (else an error with "did you mean",
+    :func:`~cogstats.covariates.check_named`); none named (None or empty) means the run
+    difficulty, the ``difficulty_proxy`` or ``difficulty`` column, when the ledger has
+    one.  When nothing is adjusted for although the ledger has difficulty- or
+    task-family-like columns, the note names them and the setting that would use them
+    (:func:`~cogstats.covariates.unused_hint`): ``covariates=[...]`` in Python, or with
+    ``report`` the report's parameter and its command line (``cogstats report <report>
+    --param covariates='[...]'``).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records([
+    ...     {"run_id": "r1", "score": 0.5, "fact_ids": ["a"], "task_family": "math"},
+    ...     {"run_id": "r2", "score": 0.7, "fact_ids": [], "task_family": "code"}])
+    >>> choice = report_covariates(ledger)
+    >>> choice.columns, choice.note.split(": ")[-1]
+    ((), 'covariates=["task_family"] would use them')
+    >>> report_covariates(ledger, ["task_family"]).columns
+    ('task_family',)
+    """
     if covariates is None or (not isinstance(covariates, str) and len(covariates) == 0):
-        # the one covariate rule (cogstats.covariates), as the CLI and the gates use it
-        return choose_covariates(DIFFICULTY_COLUMNS[:1], ledger.covariates).columns
+        # the audit's default is either difficulty column: no note for the fallback
+        used = choose_covariates(DIFFICULTY_COLUMNS[:1], ledger.covariates).columns
+        hint = unused_hint(
+            ledger.covariates, used, style="parameter" if report is None else "report"
+        )
+        if hint is not None and report is not None:
+            hint = hint.replace("cogstats report --param", f"cogstats report {report} --param")
+        return CovariateChoice(used, hint)
     if isinstance(covariates, str) or not all(isinstance(c, str) for c in covariates):
         raise ParameterError(f"covariates must be a list of column names; got {covariates!r}")
-    missing = [c for c in covariates if c not in ledger.covariates]
-    if missing:
-        raise ParameterError(
-            f"covariates names column(s) {missing} that the ledger lacks; its covariates "
-            f"are {ledger.covariates} (rename one with columns={{'difficulty': 'its name'}})"
-        )
-    return tuple(covariates)
+    check_named(covariates, ledger.covariates)  # "did you mean", as everywhere
+    return CovariateChoice(tuple(covariates))
 
 
 def audit_ledger(
@@ -503,6 +636,7 @@ def audit_ledger(
     covariates: Sequence[str] | None = None,
     source: str = "ledger",
     rng: Any = None,
+    report: str | None = None,
 ) -> LedgerAudit:
     """Attribution by several methods and every gate's decisions on one ledger.
 
@@ -518,15 +652,22 @@ def audit_ledger(
     gates : sequence of str, optional
         Registered gate names (:data:`cogstats.gates.GATES`) or import paths
         (``"package.module:Class"``); default :func:`default_gates` (cycgraph's and the
-        ``recommended`` gate once registered, the evidence gate until then).  The last
+        ``recommended`` gate).  The last
         one colours the attribution rows (its ``decision``/``reason``/``why``).
     covariates : sequence of str, optional
         Ledger covariates to adjust for; default: the run difficulty when the ledger
-        has a ``difficulty_proxy`` or ``difficulty`` column, else none.
+        has a ``difficulty_proxy`` or ``difficulty`` column, else none (and when the
+        ledger has other difficulty- or task-family-like columns, :attr:`LedgerAudit.notes`
+        names them and the parameter that would use them).  A named column the ledger
+        lacks is an error with "did you mean" (:func:`cogstats.covariates.check_named`).
     source : str
         How to name the ledger in the summary (a file name).
     rng : seed or Generator, optional
         For methods that draw.
+    report : str, optional
+        The report running the audit: the notes name the setting as that report's
+        parameter (``cogstats report <report> --param covariates='[...]'``) instead of
+        ``covariates=[...]`` (:func:`report_covariates`).
 
     Returns
     -------
@@ -552,7 +693,8 @@ def audit_ledger(
     if not isinstance(ledger, Ledger):
         raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
     names = _check_gates(default_gates() if gates is None else gates)
-    covs = _covariates(ledger, covariates)
+    choice = report_covariates(ledger, covariates, report=report)
+    covs, notes = choice.columns, (() if choice.note is None else (choice.note,))
     if len(ledger) < 2 or not ledger.fact_ids:
         raise ParameterError(
             f"the ledger needs at least 2 runs and one lesson to audit; it has {len(ledger)} "
@@ -592,6 +734,7 @@ def audit_ledger(
         decisions=decisions,
         identifiability=ident,
         settings={"methods": methods, "gates": policies},
+        notes=notes,
     )
 
 

@@ -265,6 +265,19 @@ def summary_block(
     return SummaryBlock(what=what, numbers=pairs, findings=tuple(str(f) for f in findings))
 
 
+#: The interactive frame's style: the report's font, widgets in rows under the charts.
+_FRAME_STYLE = (
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:13px;"
+    "margin:0}"
+    "html body #vis.vega-embed{display:block}"
+    "html body #vis.vega-embed form.vega-bindings{display:flex;flex-wrap:wrap;gap:6px 28px;"
+    "margin:10px 0 0 4px;font-family:inherit;font-size:13px}"
+    ".vega-bind{display:flex;align-items:center;gap:6px}"
+    ".vega-bind-name{font-weight:600;color:#333}"
+    ".vega-bindings input,.vega-bindings select{font-family:inherit;font-size:13px}"
+)
+
+
 @dataclass(frozen=True)
 class InteractiveChart:
     """An altair chart embedded with its JavaScript inlined (see :func:`interactive_chart`)."""
@@ -291,7 +304,9 @@ def interactive_chart(chart: Any, *, height: int = 600) -> InteractiveChart:
     The chart is saved as a standalone HTML page with the Vega, Vega-Lite and
     vega-embed JavaScript inlined (altair's ``inline=True``, through vl-convert), rendered
     as SVG, and placed in an ``<iframe srcdoc=...>``: the exported report needs no
-    kernel and loads nothing from the network.  About 1 MB per chart.
+    kernel and loads nothing from the network.  About 1 MB per chart.  The frame's widgets
+    (parameters bound to sliders and dropdowns) use the report's sans-serif font and sit
+    in rows under the charts.
 
     Parameters
     ----------
@@ -310,6 +325,8 @@ def interactive_chart(chart: Any, *, height: int = 600) -> InteractiveChart:
     >>> frame = embedded._repr_html_()
     >>> frame.startswith("<iframe"), "cdn.jsdelivr" in embedded.page
     (True, False)
+    >>> "font-family:system-ui" in embedded.page
+    True
     """
     check_int("height", height, minimum=50)
     import io
@@ -318,7 +335,12 @@ def interactive_chart(chart: Any, *, height: int = 600) -> InteractiveChart:
     chart.save(
         buffer, format="html", inline=True, embed_options={"renderer": "svg", "actions": False}
     )
-    return InteractiveChart(page=buffer.getvalue(), height=height)
+    page = buffer.getvalue()
+    # the page's font for the widgets too (not the browser's default serif), and the
+    # widgets under the charts in rows (altair's page puts them beside the charts)
+    # (at the top of the head: the inlined JavaScript further down may hold "</head>")
+    page = page.replace("<head>", f"<head>\n<style>{_FRAME_STYLE}</style>", 1)
+    return InteractiveChart(page=page, height=height)
 
 
 def _text_width(frame: pl.DataFrame, max_rows: int) -> tuple[str, int]:

@@ -192,7 +192,7 @@ _BUILT_IN: dict[str, Report] = {
             name="ledger_audit",
             notebook="ledger_audit.ipynb",
             title="Your ledger: which lessons help or hurt by several estimators, what each "
-            "gate decides, which lessons cannot be told apart",
+            "gate decides, which lessons cannot be told apart, which columns nothing adjusts for",
             ci_parameters={},
             path_parameters=("ledger_path",),
         ),
@@ -200,7 +200,7 @@ _BUILT_IN: dict[str, Report] = {
             name="poison_replay",
             notebook="poison_replay.ipynb",
             title="cycgraph's recorded poisoning demo replayed gate by gate through "
-            "cycgraph's gate and the recommended gate (the evidence gate until it is registered)",
+            "cycgraph's gate and the recommended gate",
             ci_parameters={},
             path_parameters=("runs_path", "lessons_path"),
         ),

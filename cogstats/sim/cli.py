@@ -1,10 +1,15 @@
-"""``cogstats simulate SPEC.toml``: run a spec's cells and print a summary table."""
+"""``cogstats simulate SPEC.toml``: run a spec's cells and print a summary table.
+
+After the table: the lessons as the spec defines them, each kind with where it came from,
+and the kind rule (:mod:`cogstats.sim.spec_notes`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +22,7 @@ from cogstats._validation import ParameterError
 from cogstats.sim.engine import fast_support, seed_record, simulate
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import SimulationSpec, load_spec
+from cogstats.sim.spec_notes import KIND_RULE, lesson_table
 
 __all__ = ["cell_row", "default_workers", "run_simulate", "simulate_spec"]
 
@@ -35,6 +41,9 @@ def cell_row(values: dict[str, Any], result: SimulationResult) -> dict[str, Any]
     """One summary row of a cell: its grid values, then :meth:`SimulationResult.summary_row`."""
     return {**values, **result.summary_row()}
 
+
+#: the line above the lesson table printed after the cells
+LESSONS_HEADING = "the lessons as the spec defines them (a grid cell may change them)"
 
 #: gated runs (cells x replicates x runs) from which a spec's cells run on every core
 PARALLEL_MIN_RUNS = 200_000
@@ -132,6 +141,9 @@ def run_simulate(args: argparse.Namespace) -> int:
     seed = spec.seed if args.seed is None else args.seed
     print(f"{spec.scenario.name}: {len(table)} cell(s), seed {seed}")
     print(frame_text(table.select(shown), max_rows=200, width=CLI_TABLE_WIDTH))
+    print(f"{spec.scenario.name}: {LESSONS_HEADING}")
+    print(frame_text(lesson_table(spec.scenario), max_rows=20, width=CLI_TABLE_WIDTH))
+    print(textwrap.fill(KIND_RULE, width=min(CLI_TABLE_WIDTH, 100)))
     if out is not None:
         print(f"frames written under {out}")
     return 0

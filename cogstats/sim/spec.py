@@ -38,7 +38,10 @@ poison, unless the spec names its kind); streams keep their group's ``kind``.
 The ``[retrieval]`` and ``[gate]`` tables are validated by the registered classes
 (:data:`cogstats.retrieval.RETRIEVAL_POLICIES`, :data:`cogstats.gates.GATES`): their
 options are the classes' dataclass fields, with the classes' defaults and checks; an error
-still names the key and the file.
+still names the key and the file.  A default that changes what the spec says is a
+:class:`~cogstats.sim.spec_notes.SpecWarning`: ``max_facts`` set without
+``candidate_slots`` keeps the policy's default slots (2 for ``randomized``), so a run
+carries that many lessons until some are promoted.
 
 With a preset (:data:`cogstats.presets.PRESETS`), the scenario's retrieval and gate are
 the preset's; the other keys of ``[retrieval]`` and ``[gate]`` describe the replaced parts
@@ -55,6 +58,7 @@ import math
 import numbers
 import re
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -64,6 +68,7 @@ from cogstats._codes import KINDS
 from cogstats._registry import Entry
 from cogstats._toml import Problems, TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
+from cogstats.sim.spec_notes import SpecWarning, slot_warning
 
 __all__ = [
     "DifficultySpec",
@@ -162,6 +167,7 @@ class ListedLesson:
     Without a ``kind`` in the spec, a lesson with a negative effect is a ``poison`` (its
     eviction is a catch, not a false eviction) and any other a ``genuine`` lesson; the
     rule applies per grid cell (``kind_given`` False: the kind follows the cell's effect).
+    :func:`cogstats.sim.spec_notes.lesson_table` says which rule gave each kind.
     """
 
     id: str
@@ -942,7 +948,16 @@ def _parse_retrieval(r: _Reader) -> RetrievalSpec:
     entry = _lookup(lambda: get_policy(policy), r.key("policy"), r.source)
     options = _part_options(r, entry, policy, ("policy",))
     built = _build_part(r, entry, options)
+    _warn_slots(r, policy, options, built)
     return RetrievalSpec(policy, part_options(built, entry))
+
+
+def _warn_slots(r: _Reader, policy: str, given: Mapping[str, Any], built: Any) -> None:
+    """Warn when a default ``candidate_slots`` caps the spec's ``max_facts`` (spec_notes)."""
+    note = slot_warning(policy, given, built)
+    if note is not None:
+        where = ", ".join([*([r.source] if r.source else []), f"key {r.key('max_facts')!r}"])
+        warnings.warn(SpecWarning(f"{where}: {note}"), stacklevel=3)
 
 
 def _parse_gate(r: _Reader, runs: int) -> GateSpec:
@@ -1013,6 +1028,7 @@ def _parse_preset(
         if k in p_opts:
             raise p_table.error(k, f"is a prompt cap: set it in [retrieval] ({k} is kept)")
     p_built = _build_part(p_table, p_entry, {**p_opts, **caps})
+    _warn_slots(retrieval, preset.policy, {**p_opts, **caps}, p_built)
     cadence = {k: gate.data[k] for k in PRESET_CADENCE if gate.data.get(k) is not None}
     every = _req(_Reader(cadence, gate.path, gate.source).integer("every", 1, minimum=1))
     from_run = _req(_Reader(cadence, gate.path, gate.source).integer("from_run", 1, minimum=1))

@@ -58,6 +58,16 @@ def policy_entry(policy: Any) -> tuple[Entry, dict[str, Any]]:
     return entry, {f.name: getattr(policy, f.name) for f in entry.fields()}
 
 
+#: What an exported page shows in place of the live controls.
+_STATIC_NOTE = (
+    '<div class="cogstats-tune-static" style="border:1px dashed #b0b8c4;padding:8px 12px;'
+    'font-family:system-ui,sans-serif;font-size:13px;color:#333">'
+    "<b>cogstats.tune</b>: the live controls appear here when the notebook runs in "
+    "JupyterLab (they need a running kernel); this page shows the answers at the starting "
+    "settings below.</div>"
+)
+
+
 class TunerBase:
     """Controls for a gate (and optionally a retrieval policy), a status line, two buttons.
 
@@ -270,4 +280,13 @@ class TunerBase:
     widget: Any
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        """Return the live widget, with an HTML note for a page exported without a kernel.
+
+        JupyterLab renders the widget view; an exported page (nbconvert, no widget state)
+        shows the note instead of the widget's text form (``VBox(children=...``).
+        """
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict) and "text/html" not in data:
+            data["text/html"] = _STATIC_NOTE
+        return bundle

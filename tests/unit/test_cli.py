@@ -24,6 +24,7 @@ from cogstats.gates import (
     REPORT_COLUMNS,
     get_gate,
 )
+from cogstats.sim.cli import LESSONS_HEADING
 from tests.helpers import random_inclusion_ledger
 
 RECORDS = (
@@ -330,8 +331,9 @@ def test_simulate_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     spec.write_text(SPEC)
     out = tmp_path / "out"
     assert main(["simulate", str(spec), "--no-progress", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    text, lessons = capsys.readouterr().out.split(LESSONS_HEADING)
     assert text.splitlines()[0] == "cli-check: 1 cell(s), seed 3"
+    assert _table_rows(lessons)[1][:3] == ["bad", "-0.3", "poison"]  # kind given: "spec"
     header, row = _table_rows(text)
     cells = dict(zip(header, row, strict=True))
     assert (cells["replicates"], cells["engine"]) == ("4", "fast")
@@ -341,7 +343,7 @@ def test_simulate_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     evidence = SPEC.split("[gate]")[0] + '[gate]\ntype = "evidence"\nmethod = "ols"\n'
     spec.write_text(evidence)
     assert main(["simulate", str(spec), "--no-progress", "--replicates", "2"]) == 0
-    header, row = _table_rows(capsys.readouterr().out)
+    header, row = _table_rows(capsys.readouterr().out.split(LESSONS_HEADING)[0])
     assert dict(zip(header, row, strict=True))["engine"] == "reference"
 
 

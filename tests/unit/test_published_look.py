@@ -43,3 +43,17 @@ def test_tradeoff_legend_title_is_not_cut() -> None:
     ]
     assert legends
     assert all(leg["titleLimit"] >= 400 and leg["labelLimit"] >= 400 for leg in legends)
+
+
+def test_operating_characteristics_panels_are_titled_in_words() -> None:
+    from cogstats.charts.oc import operating_characteristics
+
+    cells = pl.DataFrame(
+        {"lesson_effect": [0.0, 0.1], "runs": [10, 10], "evict_harmful_rate": [0.1, 0.0]}
+    )
+    chart = operating_characteristics(
+        cells, effect="lesson_effect", budget="runs", outcomes=["evict_harmful_rate"]
+    )
+    header = chart.to_dict()["facet"]["header"]
+    # the Vega expression turns evict_harmful_rate into "evict harmful rate"
+    assert header["labelExpr"] == "replace(datum.label, regexp('_', 'g'), ' ')"

@@ -424,7 +424,7 @@ def test_s1_shape_and_s4_shape_match_too() -> None:
 
 
 def test_other_covariates_run_in_the_reference_engine() -> None:
-    s = _S2.with_preset("recommended_v1").with_values({"gate.covariates": ["difficulty"]})
+    s = _S2.with_preset("recommended_v1").with_values({"gate.covariates": ["true_difficulty"]})
     assert "adjusts for 'difficulty_proxy' only" in str(fast_support(s))
     result = simulate(s, replicates=1, rng=1, keep_runs=False)
     assert result.engine == "reference"
@@ -482,7 +482,11 @@ def test_cli_uses_a_difficulty_column_or_hints_at_one(tmp_path: Any, capsys: Any
     other = tmp_path / "other.parquet"
     ledger.frame.rename({"prox": "hardness"}).write_parquet(other)
     assert main(["gate", str(other), "--gate", "recommended_v1", "--format", "json"]) == 0
-    assert "(--covariates hardness)" in capsys.readouterr().err
+    assert "--covariates hardness would use them" in capsys.readouterr().err
+    # a named column the ledger lacks: exit 2 with "did you mean", as attribute does
+    args = ["gate", str(other), "--gate", "recommended_v1", "--covariates", "hardnes"]
+    assert main(args) == 2
+    assert "did you mean 'hardness'?" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- the covariate rule
@@ -512,7 +516,8 @@ def test_the_gate_adjusts_for_a_difficulty_column_as_the_cli_does() -> None:
     assert "covariate_note" not in named.settings
     none = RecommendedGate(covariates=()).evaluate(ledger).to_frame()["estimate"]
     assert np.max(np.abs(report.to_frame()["estimate"].to_numpy() - none.to_numpy())) > 1e-3
-    assert RecommendedGate(covariates=("other",)).covariates_in(ledger) == ()
+    with pytest.raises(ParameterError, match=r"\['other'\] that the ledger lacks"):
+        RecommendedGate(covariates=("other",)).evaluate(ledger)  # named: never silent
     truth = Ledger.from_records(_difficulty_records("true_difficulty"))
     assert gate.covariates_in(truth) == ()
     assert (
