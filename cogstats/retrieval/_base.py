@@ -359,14 +359,56 @@ def retest_eligible(
     return out
 
 
+def _with_trials(frame: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
+    """``frame`` with each lesson's trials in ``ledger`` (0 when absent)."""
+    if ledger is not None and len(ledger):
+        stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
+        return frame.join(stats, on="id", how="left", maintain_order="left").with_columns(
+            pl.col("trials").fill_null(0)
+        )
+    return frame.with_columns(pl.lit(0).alias("trials"))
+
+
+def runs_before(ledger: Ledger | None, context: Mapping[str, Any] | None) -> int:
+    """Return the number of runs before the coming one.
+
+    ``context["run"] - 1`` when the context gives the run (the simulator passes it; a
+    run whose empty prompt was not recorded still counts), else the runs in ``ledger``.
+
+    Examples
+    --------
+    >>> runs_before(None, {"run": 5}), runs_before(None, None)
+    (4, 0)
+    """
+    run = None if context is None else context.get("run")
+    if isinstance(run, int | np.integer) and not isinstance(run, bool):
+        return int(run) - 1
+    return 0 if ledger is None else len(ledger)
+
+
 def fill_candidates(
-    cands: pl.DataFrame, taken: Iterable[str], ledger: Ledger | None, room: int
+    cands: pl.DataFrame,
+    taken: Iterable[str],
+    ledger: Ledger | None,
+    room: int,
+    before: int | None = None,
 ) -> list[str]:
     """Return up to ``room`` candidates not yet ``taken``: fewest trials, oldest, id first.
 
     The places a prompt has left after its candidates and verified block go to further
     candidates (benched ones included), deterministically, so that over runs every
-    candidate gets its turn.
+    candidate gets its turn; only those with at least as many runs without them as with
+    them (of the ``before`` runs so far, default the runs in ``ledger``; a baseline kept:
+    a full prompt must not put a lesson in every run, where nothing can be learned about
+    it).
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> cands = pl.DataFrame({"id": ["a", "b"], "created_at": [1, 2]})
+    >>> ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a"]}])
+    >>> fill_candidates(cands, [], ledger, 2)  # 'a': 1 run with, 0 without
+    ['b']
     """
     if room <= 0 or cands.height == 0:
         return []
@@ -374,27 +416,29 @@ def fill_candidates(
     rest = cands.filter(~pl.col("id").is_in(list(taken)))
     if rest.height == 0:
         return []
-    if ledger is not None and len(ledger):
-        stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
-        rest = rest.join(stats, on="id", how="left", maintain_order="left").with_columns(
-            pl.col("trials").fill_null(0)
-        )
-    else:
-        rest = rest.with_columns(pl.lit(0).alias("trials"))
+    rest = _with_trials(rest, ledger)
+    runs = runs_before(ledger, None) if before is None else before
+    rest = rest.filter(pl.lit(runs) >= 2 * pl.col("trials"))
     rest = rest.sort(["trials", "created_at", "id"], maintain_order=True)
     return list(rest["id"].head(room).to_list())
 
 
 def verified_block(
-    table: pl.DataFrame, ledger: Ledger | None, *, newest_first: bool = True
+    table: pl.DataFrame,
+    ledger: Ledger | None,
+    *,
+    newest_first: bool = True,
+    before: int | None = None,
 ) -> pl.DataFrame:
     """Return the non-candidate live lessons in prompt-fill order: verified, then admitted.
 
     Verified (and untagged) lessons come first, newest first (cycgraph's order;
     ``newest_first=False`` keeps store order); admitted lessons, screened but not shown
     to help, fill what room is left in rotation: fewest trials in ``ledger`` first, then
-    oldest, then id, so that over runs every admitted lesson gets its turn.  Without
-    admitted lessons this is the verified block cycgraph builds.
+    oldest, then id, so that over runs every admitted lesson gets its turn, each only
+    while it has at least as many runs without it as with it (of the ``before`` runs
+    so far, default the runs in ``ledger``: it is still being judged, a baseline
+    kept).  Without admitted lessons this is the verified block cycgraph builds.
     """
     is_cand = (pl.col("status") == "candidate").fill_null(False)
     is_adm = (pl.col("status") == ADMITTED).fill_null(False)
@@ -404,12 +448,8 @@ def verified_block(
     adm = table.filter(is_adm)
     if adm.height == 0:
         return ver
-    if ledger is not None and len(ledger):
-        stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
-        adm = adm.join(stats, on="id", how="left", maintain_order="left").with_columns(
-            pl.col("trials").fill_null(0)
-        )
-    else:
-        adm = adm.with_columns(pl.lit(0).alias("trials"))
+    adm = _with_trials(adm, ledger)
+    runs = runs_before(ledger, None) if before is None else before
+    adm = adm.filter(pl.lit(runs) >= 2 * pl.col("trials"))
     adm = adm.sort(["trials", "created_at", "id"], maintain_order=True).drop("trials")
     return pl.concat([ver, adm], how="diagonal_relaxed")

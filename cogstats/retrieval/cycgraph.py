@@ -26,6 +26,7 @@ from cogstats.retrieval._base import (
     check_slots,
     fill_candidates,
     retest_pick,
+    runs_before,
     split_lessons,
     verified_block,
 )
@@ -106,13 +107,19 @@ class _Gated(ABC):
         if self.retest_order == "likely_innocent":  # two uniforms: the slot, the order
             u = np.random.default_rng(rng).random(2)
             table, suspended = self._split(lessons, context, float(u[1]))
-            return self._select(table, suspended, ledger, float(u[0]) if suspended else 1.0)
+            u0 = float(u[0]) if suspended else 1.0
+            return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
         table, suspended = self._split(lessons, context, 0.0)
         u0 = float(np.random.default_rng(rng).random()) if suspended else 1.0
-        return self._select(table, suspended, ledger, u0)
+        return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
 
     def _select(
-        self, table: pl.DataFrame, suspended: list[str], ledger: Ledger | None, u0: float
+        self,
+        table: pl.DataFrame,
+        suspended: list[str],
+        ledger: Ledger | None,
+        u0: float,
+        before: int,
     ) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand)
@@ -123,12 +130,12 @@ class _Gated(ABC):
         slots = self.candidate_slots - (pick is not None)
         chosen = self._order_candidates(cands, ledger).head(slots)
         room = self.max_facts - chosen.height - (pick is not None)
-        ver = verified_block(table.filter(~is_cand), ledger).head(room)
+        ver = verified_block(table.filter(~is_cand), ledger, before=before).head(room)
         fact_ids = tuple(ver["id"].to_list()) + tuple(chosen["id"].to_list())
         if self.fill_empty:
             # places still empty go to further candidates (benched ones too), fewest
             # trials first: deterministic given the re-test draw
-            fact_ids += tuple(fill_candidates(cands, fact_ids, ledger, room - ver.height))
+            fact_ids += tuple(fill_candidates(cands, fact_ids, ledger, room - ver.height, before))
         if pick is not None:
             fact_ids += (pick,)
         if not props:
@@ -155,7 +162,8 @@ class _Gated(ABC):
         order's suspect among those without a t.
         """
         table, suspended = self._split(lessons, context, float(uniforms[1]))
-        return self._select(table, suspended, ledger, float(uniforms[0]) if suspended else 1.0)
+        u0 = float(uniforms[0]) if suspended else 1.0
+        return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
 
 
 @register_policy(

@@ -42,6 +42,7 @@ from cogstats.retrieval._base import (
     check_retest_order,
     check_slots,
     retest_pick,
+    runs_before,
     split_lessons,
     verified_block,
 )
@@ -51,11 +52,12 @@ __all__ = ["Designed", "Randomized", "bernoulli_capped_propensity"]
 
 
 def _pool_and_verified(
-    table: pl.DataFrame, pool_size: int, ledger: Ledger | None
+    table: pl.DataFrame, pool_size: int, ledger: Ledger | None, before: int
 ) -> tuple[list[str], pl.DataFrame]:
     is_cand = (pl.col("status") == "candidate").fill_null(False)
     cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)
-    return cands["id"].to_list()[:pool_size], verified_block(table.filter(~is_cand), ledger)
+    ver = verified_block(table.filter(~is_cand), ledger, before=before)
+    return cands["id"].to_list()[:pool_size], ver
 
 
 def _smallest(u: np.ndarray, k: int) -> np.ndarray:
@@ -121,7 +123,8 @@ class _Pooled:
         table, suspended = self._split(lessons, context, u_order)
         size = self._pool_size(table)
         u = gen.random(size + bool(suspended))
-        return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]))
+        before = runs_before(ledger, context)
+        return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]), before)
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Pre-drawn uniforms a simulated run needs: two coins and one per pool position."""
@@ -143,7 +146,8 @@ class _Pooled:
         """
         u = np.asarray(uniforms, dtype=float)
         table, suspended = self._split(lessons, context, float(u[1]))
-        return self._select_pool(table, ledger, u[2:], suspended, float(u[0]))
+        before = runs_before(ledger, context)
+        return self._select_pool(table, ledger, u[2:], suspended, float(u[0]), before)
 
     def _select_pool(
         self,
@@ -152,12 +156,15 @@ class _Pooled:
         uniforms: Any,
         suspended: list[str] | None = None,
         u_retest: float = 1.0,
+        before: int | None = None,
     ) -> Selection:
         u = np.asarray(uniforms, dtype=float)
         size = self._pool_size(table)
         if u.shape[0] < size:
             raise ParameterError(f"uniforms must hold {size} values; got {u.shape[0]}")
-        pool, verified = _pool_and_verified(table, size, ledger)
+        if before is None:
+            before = runs_before(ledger, None)
+        pool, verified = _pool_and_verified(table, size, ledger, before)
         pick: str | None = None
         retest: dict[str, float] = {}
         if self.candidate_slots > 0:

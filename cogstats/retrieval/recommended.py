@@ -40,6 +40,7 @@ from cogstats.retrieval._base import (
     check_slots,
     fill_candidates,
     retest_pick,
+    runs_before,
     split_lessons,
     verified_block,
 )
@@ -219,7 +220,7 @@ class SuspectFirst:
         table, suspended = self._split(lessons, context, u_order)
         n = int((table["status"] == "candidate").fill_null(False).sum())
         u = gen.random(2 + n)
-        return self._choose(table, ledger, u, suspended)
+        return self._choose(table, ledger, u, suspended, runs_before(ledger, context))
 
     def select_with_uniforms(
         self,
@@ -236,14 +237,20 @@ class SuspectFirst:
         the likely-innocent order's suspect among those without a t.
         """
         table, suspended = self._split(lessons, context, float(uniforms[1]))
-        return self._choose(table, ledger, np.asarray(uniforms, dtype=float), suspended)
+        u = np.asarray(uniforms, dtype=float)
+        return self._choose(table, ledger, u, suspended, runs_before(ledger, context))
 
     def _choose(
-        self, table: pl.DataFrame, ledger: Ledger | None, u: np.ndarray, suspended: list[str]
+        self,
+        table: pl.DataFrame,
+        ledger: Ledger | None,
+        u: np.ndarray,
+        suspended: list[str],
+        before: int,
     ) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)["id"]
-        verified = verified_block(table.filter(~is_cand), ledger)["id"]
+        verified = verified_block(table.filter(~is_cand), ledger, before=before)["id"]
         pick: str | None = None
         retest: dict[str, float] = {}
         if self.candidate_slots > 0:
@@ -279,7 +286,7 @@ class SuspectFirst:
             # places still empty go to the candidates not drawn, fewest trials first
             # (deterministic given the draws; the policy logs no design propensities)
             cand_rows = table.filter(is_cand)
-            fact_ids += tuple(fill_candidates(cand_rows, fact_ids, ledger, room - len(ver)))
+            fact_ids += tuple(fill_candidates(cand_rows, fact_ids, ledger, room - len(ver), before))
         if pick is None and not retest:
             return Selection(fact_ids)
         # the rest is logged with propensity 1 (the ledger asks a propensity of every

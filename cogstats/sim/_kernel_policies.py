@@ -310,10 +310,12 @@ def select(
     room = max_facts - count
     if room > 0:
         count = _verified_block(
-            status, trials, age_rank, newest_rank, n_les, room, inj, count, ibuf, kbuf
+            status, trials, age_rank, newest_rank, n_les, room, inj, count, ibuf, kbuf, run - 1
         )
     if pi[ORDER_FILL] == 1 and count < max_facts:
-        count = _fill_empty(status, trials, age_rank, n_les, max_facts, inj, count, kbuf, bbuf)
+        count = _fill_empty(
+            status, trials, age_rank, n_les, max_facts, inj, count, kbuf, bbuf, run - 1
+        )
     if policy == POLICY_RANDOMIZED:  # the verified block is logged at 1 (its pool above)
         for i in range(n_chosen + (pick >= 0), count):
             pid[n_logged] = inj[i]
@@ -428,11 +430,13 @@ def _verified_block(
     count: int,
     ibuf: np.ndarray,
     kbuf: np.ndarray,
+    before: int,
 ) -> int:
     """Add up to ``room`` lessons of the verified block: verified newest first, then admitted.
 
-    :func:`cogstats.retrieval._base.verified_block`: admitted lessons in rotation, fewest
-    trials first, then oldest.  Returns the new count.
+    :func:`cogstats.retrieval._base.verified_block`: admitted lessons with at least as
+    many runs without them as with them (of the ``before`` runs so far), in rotation,
+    fewest trials first, then oldest.  Returns the new count.
     """
     ver = ibuf[1]
     vk = kbuf
@@ -443,7 +447,8 @@ def _verified_block(
                 ver[nv] = j
                 vk[nv] = newest_rank[j]
                 nv += 1
-            elif group == 1 and status[j] == STATUS_ADMITTED:
+            elif group == 1 and status[j] == STATUS_ADMITTED and before >= 2 * trials[j]:
+                # an admitted lesson keeps a baseline: in at most half the runs
                 ver[nv] = j
                 vk[nv] = trials[j] * (n_les + 1) + age_rank[j]
                 nv += 1
@@ -475,10 +480,14 @@ def _fill_empty(
     count: int,
     kbuf: np.ndarray,
     bbuf: np.ndarray,
+    before: int,
 ) -> int:
     """Give the places still empty to candidates not yet in, fewest trials, then oldest.
 
-    :func:`cogstats.retrieval._base.fill_candidates` (benched candidates included).
+    :func:`cogstats.retrieval._base.fill_candidates` (benched candidates included), each
+    only while it has at least as many runs without it as with it (of the ``before``
+    runs so far): a baseline kept, so that a full prompt never makes a lesson one that
+    is in every run.
     """
     taken = bbuf[0]
     taken[:] = False
@@ -488,7 +497,7 @@ def _fill_empty(
     rest = kbuf
     n = 0
     for j in range(n_les):
-        if status[j] == STATUS_CANDIDATE and not taken[j]:
+        if status[j] == STATUS_CANDIDATE and not taken[j] and before >= 2 * trials[j]:
             rest[n] = j
             keys[n] = trials[j] * (n_les + 1) + age_rank[j]
             n += 1

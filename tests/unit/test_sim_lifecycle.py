@@ -158,12 +158,16 @@ def test_the_gate_judges_admitted_and_suspended_lessons_with_their_states(
 def test_injections_follow_the_statuses(scripted: tuple[Any, ScriptedGate]) -> None:
     result, _ = scripted
     runs = dict(result.runs.select("run", "fact_ids").iter_rows())
-    expect = {1: "GHNP", 2: "GHNP", 3: "HN", 4: "HN", 5: "HN", 6: "GHN", 7: "GHN", 8: "GHN"}
+    # H, admitted after run 2, keeps a baseline: in only while it has at least as many
+    # recorded runs without it as with it (runs 5 and 7: 4 >= 2 x 2, 6 >= 2 x 3)
+    expect = {1: "GHNP", 2: "GHNP", 3: "N", 4: "N", 5: "HN", 6: "GN", 7: "GHN", 8: "GN"}
     expect.update({r: "G" for r in range(9, 13)})
     assert {r: "".join(sorted(f)) for r, f in runs.items()} == expect
     st = result.injected_statuses()
     at3 = dict(st.filter(pl.col("run") == 3).select("fact_id", "status").iter_rows())
-    assert at3 == {"H": "admitted", "N": "candidate"}
+    assert at3 == {"N": "candidate"}
+    at5 = dict(st.filter(pl.col("run") == 5).select("fact_id", "status").iter_rows())
+    assert at5 == {"H": "admitted", "N": "candidate"}
     assert st.filter(pl.col("status") == "suspended").height == 0  # retest_prob 0
 
 
@@ -254,7 +258,9 @@ def test_policies_keep_suspects_apart(policy: Any) -> None:
         assert block == ["v1", "a2", "a1"][: len(block)]
 
 
-def test_admitted_lessons_rotate() -> None:
+def test_admitted_lessons_rotate_and_keep_a_baseline() -> None:
+    """Admitted lessons take turns (fewest trials first), each only while it has at least
+    as many runs without it as with it: by hand, a0 a1 | a2 | a0 a1 | a2 | a0 a1 | a2."""
     policy = InProgressFirst(max_facts=2, candidate_slots=1)
     store = [{"id": f"a{i}", "status": "admitted", "created_at": i} for i in range(3)]
     ledger = Ledger()
@@ -263,9 +269,9 @@ def test_admitted_lessons_rotate() -> None:
         ids = policy.select(store, ledger).fact_ids
         seen.append(ids)
         ledger.record(str(r), 0.5, list(ids))
-    assert [len(s) for s in seen] == [2] * 6
-    counts = ledger.fact_stats()["trials"].to_list()
-    assert sorted(counts) == [4, 4, 4]
+    assert seen == [("a0", "a1"), ("a2",)] * 3
+    counts = dict(ledger.fact_stats().select("fact_id", "trials").iter_rows())
+    assert counts == {"a0": 3, "a1": 3, "a2": 3}  # each in half the runs: a baseline
 
 
 def test_no_suspended_lesson_no_change() -> None:
@@ -455,10 +461,15 @@ FILL_STORE = [
 
 
 def test_fill_empty_fills_the_prompt_with_further_candidates() -> None:
-    # c1, c2 have a trial (benched at 1 trial): cycgraph's selection is v1 + c3, c4 (two
-    # candidate slots) and leaves two places empty; fill_empty gives them to c5, then c1
-    # (fewest trials, then oldest): deterministic, no propensities
-    ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["c1", "c2"]}])
+    # c1, c2 have a trial (benched at 1 trial) in two runs: cycgraph's selection is v1 +
+    # c3, c4 (two candidate slots) and leaves two places empty; fill_empty gives them to
+    # c5, then c1 (fewest trials, then oldest): deterministic, no propensities
+    ledger = Ledger.from_records(
+        [
+            {"run_id": "r1", "score": 0.5, "fact_ids": ["c1", "c2"]},
+            {"run_id": "r2", "score": 0.5, "fact_ids": []},
+        ]
+    )
     opts: dict[str, Any] = {"max_facts": 6, "candidate_slots": 2, "rest_after_trials": 1}
     plain = InProgressFirst(**opts).select(FILL_STORE, ledger)
     assert plain.fact_ids == ("v1", "c3", "c4")
@@ -478,6 +489,18 @@ def test_fill_empty_fills_the_prompt_with_further_candidates() -> None:
     late = pol.select_with_uniforms(store, ledger, np.array([0.2, 0.5]), context={"run": 4})
     assert late.fact_ids == ("v1", "c3", "c4", "c5", "c1", "c2")
     assert late.propensities is None
+    # a baseline kept: in a ledger of one run c1 and c2 (one trial each) are not filled,
+    # and the coming run's number (context) counts runs whose empty prompt went unrecorded
+    one = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["c1", "c2"]}])
+    assert InProgressFirst(**opts, fill_empty=True).select(FILL_STORE, one).fact_ids == (
+        "v1",
+        "c3",
+        "c4",
+        "c5",
+    )
+    ctx = {"run": 3}  # run 2 had an empty prompt, not recorded
+    sel = InProgressFirst(**opts, fill_empty=True).select(FILL_STORE, one, context=ctx)
+    assert sel.fact_ids == ("v1", "c3", "c4", "c5", "c1", "c2")
 
 
 def test_fill_empty_keeps_the_simulated_prompt_full() -> None:
@@ -490,7 +513,9 @@ def test_fill_empty_keeps_the_simulated_prompt_full() -> None:
     assert plain.runs is not None and full.runs is not None
     # one candidate a run until all four are benched after their first trial: then empty
     assert plain.runs["fact_ids"].list.len().to_list() == [1, 1, 1, 1, 0, 0]
-    assert full.runs["fact_ids"].list.len().to_list() == [4] * 6
+    # the fill keeps a baseline: a lesson is filled only while it has at least as many
+    # runs without it as with it, so the four lessons are in every other run
+    assert full.runs["fact_ids"].list.len().to_list() == [4, 0, 4, 0, 4, 0]
 
 
 @pytest.mark.parametrize(
