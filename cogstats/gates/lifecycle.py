@@ -630,7 +630,7 @@ class LifecycleGate:
     margin_max_information: float = 3.0
     suspect_t: float = 1.5
     release_t: float = 0.75
-    crater_level: float = 0.1
+    crater_level: float = 0.2
     crater_max_trials: int = 4
     admit_margin: float = 0.05
     admit_level: float = 0.2
