@@ -155,6 +155,9 @@ class StreamingGate:
         self._lock: StateLock | None = None  # held from open() until close()
         self._path: Path | None = None  # the state path open() opened
         self._sources: dict[str, str] = {}  # run id -> the file ingest() read it from
+        # lesson ids validated so far (raw -> the one stored string): each distinct id is
+        # checked once and held once, however many runs list it
+        self._ids: dict[str, str] = {}
 
     # ------------------------------------------------------------------ properties
     @property
@@ -233,7 +236,7 @@ class StreamingGate:
     ) -> tuple[str, float, list[str], dict[str, Any]]:
         try:
             run_id, score, facts, covs = validate_record(
-                rec, row=row or 1, source=source, fact_ids_required=False
+                rec, row=row or 1, source=source, fact_ids_required=False, ids=self._ids
             )
         except LedgerError as exc:
             if row is None:  # record(): no row to name
