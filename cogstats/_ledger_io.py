@@ -441,7 +441,8 @@ def _parquet_records(path: Path, src: str, mapping: Mapping[str, str]) -> Record
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise missing_columns_error(missing, frame.columns, src, mapping)
-    return list(frame.iter_rows(named=True)), list(range(1, frame.height + 1)), True
+    # rows one at a time from the (columnar) frame: never a list of every record
+    return frame.iter_rows(named=True), range(1, frame.height + 1), True
 
 
 def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:

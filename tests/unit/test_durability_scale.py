@@ -1,6 +1,6 @@
 """Large ledgers are read in bounded memory with every check kept (issue 19, Build 7).
 
-``Ledger.read`` of JSON Lines (without a column mapping) and of CSV streams the file: the
+``Ledger.read`` of JSON Lines (without a column mapping), CSV and Parquet streams the runs: the
 Python heap it allocates peaks at the ledger it returns (plus a little), never at a copy
 of the file, a list of records or a list of rows.  Measured with ``tracemalloc`` (the
 allocations Python and numpy make; deterministic for a given file), so the bound is a
@@ -56,7 +56,7 @@ def _heap_peak_over_ledger(path: Path) -> float:
     return peak / kept
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
 def test_a_read_holds_the_ledger_and_little_else(
     tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
