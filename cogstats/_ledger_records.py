@@ -32,6 +32,9 @@ __all__ = ["column_kind", "validate_record", "value_kind", "warn_repeated"]
 #: fields a record must hold, with and without ``fact_ids`` required
 _NEEDED = {False: ("run_id", "score"), True: ("run_id", "score", "fact_ids")}
 _PROPENSITY = frozenset(("eligible_ids", "propensities"))
+#: most distinct lesson ids an id cache holds (a ledger of more distinct ids than this is
+#: validated as before, id by id, without sharing the rest: the cache stays bounded)
+ID_CACHE_MAX = 1 << 20
 
 
 def warn_repeated(
@@ -85,7 +88,8 @@ def validate_record(
 
     ``ids``, a dictionary shared by the records of one read (empty at first), caches the
     lesson ids already validated: each distinct id is checked (and NFC-normalised) once,
-    and every run listing it gets the same stored string.
+    and every run listing it gets the same stored string (up to :data:`ID_CACHE_MAX`
+    distinct ids; later ones are checked each time).
 
     Examples
     --------
@@ -211,7 +215,9 @@ def _validate_id_list(
         type(f) is str and f.isascii() and not f.isspace() and f for f in value
     ):
         # the common case: plain ASCII ids (nothing to normalise)
-        return list(value) if ids is None else [ids.setdefault(f, f) for f in value]
+        if ids is None or len(ids) >= ID_CACHE_MAX:
+            return list(value)
+        return [ids.setdefault(f, f) for f in value]
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         hint = (
             " (only CSV cells are split into ids; JSON and Parquet hold a list)"
@@ -247,7 +253,8 @@ def _validate_id_list(
                     source=source,
                 ) from None
         out.append(f)
-    if ids is not None and type(value) is list:  # raw id -> its stored (normalised) string
+    if ids is not None and type(value) is list and len(ids) < ID_CACHE_MAX:
+        # raw id -> its stored (normalised) string
         for k, f in enumerate(out):
             raw = value[k]
             if type(f) is str and type(raw) is str:  # (str subclasses are kept, not cached)

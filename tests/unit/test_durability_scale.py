@@ -190,3 +190,19 @@ def test_csv_excel_hint_after_blank_lines(tmp_path: Path) -> None:
     path.write_text("\n" * 3 + "  \n")
     with pytest.raises(LedgerError, match="empty file"):
         Ledger.read(path)
+
+
+def test_the_lesson_id_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogstats import _ledger_records
+
+    monkeypatch.setattr(_ledger_records, "ID_CACHE_MAX", 10)
+    cache: dict[str, str] = {}
+    runs = _runs(200)  # 400 distinct ids
+    for k, rec in enumerate(runs):
+        _ledger_records.validate_record(
+            rec, row=k + 1, source=None, fact_ids_required=True, ids=cache
+        )
+    assert 10 <= len(cache) <= 10 + 2 * 8  # full after the run that filled it
+    path = Ledger.from_records(runs).write(tmp_path / "runs.jsonl")
+    back = Ledger.read(path)  # ids beyond the cache are validated and kept as read
+    assert back.frame["fact_ids"].to_list() == [r["fact_ids"] for r in runs]
