@@ -315,7 +315,12 @@ class Ledger:
             records, rows, required = _ledger_io.read_records(
                 path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
             )
-            ledger._extend(records, source=src, fact_ids_required=required, row_numbers=rows)
+            try:
+                ledger._extend(records, source=src, fact_ids_required=required, row_numbers=rows)
+            finally:  # a streamed reader stopped early (a bad row) closes its file now
+                close = getattr(records, "close", None)
+                if callable(close):
+                    close()
         except LedgerError as exc:
             if exc.field in mapping and exc.field != mapping[exc.field]:
                 raise LedgerError(

@@ -206,3 +206,18 @@ def test_the_lesson_id_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.Monk
     path = Ledger.from_records(runs).write(tmp_path / "runs.jsonl")
     back = Ledger.read(path)  # ids beyond the cache are validated and kept as read
     assert back.frame["fact_ids"].to_list() == [r["fact_ids"] for r in runs]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_read_stopped_by_a_bad_row_leaves_the_collector_on(tmp_path: Path, suffix: str) -> None:
+    # the readers pause the cyclic garbage collector while they read; an error kept by
+    # the caller (its traceback holds the reader) must not leave it paused
+    path = tmp_path / f"runs{suffix}"
+    Ledger.from_records(_runs(20)).write(path)
+    text = path.read_text().replace("run-000011", "")  # an empty run id, row 12
+    path.write_text(text)
+    assert gc.isenabled()
+    with pytest.raises(LedgerError) as info:
+        Ledger.read(path)
+    kept = info.value  # noqa: F841  (kept, as a caller may)
+    assert gc.isenabled()
