@@ -38,6 +38,7 @@ BENCHMARKS = {
     "d1": "benchmarks.d1_start_recommended",
     "v2_simulated": "benchmarks.v2_simulated",
     "d2": "benchmarks.d2_catch_up",
+    "d3": "benchmarks.d3_large_ledger",
 }
 
 

@@ -37,6 +37,8 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 # one decoder for every line (json.loads builds one per call when given a hook)
 _DECODER = json.JSONDecoder(object_pairs_hook=_object)
+# the C scanner without a hook: the fast path of an ordinary JSON Lines record
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------- bounded JSON
@@ -126,6 +128,23 @@ def load_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     {'run_id': 'r1', 'fact_ids': ['a']}
     """
     check_json_limits(text, max_depth=max_depth)
+    if text[:1] == "{":
+        # Fast path: an object parsed by the C scanner alone, accepted when the text holds
+        # exactly one ':' per key of the top-level object (then no key is repeated, here
+        # or in a nested object) and nothing but JSON whitespace after it; anything else
+        # (a ':' inside a string, nested objects, trailing data, malformed text) is
+        # decided by the full decoder below, with its errors.
+        try:
+            obj, end = _SCAN(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass
+        else:
+            if (
+                type(obj) is dict
+                and text.count(":") == len(obj)
+                and (end == len(text) or not text[end:].strip(" \t\n\r"))
+            ):
+                return obj
     try:
         return _DECODER.decode(text)
     except RecursionError:  # pragma: no cover - the depth check comes first

@@ -419,9 +419,9 @@ def read_records(
         return _parquet_records(path, src, mapping)
     if fmt == "jsonl" and not mapping:
         return _jsonl_stream(path, src)
-    text = decode(path.read_bytes(), src)
     if fmt == "csv":
-        return csv_records(text, src, delimiter, mapping)
+        return csv_records(path, src, delimiter, mapping)
+    text = decode(path.read_bytes(), src)
     if fmt == "jsonl":
         return _jsonl_records(text, src, mapping)
     return _json_records(text, src, mapping)
@@ -441,7 +441,24 @@ def _parquet_records(path: Path, src: str, mapping: Mapping[str, str]) -> Record
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise missing_columns_error(missing, frame.columns, src, mapping)
-    return list(frame.iter_rows(named=True)), list(range(1, frame.height + 1)), True
+    # rows one at a time from the (columnar) frame: never a list of every record
+    return _paused_gc(frame.iter_rows(named=True)), range(1, frame.height + 1), True
+
+
+def _paused_gc(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Yield ``records`` with the cyclic garbage collector paused until they are read.
+
+    A ledger read builds millions of lists that stay alive; each full collection would
+    walk them all (quadratic in the file; a fifth of a 200 MB CSV read).  The readers'
+    records form no reference cycles, so nothing is left for the collector to find.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield from records
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _jsonl_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
@@ -501,38 +518,25 @@ def _jsonl_stream(path: Path, src: str) -> Records:
     """JSON Lines read line by line in bounded memory: the same checks, rows and messages.
 
     The whole file is checked as :func:`decode` checks it first (in chunks), then each
-    line goes through the bounded parser as it is read; lesson ids are shared between
-    runs (one string object per distinct id), so the ledger holds each id once.
+    line goes through the bounded parser as the ledger asks for it; nothing but the line
+    being read is held (the ledger stores each distinct lesson id once).
     """
     check_text_file(path, src)
     rows = array("q")  # filled as the records are produced (the ledger reads it lazily)
 
-    def records() -> Iterator[dict[str, Any]]:
-        ids: dict[str, str] = {}
-        collecting = gc.isenabled()  # millions of live lists: each full collection walks
-        gc.disable()  # them all (quadratic); nothing read here forms a reference cycle
-        try:
-            yield from lines(ids)
-        finally:
-            if collecting:
-                gc.enable()
-
-    def lines(ids: dict[str, str]) -> Iterator[dict[str, Any]]:
+    def lines() -> Iterator[dict[str, Any]]:
         with open(path, "rb") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 line = raw.decode("utf-8")
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
-                if not line.strip():
+                if not line or line.isspace():
                     continue
                 rec = parse_json_record(line.rstrip("\n"), row=lineno, src=src)
-                facts = rec.get("fact_ids")
-                if type(facts) is list:
-                    rec["fact_ids"] = [ids.setdefault(f, f) if type(f) is str else f for f in facts]
                 rows.append(lineno)
                 yield rec
 
-    return records(), rows, False
+    return _paused_gc(lines()), rows, False
 
 
 def _json_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
@@ -603,15 +607,18 @@ class _CsvRows:
             except StopIteration:
                 return
             except csv.Error as exc:
-                row = k + 1 - self.header if self.header else None
-                raise LedgerError(
-                    f"malformed CSV at line {self.reader.line_num} ({exc}); quote cells that "
-                    "hold the delimiter, a quote or a line break",
-                    row=row,
-                    source=self.src,
-                ) from None
+                raise self.error(k + 1, exc) from None
             k += 1
             yield k, cells
+
+    def error(self, record: int, exc: csv.Error) -> LedgerError:
+        """Return the LedgerError of a csv error at record number ``record``."""
+        return LedgerError(
+            f"malformed CSV at line {self.reader.line_num} ({exc}); quote cells that "
+            "hold the delimiter, a quote or a line break",
+            row=record - self.header if self.header else None,
+            source=self.src,
+        )
 
 
 _EXCEL_SEP = re.compile(r'^"?sep=(.?)"?[,;\t|]*$', re.IGNORECASE)
@@ -670,117 +677,262 @@ def sniff_delimiter(text: str, src: str) -> str:
     return found
 
 
-def csv_records(text: str, src: str, delimiter: str | None, mapping: Mapping[str, str]) -> Records:
-    if not text.strip():
+def _csv_head(path: Path) -> str:
+    """Return the first lines: enough for the empty-file, ``sep=`` and delimiter checks.
+
+    The lines up to the first non-blank one when it is among the first 8, else up to the
+    second non-blank line (or the end): :func:`check_excel_sep` and
+    :func:`sniff_delimiter` decide on this text exactly as on the whole file.
+    """
+    lines: list[str] = []
+    filled = 0
+    with open(path, encoding="utf-8-sig", newline="\n") as fh:
+        for line in fh:
+            lines.append(line)
+            if line.strip():
+                filled += 1
+                if len(lines) <= 8 or filled >= 2:
+                    break
+    return "".join(lines)
+
+
+class _CsvLayout:
+    """What the first pass over a CSV ledger learns: header, columns, covariate types."""
+
+    def __init__(self, header: list[str], at: int, delim: str) -> None:
+        self.header = header
+        self.at = at  # the header's record number
+        self.delim = delim
+        self.position = {name: j for j, name in enumerate(header) if name}
+        self.covariates = [
+            h for h in self.position if h not in REQUIRED_COLUMNS and h not in LIST_COLUMNS
+        ]
+        # per covariate: [every present cell parses as int, as float, is a boolean, any
+        # present]; the first cell holding an integer too long to convert
+        self.types = {name: [True, True, True, False] for name in self.covariates}
+        self.too_long: dict[str, tuple[int, str]] = {}
+        # per list column: the first row split on ';', the first cell split on whitespace
+        # into several ids, and how many cells are
+        self.splits: dict[str, list[Any]] = {
+            n: [None, None, 0] for n in ("fact_ids", "eligible_ids") if n in self.position
+        }
+
+    def see(self, k: int, cells: list[str]) -> None:
+        """Learn from data row ``k`` (types, long integers, list-cell splits)."""
+        for name in self.covariates:
+            cell = cells[self.position[name]]
+            if len(cell) > MAX_INT_DIGITS and name not in self.too_long:
+                self.too_long[name] = (k, cell)
+            v = cell.strip()
+            if not v:
+                continue
+            kinds = self.types[name]
+            kinds[3] = True
+            if kinds[0]:
+                try:
+                    int(v)
+                except ValueError:
+                    kinds[0] = False
+            if kinds[1]:
+                try:
+                    float(v)
+                except ValueError:
+                    kinds[1] = False
+            if kinds[2] and v.lower() not in ("true", "false"):
+                kinds[2] = False
+        for name, split in self.splits.items():
+            text = cells[self.position[name]].strip()
+            if not text or text.startswith("["):
+                continue
+            if ";" in text:
+                if split[0] is None:
+                    split[0] = k
+            elif "," not in text and len(text.split()) > 1:
+                if split[1] is None:
+                    split[1] = (k, text)
+                split[2] += 1
+
+    def parsers(self, src: str) -> dict[str, Callable[[str], Any]]:
+        """Each covariate's parser (:func:`_infer_csv_column`'s choice), after the checks."""
+        for name in self.covariates:  # column by column, as check_csv_numbers runs
+            if name in self.too_long:
+                check_csv_numbers(name, [self.too_long[name]], src)
+        out: dict[str, Callable[[str], Any]] = {}
+        for name in self.covariates:
+            ints, floats, bools, present = self.types[name]
+            kind = (
+                "int"
+                if present and ints
+                else "float"
+                if present and floats
+                else "bool"
+                if present and bools
+                else "str"
+            )
+            out[name] = _CSV_PARSERS[kind]
+        return out
+
+
+_CSV_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": lambda text: int(text) if text.strip() else None,
+    "float": lambda text: float(text) if text.strip() else None,
+    "bool": lambda text: text.strip().lower() == "true" if text.strip() else None,
+    "str": lambda text: text if text.strip() else None,
+}
+
+
+def _blank(cells: list[str]) -> bool:
+    """Whether a CSV row holds no run (every cell empty or blank)."""
+    return not (cells and cells[0].strip()) and not any(c.strip() for c in cells)
+
+
+def _check_row(
+    cells: list[str], k: int, width: int, unnamed: list[int], delim: str, src: str
+) -> None:
+    """Refuse a data row of another width, or with a value under an unnamed column."""
+    if len(cells) != width:
+        raise LedgerError(
+            f"has {len(cells)} fields; the header has {width} (a cell holding the "
+            f"delimiter {delim!r} must be quoted)",
+            row=k,
+            source=src,
+        )
+    for j in unnamed:
+        if cells[j].strip():
+            raise LedgerError(
+                f"column {j + 1} has no name in the header but holds {cells[j]!r}; "
+                "name it in the header",
+                row=k,
+                source=src,
+            )
+
+
+def _csv_reader(path: Path, src: str, delim: str) -> tuple[Any, _CsvRows]:
+    fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115  (closed by the caller)
+    return fh, _CsvRows(csv.reader(fh, delimiter=delim, strict=True), src)
+
+
+def _csv_header(rows_of: _CsvRows) -> tuple[list[str], int]:
+    """Read up to the header (the first non-blank record): its cells and record number."""
+    for at, cells in rows_of:
+        if any(c.strip() for c in cells):
+            rows_of.header = at
+            return [h.strip() for h in cells], at
+    return [], 0
+
+
+def csv_records(path: Path, src: str, delimiter: str | None, mapping: Mapping[str, str]) -> Records:
+    """Read a CSV ledger's runs in two streamed passes (memory: one row at a time).
+
+    The first pass checks the layout of every row (field counts, unnamed columns), the
+    long integers, and learns each covariate's type (the narrowest that every cell
+    parses as) and how list cells split; the second produces the records as the ledger
+    asks for them.  The file is never held whole.
+    """
+    check_text_file(path, src)
+    head = _csv_head(path)
+    if not head.strip():
         raise LedgerError(
             "empty file: no header line (a CSV ledger starts with a header such as "
             "run_id,score,fact_ids)",
             source=src,
         )
-    check_excel_sep(text, src)
-    delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
-    records_of = _CsvRows(reader, src)
-    rows_iter = iter(records_of)
-    header: list[str] = []
-    at = 0
-    for at, cells in rows_iter:  # the first non-blank line is the header
-        if any(c.strip() for c in cells):
-            header = [h.strip() for h in cells]
-            records_of.header = at
-            break
-    plan = rename_plan([h for h in header if h], mapping, src, "column")
-    header = [plan.get(h, h) for h in header]
-    named = [h for h in header if h]
-    missing = [c for c in REQUIRED_COLUMNS if c not in named]
-    if missing:
-        raise missing_columns_error(missing, [h for h in named], src, mapping)
-    dup = sorted({h for h in named if named.count(h) > 1})
-    if dup:
-        raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
-    width = len(header)
-    raw_rows: list[tuple[int, list[str]]] = []
-    for record, cells in rows_iter:
-        k = record - at  # data rows count from 1 after the header
-        if not any(c.strip() for c in cells):
-            continue  # blank lines (and rows of empty cells) hold no run
-        if len(cells) != width:
-            raise LedgerError(
-                f"has {len(cells)} fields; the header has {width} (a cell holding the "
-                f"delimiter {delim!r} must be quoted)",
-                row=k,
-                source=src,
-            )
-        for j, name in enumerate(header):
-            if not name and cells[j].strip():
-                raise LedgerError(
-                    f"column {j + 1} has no name in the header but holds {cells[j]!r}; name "
-                    "it in the header",
-                    row=k,
-                    source=src,
-                )
-        raw_rows.append((k, cells))
-    position = {name: j for j, name in enumerate(header) if name}
-    covariate_names = [h for h in named if h not in REQUIRED_COLUMNS and h not in LIST_COLUMNS]
-    for name in covariate_names:
-        check_csv_numbers(name, [(k, cells[position[name]]) for k, cells in raw_rows], src)
-    parsers = {
-        name: _infer_csv_column([cells[position[name]] for _, cells in raw_rows])
-        for name in covariate_names
-    }
-    records: list[dict[str, Any]] = []
-    rows: list[int] = []
-    for k, cells in raw_rows:
-        rec: dict[str, Any] = {}
-        for name, j in position.items():
-            cell = cells[j]
-            if name == "run_id":
-                rec[name] = cell.strip()
-            elif name == "score":
-                rec[name] = _parse_score(cell, k, src)
-            elif name in LIST_COLUMNS:
-                rec[name] = split_list_cell(
-                    cell,
-                    name,
-                    k,
-                    src,
-                    numeric=name == "propensities",
-                    nullable=name != "fact_ids",
-                )
-            else:
-                rec[name] = parsers[name](cell)
-        records.append(rec)
-        rows.append(k)
-    for name in ("fact_ids", "eligible_ids"):
-        if name in position:
-            _warn_mixed_splits(name, [(k, cells[position[name]]) for k, cells in raw_rows], src)
-    return records, rows, True
+    check_excel_sep(head, src)
+    delim = delimiter if delimiter is not None else sniff_delimiter(head, src)
+    fh, records_of = _csv_reader(path, src, delim)
+    with fh:
+        header, at = _csv_header(records_of)
+        plan = rename_plan([h for h in header if h], mapping, src, "column")
+        header = [plan.get(h, h) for h in header]
+        named = [h for h in header if h]
+        missing = [c for c in REQUIRED_COLUMNS if c not in named]
+        if missing:
+            raise missing_columns_error(missing, [h for h in named], src, mapping)
+        dup = sorted({h for h in named if named.count(h) > 1})
+        if dup:
+            raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
+        layout = _CsvLayout(header, at, delim)
+        width = len(header)
+        unnamed = [j for j, name in enumerate(header) if not name]
+        record = at  # the csv reader's records, counted here (no wrapper per row)
+        try:
+            for cells in records_of.reader:
+                record += 1
+                k = record - at  # data rows count from 1 after the header
+                if _blank(cells):
+                    continue  # blank lines (and rows of empty cells) hold no run
+                _check_row(cells, k, width, unnamed, delim, src)
+                layout.see(k, cells)
+        except csv.Error as exc:
+            raise records_of.error(record + 1, exc) from None
+    parsers = layout.parsers(src)
+    for name, (semi, first, spaced) in layout.splits.items():
+        _warn_mixed_splits(name, semi, first, spaced, src)
+    rows = array("q")  # filled as the records are produced (the ledger reads it lazily)
+    return _paused_gc(_csv_rows(path, src, layout, parsers, rows)), rows, True
 
 
-def _warn_mixed_splits(name: str, cells: list[tuple[int, str]], src: str) -> None:
+def _csv_rows(
+    path: Path,
+    src: str,
+    layout: _CsvLayout,
+    parsers: Mapping[str, Callable[[str], Any]],
+    rows: array[int],
+) -> Iterator[dict[str, Any]]:
+    """Yield one record per data row (the second pass)."""
+    position = layout.position
+    fh, records_of = _csv_reader(path, src, layout.delim)
+    with fh:
+        _, at = _csv_header(records_of)
+        record = at
+        try:
+            for cells in records_of.reader:
+                record += 1
+                if _blank(cells):
+                    continue
+                k = record - at
+                rec: dict[str, Any] = {}
+                for name, j in position.items():
+                    cell = cells[j]
+                    if name == "run_id":
+                        rec[name] = cell.strip()
+                    elif name == "score":
+                        rec[name] = _parse_score(cell, k, src)
+                    elif name in LIST_COLUMNS:
+                        rec[name] = split_list_cell(
+                            cell,
+                            name,
+                            k,
+                            src,
+                            numeric=name == "propensities",
+                            nullable=name != "fact_ids",
+                        )
+                    else:
+                        rec[name] = parsers[name](cell)
+                rows.append(k)
+                yield rec
+        except csv.Error as exc:  # (the first pass read the same records)
+            raise records_of.error(record + 1, exc) from None
+
+
+def _warn_mixed_splits(
+    name: str, semi: int | None, first: tuple[int, str] | None, spaced: int, src: str
+) -> None:
     """Warn when a column splits some cells on ``;`` and others on whitespace.
 
     A file that joins ids with ``;`` may hold ids with spaces; a cell of such a file with a
     single id (no ``;``) is split on whitespace by the rule table, which is rarely meant.
+    ``semi`` is the first row split on ``;``, ``first`` the first cell split on whitespace
+    into several ids (row, text), ``spaced`` how many such cells there are.
     """
-    semi: int | None = None
-    spaced: list[tuple[int, str]] = []
-    for k, cell in cells:
-        text = cell.strip()
-        if not text or text.startswith("["):
-            continue
-        if ";" in text:
-            semi = k if semi is None else semi
-        elif "," not in text and len(text.split()) > 1:
-            spaced.append((k, text))
-    if semi is None or not spaced:
+    if semi is None or first is None:
         return
     import warnings
 
     from cogstats._validation import LedgerWarning
 
-    k, text = spaced[0]
-    more = f"; {len(spaced) - 1} more row(s) alike" if len(spaced) > 1 else ""
+    k, text = first
+    more = f"; {spaced - 1} more row(s) alike" if spaced > 1 else ""
     warnings.warn(
         LedgerWarning(
             f"{name} cells of this file are split on ';' (first at row {semi}), but this one "
@@ -984,175 +1136,3 @@ def _reads_back(cell: str, value: Sequence[Any] | None, name: str) -> bool:
             math.isclose(a, b, rel_tol=0.0, abs_tol=0.0) for a, b in zip(back, value, strict=True)
         )
     return list(back) == list(value)
-
-
-# ---------------------------------------------------------------------- lesson tables
-#: Columns of a lesson table file whose CSV cells hold lists of lesson ids.
-LESSON_LIST_COLUMNS = ("consolidated_from", "supersedes")
-
-
-def read_lesson_frame(
-    path: Path, fmt: str, *, mapping: Mapping[str, str], delimiter: str | None
-) -> tuple[pl.DataFrame, list[int]]:
-    """Read a lesson table file into a frame and its 1-based row numbers.
-
-    CSV cells of ``consolidated_from``/``supersedes`` follow the module's list-cell rule
-    table (an empty cell is null: no lineage); an empty ``status`` cell is null;
-    ``created_at`` and other columns take the narrowest type their cells parse as.  Lesson
-    ids (``id`` and the lineage lists) are NFC-normalised, as the ledger's are.  The
-    caller validates the frame (:func:`cogstats.lessons.lesson_table`).
-    """
-    src = str(path)
-    if fmt == "parquet":
-        try:
-            frame = pl.read_parquet(path)
-        except Exception as exc:  # polars raises several types; all mean "cannot read it"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise LedgerError(
-                f"cannot read it as Parquet ({type(exc).__name__}: {first[:200]})", source=src
-            ) from None
-        plan = rename_plan(frame.columns, mapping, src, "column")
-        frame = frame.rename(plan) if plan else frame
-        return _nfc_lessons(frame), list(range(1, frame.height + 1))
-    text = decode(path.read_bytes(), src)
-    if fmt == "csv":
-        records, rows = _lesson_csv_records(text, src, delimiter, mapping)
-    elif fmt == "jsonl":
-        listed, line_numbers, _ = _jsonl_records(text, src, mapping)
-        records, rows = list(listed), list(line_numbers)
-    else:
-        records, rows = _lesson_json_records(text, src, mapping)
-    if not records:
-        return pl.DataFrame(schema={"id": pl.String, "created_at": pl.Int64}), []
-    keys: dict[str, None] = {}
-    for rec in records:
-        keys.update(dict.fromkeys(rec))
-    columns: dict[str, list[Any]] = {k: [rec.get(k) for rec in records] for k in keys}
-    series = []
-    for name, values in columns.items():
-        numbers = all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None
-        )
-        try:
-            series.append(pl.Series(name, values, strict=not numbers))
-        except Exception:  # mixed types in one column (JSON): name the first odd row
-            kinds = [type(v).__name__ for v in values if v is not None]
-            odd = next(
-                (i for i, v in enumerate(values) if v is not None and type(v).__name__ != kinds[0]),
-                0,
-            )
-            raise LedgerError(
-                f"{name} mixes types ({sorted(set(kinds))}); every lesson must give it the "
-                "same type",
-                row=rows[odd] if odd < len(rows) else None,
-                field=name,
-                source=src,
-            ) from None
-    return _nfc_lessons(pl.DataFrame(series)), rows
-
-
-def _nfc_lessons(frame: pl.DataFrame) -> pl.DataFrame:
-    import unicodedata
-
-    def nfc(value: Any) -> Any:
-        return unicodedata.normalize("NFC", value) if isinstance(value, str) else value
-
-    exprs = []
-    if "id" in frame.columns and frame.schema["id"] == pl.String:
-        exprs.append(pl.col("id").map_elements(nfc, return_dtype=pl.String))
-    for name in LESSON_LIST_COLUMNS:
-        if name in frame.columns and frame.schema[name] == pl.List(pl.String):
-            exprs.append(
-                pl.col(name).list.eval(pl.element().map_elements(nfc, return_dtype=pl.String))
-            )
-    return frame.with_columns(exprs) if exprs else frame
-
-
-def _lesson_csv_records(
-    text: str, src: str, delimiter: str | None, mapping: Mapping[str, str]
-) -> tuple[list[dict[str, Any]], list[int]]:
-    if not text.strip():
-        raise LedgerError(
-            "empty file: no header line (a CSV lesson table starts with a header such as "
-            "id,created_at,status,consolidated_from,supersedes)",
-            source=src,
-        )
-    check_excel_sep(text, src)
-    delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
-    rows_of = _CsvRows(reader, src)
-    it = iter(rows_of)
-    header: list[str] = []
-    at = 0
-    for at, cells in it:
-        if any(c.strip() for c in cells):
-            header = [h.strip() for h in cells]
-            rows_of.header = at
-            break
-    plan = rename_plan([h for h in header if h], mapping, src, "column")
-    header = [plan.get(h, h) for h in header]
-    named = [h for h in header if h]
-    dup = sorted({h for h in named if named.count(h) > 1})
-    if dup:
-        raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
-    raw: list[tuple[int, list[str]]] = []
-    for record, cells in it:
-        k = record - at
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(header):
-            raise LedgerError(
-                f"has {len(cells)} fields; the header has {len(header)} (a cell holding the "
-                f"delimiter {delim!r} must be quoted)",
-                row=k,
-                source=src,
-            )
-        raw.append((k, cells))
-    position = {name: j for j, name in enumerate(header) if name}
-    parsers = {
-        name: _infer_csv_column([cells[j] for _, cells in raw])
-        for name, j in position.items()
-        if name not in ("id", "status", *LESSON_LIST_COLUMNS)
-    }
-    records: list[dict[str, Any]] = []
-    for k, cells in raw:
-        rec: dict[str, Any] = {}
-        for name, j in position.items():
-            cell = cells[j]
-            if name == "id":
-                rec[name] = cell.strip()
-            elif name == "status":
-                rec[name] = cell.strip() or None
-            elif name in LESSON_LIST_COLUMNS:
-                rec[name] = split_list_cell(cell, name, k, src, numeric=False, nullable=True)
-            else:
-                rec[name] = parsers[name](cell)
-        records.append(rec)
-    return records, [k for k, _ in raw]
-
-
-def _lesson_json_records(
-    text: str, src: str, mapping: Mapping[str, str]
-) -> tuple[list[dict[str, Any]], list[int]]:
-    try:
-        doc = load_json(text)
-    except JsonLimitError as exc:
-        raise LedgerError(exc.message, field=exc.key, source=src) from None
-    except json.JSONDecodeError as exc:
-        raise LedgerError(
-            f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src
-        ) from None
-    except _DuplicateKey as exc:
-        raise LedgerError(
-            "a key appears twice in one JSON object; which one counts is ambiguous",
-            field=exc.key,
-            source=src,
-        ) from None
-    if isinstance(doc, dict) and "lessons" in doc:
-        doc = doc["lessons"]
-    if not isinstance(doc, list) or not all(isinstance(rec, dict) for rec in doc):
-        raise LedgerError(
-            "a JSON lesson table must be a list of lesson objects or {'lessons': [...]}",
-            source=src,
-        )
-    return _rename_records(doc, src, mapping), list(range(1, len(doc) + 1))

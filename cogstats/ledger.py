@@ -20,10 +20,6 @@ the same are one lesson.
 from __future__ import annotations
 
 import json
-import math
-import numbers
-import unicodedata
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cogstats import _ledger_io
+from cogstats import _ledger_io, _lesson_io
 from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-exported
     FORMATS,  # noqa: F401
     PROPENSITY_COLUMNS,  # noqa: F401
@@ -44,8 +40,14 @@ from cogstats.stats import groups as _ledger_stats
 
 if TYPE_CHECKING:  # scipy.sparse loads with the first design (0.2 s off every start-up)
     from scipy import sparse
+from cogstats._ledger_records import (  # the record validator, re-exported
+    column_kind,
+    validate_record,
+    value_kind,
+    warn_repeated,
+)
 from cogstats._results import frame_text
-from cogstats._validation import LedgerError, LedgerWarning, ParameterError
+from cogstats._validation import LedgerError, ParameterError
 
 __all__ = ["Baseline", "InclusionDesign", "Ledger"]
 
@@ -313,7 +315,12 @@ class Ledger:
             records, rows, required = _ledger_io.read_records(
                 path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
             )
-            ledger._extend(records, source=src, fact_ids_required=required, row_numbers=rows)
+            try:
+                ledger._extend(records, source=src, fact_ids_required=required, row_numbers=rows)
+            finally:  # a streamed reader stopped early (a bad row) closes its file now
+                close = getattr(records, "close", None)
+                if callable(close):
+                    close()
         except LedgerError as exc:
             if exc.field in mapping and exc.field != mapping[exc.field]:
                 raise LedgerError(
@@ -392,7 +399,7 @@ class Ledger:
             raise FileNotFoundError(f"lesson table file not found: {path}")
         if path.is_dir():
             raise ParameterError(f"path must be a lesson table file; {path} is a directory")
-        frame, rows = _ledger_io.read_lesson_frame(
+        frame, rows = _lesson_io.read_lesson_frame(
             path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
         )
         try:
@@ -477,7 +484,33 @@ class Ledger:
         [('r1', 0.6, 0.2)]
         """
         row = {"run_id": run_id, "score": score, "fact_ids": list(fact_ids), **covariates}
-        self._extend([row], source=None, fact_ids_required=False, replace=True)
+        run_id, score, facts, covs = validate_record(
+            row, row=1, source=None, fact_ids_required=False
+        )
+        kinds = {name: column_kind(values) for name, values in self._covariates.items()}
+        for name, value in covs.items():
+            _check_kind(kinds, name, value, 1, None)
+        if len(set(facts)) != len(facts):
+            warn_repeated([(1, run_id, facts)], None, stacklevel=3)
+        i = self._index.get(run_id)
+        if i is None:  # a new run, last in run order
+            i = len(self._run_ids)
+            self._index[run_id] = i
+            self._run_ids.append(run_id)
+            self._scores.append(score)
+            self._fact_ids.append(facts)
+            for values in self._covariates.values():
+                values.append(None)
+        else:  # a run recorded again: replaced in place
+            self._scores[i] = score
+            self._fact_ids[i] = facts
+            for values in self._covariates.values():
+                values[i] = None
+        for name, value in covs.items():
+            if name not in self._covariates:
+                self._covariates[name] = [None] * len(self._run_ids)
+            self._covariates[name][i] = value
+        self._cache.clear()
 
     # ------------------------------------------------------------------ views
     def __len__(self) -> int:
@@ -772,112 +805,115 @@ class Ledger:
         *,
         source: str | None,
         fact_ids_required: bool,
-        replace: bool = False,
         row_offset: int = 0,
         row_numbers: Sequence[int] | None = None,
     ) -> None:
-        """Validate ``records`` and append them (all or nothing)."""
-        new_ids: list[str] = []
-        new_scores: list[float] = []
-        new_facts: list[list[str]] = []
-        new_covs: list[dict[str, Any]] = []
-        seen: dict[str, int] = {}
+        """Validate ``records`` and append them (all or nothing).
+
+        The runs are validated into new columns (nothing per run is kept beyond what the
+        ledger stores: no record dictionaries), then committed at once; each distinct
+        lesson id is validated once and stored as one string (``validate_record``'s id
+        cache), so a file of millions of runs costs the ledger's own memory.
+        """
+        ids: list[str] = []
+        scores: list[float] = []
+        facts_of: list[list[str]] = []
+        columns: dict[str, list[Any]] = {}  # covariates of the new runs (None where absent)
+        where: dict[str, int] = {}  # run id -> position among the new runs
         repeated: list[tuple[int, str, list[str]]] = []
         kinds = {name: column_kind(values) for name, values in self._covariates.items()}
+        passed: dict[str, set[type]] = {}  # value types each column has accepted
+        known: dict[str, str] = {}  # lesson ids validated so far (raw -> stored)
+        index = self._index
         for k, rec in enumerate(records):
             row = row_numbers[k] if row_numbers is not None else row_offset + k + 1
             run_id, score, facts, covs = validate_record(
-                rec, row=row, source=source, fact_ids_required=fact_ids_required
+                rec, row=row, source=source, fact_ids_required=fact_ids_required, ids=known
             )
-            if not replace:
-                if run_id in seen:
-                    raise LedgerError(
-                        f"duplicate run_id {run_id!r} (first at row {seen[run_id]}); "
-                        "a ledger file holds each run once",
-                        row=row,
-                        field="run_id",
-                        source=source,
-                    )
-                if run_id in self._index:
-                    raise LedgerError(
-                        f"run_id {run_id!r} is already in the ledger; use "
-                        "Ledger.record() to replace a run",
-                        row=row,
-                        field="run_id",
-                        source=source,
-                    )
-                seen[run_id] = row
+            if run_id in where or run_id in index:
+                raise self._duplicate(run_id, where, k, row, source, row_numbers, row_offset)
+            where[run_id] = k
             for name, value in covs.items():
-                kind = value_kind(value)
-                if kind is None:
-                    continue
-                known = kinds.get(name)
-                if known is None or {known, kind} == {"int", "float"}:
-                    kinds[name] = "float" if known == "float" else kind
-                elif known != kind:
-                    raise LedgerError(
-                        f"covariate holds {kind} here but {known} in earlier rows; "
-                        "one column holds one type",
-                        row=row,
-                        field=name,
-                        source=source,
-                    )
-            if len(set(facts)) != len(facts):
+                seen = passed.get(name)
+                if seen is None or type(value) not in seen:
+                    _check_kind(kinds, name, value, row, source)
+                    passed.setdefault(name, set()).add(type(value))
+                col = columns.get(name)
+                if col is None:
+                    col = columns[name] = [None] * k
+                col.append(value)
+            if len(covs) != len(columns):  # a column this run has no value in
+                for col in columns.values():
+                    if len(col) == k:
+                        col.append(None)
+            if len(facts) > 1 and len(set(facts)) != len(facts):
                 repeated.append((row, run_id, facts))
-            new_ids.append(run_id)
-            new_scores.append(score)
-            new_facts.append(facts)
-            new_covs.append(covs)
+            ids.append(run_id)
+            scores.append(score)
+            facts_of.append(facts)
         if repeated:
             warn_repeated(repeated, source)
         # all rows valid: commit
-        for run_id, score, facts, covs in zip(
-            new_ids, new_scores, new_facts, new_covs, strict=True
-        ):
-            i = self._index.get(run_id)
-            if i is None:
-                i = len(self._run_ids)
-                self._index[run_id] = i
-                self._run_ids.append(run_id)
-                self._scores.append(score)
-                self._fact_ids.append(facts)
-                for values in self._covariates.values():
-                    values.append(None)
-            else:
-                self._scores[i] = score
-                self._fact_ids[i] = facts
-                for values in self._covariates.values():
-                    values[i] = None
-            for name, value in covs.items():
-                if name not in self._covariates:
-                    self._covariates[name] = [None] * len(self._run_ids)
-                self._covariates[name][i] = value
+        n0, n = len(self._run_ids), len(ids)
+        if n0 == 0:
+            self._run_ids, self._scores, self._fact_ids, self._index = ids, scores, facts_of, where
+        else:
+            self._run_ids.extend(ids)
+            self._scores.extend(scores)
+            self._fact_ids.extend(facts_of)
+            index.update((run_id, n0 + k) for run_id, k in where.items())
+        for name, values in self._covariates.items():
+            new = columns.pop(name, None)
+            values.extend(new if new is not None else [None] * n)
+        for name, col in columns.items():
+            self._covariates[name] = [None] * n0 + col if n0 else col
         self._cache.clear()
+
+    @staticmethod
+    def _duplicate(
+        run_id: str,
+        where: Mapping[str, int],
+        k: int,
+        row: int,
+        source: str | None,
+        row_numbers: Sequence[int] | None,
+        row_offset: int,
+    ) -> LedgerError:
+        first = where.get(run_id)
+        if first is None:
+            return LedgerError(
+                f"run_id {run_id!r} is already in the ledger; use Ledger.record() to replace a run",
+                row=row,
+                field="run_id",
+                source=source,
+            )
+        at = row_numbers[first] if row_numbers is not None else row_offset + first + 1
+        return LedgerError(
+            f"duplicate run_id {run_id!r} (first at row {at}); a ledger file holds each run once",
+            row=row,
+            field="run_id",
+            source=source,
+        )
 
 
 # ---------------------------------------------------------------------- helpers
-def warn_repeated(repeated: list[tuple[int, str, list[str]]], source: str | None) -> None:
-    """One LedgerWarning for the runs that list a lesson more than once."""
-    row, run_id, facts = repeated[0]
-    counts: dict[str, int] = {}
-    for f in facts:
-        counts[f] = counts.get(f, 0) + 1
-    fact, times = next((f, c) for f, c in counts.items() if c > 1)
-    more = ""
-    if len(repeated) > 1:
-        rows = ", ".join(str(r) for r, _, _ in repeated[1:6])
-        etc = ", ..." if len(repeated) > 6 else ""
-        more = f"; {len(repeated) - 1} more run(s) repeat a lesson (rows {rows}{etc})"
-    warnings.warn(
-        LedgerWarning(
-            f"run {run_id!r} lists lesson {fact!r} {times} times; it counts once (cycgraph's "
-            f"rule) and the stored fact_ids keep the repeat{more}",
+def _check_kind(
+    kinds: dict[str, str | None], name: str, value: Any, row: int, source: str | None
+) -> None:
+    """One covariate column holds one type (integers and floats: floats); update ``kinds``."""
+    kind = value_kind(value)
+    if kind is None:
+        return
+    known = kinds.get(name)
+    if known is None or {known, kind} == {"int", "float"}:
+        kinds[name] = "float" if known == "float" else kind
+    elif known != kind:
+        raise LedgerError(
+            f"covariate holds {kind} here but {known} in earlier rows; one column holds one type",
             row=row,
-            field="fact_ids",
+            field=name,
             source=source,
-        ),
-        stacklevel=4,
-    )
+        )
 
 
 def _aggregate(y: np.ndarray) -> Baseline:
@@ -890,221 +926,6 @@ def _aggregate(y: np.ndarray) -> Baseline:
         return Baseline(runs=n, mean_score=mean, variance=None)
     dev = y - mean
     return Baseline(runs=n, mean_score=mean, variance=float(np.dot(dev, dev) / (n - 1)))
-
-
-def validate_record(
-    rec: Mapping[str, Any], *, row: int, source: str | None, fact_ids_required: bool
-) -> tuple[str, float, list[str], dict[str, Any]]:
-    """Validate one run as the ledger does: ``(run_id, score, fact_ids, covariates)``."""
-    if type(rec) is not dict and not isinstance(rec, Mapping):
-        raise LedgerError(
-            f"a run must be a mapping; got {type(rec).__name__}", row=row, source=source
-        )
-    for name in ("run_id", "score") + (("fact_ids",) if fact_ids_required else ()):
-        if name not in rec:
-            raise LedgerError(
-                f"missing required field; the record has {list(rec)}"
-                + (_map_hint(name, list(rec)) if source is not None else ""),
-                row=row,
-                field=name,
-                source=source,
-            )
-    run_id = rec["run_id"]
-    if not isinstance(run_id, str) or not run_id.strip():
-        hint = ""
-        if isinstance(run_id, numbers.Number) and not isinstance(run_id, bool):
-            hint = (
-                f' (run ids are strings: write "{run_id}", not {run_id}; CSV run ids are '
-                "always read as strings)"
-            )
-        raise LedgerError(
-            f"run_id must be a non-empty string; got {run_id!r}{hint}",
-            row=row,
-            field="run_id",
-            source=source,
-        )
-    score = rec["score"]
-    if type(score) is not float or not 0.0 <= score <= 1.0:  # (NaN fails it too)
-        score = _validate_score(score, row, source)
-    facts = _validate_id_list(rec.get("fact_ids", []), "fact_ids", row, source)
-    covs: dict[str, Any] = {}
-    for key, value in rec.items():
-        if key in REQUIRED_COLUMNS:
-            continue
-        if not isinstance(key, str) or not key:
-            raise LedgerError(
-                f"column names must be non-empty strings; got {key!r}", row=row, source=source
-            )
-        if key == "eligible_ids":
-            covs[key] = None if value is None else _validate_id_list(value, key, row, source)
-        elif key == "propensities":
-            covs[key] = None if value is None else _validate_propensities(value, row, source)
-        else:
-            covs[key] = _validate_covariate(key, value, row, source)
-    _check_propensity_record(facts, covs, row, source)
-    return run_id, score, facts, covs
-
-
-def _validate_score(score: Any, row: int, source: str | None) -> float:
-    if isinstance(score, bool) or not isinstance(score, numbers.Real):
-        raise LedgerError(
-            f"score must be a number in [0, 1]; got {score!r}"
-            + (" (a string, not a number)" if isinstance(score, str) else ""),
-            row=row,
-            field="score",
-            source=source,
-        )
-    if isinstance(score, numbers.Integral) and not 0 <= int(score) <= 1:  # float() overflows
-        raise LedgerError(
-            f"score must be a finite number in [0, 1]; got {_short_value(score)}",
-            row=row,
-            field="score",
-            source=source,
-        )
-    score = float(score)
-    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-        raise LedgerError(
-            f"score must be a finite number in [0, 1]; got {score!r}",
-            row=row,
-            field="score",
-            source=source,
-        )
-    return score
-
-
-def _validate_id_list(value: Any, field: str, row: int, source: str | None) -> list[str]:
-    if value is None:
-        return []
-    if type(value) is list and all(
-        type(f) is str and f.isascii() and not f.isspace() and f for f in value
-    ):
-        return list(value)  # the common case: plain ASCII ids (nothing to normalise)
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        hint = (
-            " (only CSV cells are split into ids; JSON and Parquet hold a list)"
-            if isinstance(value, str)
-            else " (an object or struct is not a list: its keys are not read as lesson ids)"
-            if isinstance(value, Mapping)
-            else ""
-        )
-        raise LedgerError(
-            f"{field} must be a list of lesson ids (strings); got {_short_value(value)}{hint}",
-            row=row,
-            field=field,
-            source=source,
-        )
-    out = []
-    for k, f in enumerate(value):
-        if not isinstance(f, str) or not f.strip():
-            raise LedgerError(
-                f"{field}[{k}] must be a non-empty string lesson id; got {f!r}",
-                row=row,
-                field=field,
-                source=source,
-            )
-        if not f.isascii():
-            try:
-                f = unicodedata.normalize("NFC", f)
-                f.encode("utf-8")
-            except UnicodeError:
-                raise LedgerError(
-                    f"{field}[{k}] is not valid Unicode text (a lone surrogate?); got {f!r}",
-                    row=row,
-                    field=field,
-                    source=source,
-                ) from None
-        out.append(f)
-    return out
-
-
-def _map_hint(name: str, keys: list[str]) -> str:
-    """' ...map it: columns={...} or --column ...' for a field a file's record lacks."""
-    guess = _ledger_io.guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
-    if guess is None:
-        return ""
-    return (
-        f"; if {guess!r} holds it, map it: Ledger.read(path, columns={{{name!r}: {guess!r}}}), "
-        f"or on the command line --column {name}={guess}"
-    )
-
-
-def _validate_propensities(value: Any, row: int, source: str | None) -> list[float]:
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise LedgerError(
-            f"propensities must be a list of probabilities; got {_short_value(value)}",
-            row=row,
-            field="propensities",
-            source=source,
-        )
-    out = []
-    for k, p in enumerate(value):
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not _unit(p):
-            raise LedgerError(
-                f"propensities[{k}] must be a probability in [0, 1]; got {_short_value(p)}",
-                row=row,
-                field="propensities",
-                source=source,
-            )
-        out.append(float(p))
-    return out
-
-
-def _validate_covariate(key: str, value: Any, row: int, source: str | None) -> Any:
-    kind = type(value)
-    if value is None or kind is bool or kind is str:
-        return value
-    if kind is float and math.isfinite(value):
-        return value
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return str(value)  # numpy str_ and other subclasses become plain str
-    if isinstance(value, numbers.Integral):
-        value = int(value)
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise LedgerError(
-                f"integer covariate {_short_value(value)} is beyond the 64-bit range a "
-                "covariate column holds; store it as a string (an id) or a float (a "
-                "magnitude)",
-                row=row,
-                field=key,
-                source=source,
-            )
-        return value
-    if isinstance(value, numbers.Real):
-        v = float(value)
-        if not math.isfinite(v):
-            raise LedgerError(
-                f"covariate values must be finite (use null for missing); got {value!r}",
-                row=row,
-                field=key,
-                source=source,
-            )
-        return v
-    raise LedgerError(
-        f"covariate values must be numbers, strings, booleans or null; got {_short_value(value)}",
-        row=row,
-        field=key,
-        source=source,
-    )
-
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _unit(p: numbers.Real) -> bool:
-    """Whether ``p`` lies in [0, 1] (an integral ``p`` compared exactly: float() overflows)."""
-    if isinstance(p, numbers.Integral):
-        return 0 <= int(p) <= 1
-    return 0.0 <= float(p) <= 1.0
-
-
-def _short_value(value: Any) -> str:
-    """``repr(value)`` cut to 80 characters (an integer of 4,000 digits names its size)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
-        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _covariate_series(name: str, values: list[Any]) -> pl.Series:
@@ -1125,74 +946,3 @@ def _covariate_series(name: str, values: list[Any]) -> pl.Series:
         f"covariate mixes types {sorted(k.__name__ for k in kinds)}; one column holds one type",
         field=name,
     )
-
-
-def value_kind(value: Any) -> str | None:
-    """Return the type name of a covariate value (None for null)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    return "list"
-
-
-def column_kind(values: list[Any]) -> str | None:
-    """Return a covariate column's type (``int`` with ``float``: ``float``)."""
-    kinds = {value_kind(v) for v in values} - {None}
-    if kinds == {"int", "float"}:
-        return "float"
-    return next(iter(kinds)) if kinds else None
-
-
-def _check_propensity_record(
-    facts: list[str], covs: dict[str, Any], row: int, source: str | None
-) -> None:
-    ids, ps = covs.get("eligible_ids"), covs.get("propensities")
-    if ids is None and ps is None:
-        return
-    if ids is None or ps is None:
-        missing = "eligible_ids" if ids is None else "propensities"
-        raise LedgerError(
-            "logged propensities need both eligible_ids and propensities",
-            row=row,
-            field=missing,
-            source=source,
-        )
-    if len(ids) != len(ps):
-        raise LedgerError(
-            f"eligible_ids has {len(ids)} entries but propensities has {len(ps)}",
-            row=row,
-            field="propensities",
-            source=source,
-        )
-    injected = set(facts)
-    for f, p in zip(ids, ps, strict=True):
-        if f in injected and p == 0.0:
-            raise LedgerError(
-                f"lesson {f!r} was injected but its logged propensity is 0",
-                row=row,
-                field="propensities",
-                source=source,
-            )
-        if f not in injected and p == 1.0:
-            raise LedgerError(
-                f"lesson {f!r} was not injected but its logged propensity is 1",
-                row=row,
-                field="propensities",
-                source=source,
-            )
-    missing_ids = injected - set(ids)
-    if missing_ids:
-        raise LedgerError(
-            f"injected lesson(s) {sorted(missing_ids)} are not in eligible_ids, so their "
-            "propensity is unknown",
-            row=row,
-            field="eligible_ids",
-            source=source,
-        )

@@ -19,17 +19,46 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "spending"
 
 
-def test_recommended_first_decision_needs_no_solving(
-    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "name",
+    [
+        "recommended",
+        pytest.param(
+            "recommended_v2",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="cogstats/estimators/spending_table.json lacks the lifecycle gate's "
+                "default design (alpha 0.0025, 100 looks, hsd): rebuild it with "
+                "python docs/scripts/spending_table.py, then drop this mark (D1: 3-4x "
+                "cycgraph's first decision until then)",
+            ),
+        ),
+    ],
+)
+def test_a_built_in_gates_first_decision_needs_no_solving(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
+    from cogstats import Ledger
     from cogstats.gates import make_gate
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the boundaries were solved, not read from the shipped table")
 
     monkeypatch.setattr(spending, "_solve", refuse)
-    gate = make_gate("recommended")
+    monkeypatch.setattr(spending, "_LOOK_LEVELS", {})  # no design computed in this process
+    gate = make_gate(name)
     assert gate.nominal_levels().shape == (gate.looks + 1,)
+    rng = np.random.default_rng(0)
+    ledger = Ledger.from_records(
+        {
+            "run_id": f"r{i}",
+            "score": float(rng.random()),
+            "fact_ids": [f"L{j}" for j in rng.choice(20, 4, replace=False)],
+            "difficulty_proxy": float(rng.random()),
+        }
+        for i in range(200)
+    )
+    assert gate.evaluate(ledger).to_frame().height == 20
 
 
 def test_shipped_table_equals_a_fresh_solution(fresh_cache: Path) -> None:

@@ -22,3 +22,12 @@ def test_production_gate_example_runs(tmp_path: Path) -> None:
     assert "skipped: [(201," in out.stdout  # the malformed line is listed
     assert (tmp_path / "gate-state.npz").is_file()
     assert "100 runs new to the state" in out.stdout  # restart: saved runs not counted twice
+    # one writer: the second service is refused naming the first; the killed service's
+    # lock is taken over by the restart, which leaves no lock or temporary file
+    assert "second service refused: " in out.stdout and "by pid " in out.stdout
+    assert "crash after 320 runs" in out.stdout and "the state holds 300 runs" in out.stdout
+    assert "took over the stale lock" in out.stdout
+    assert "left behind: []" in out.stdout
+    # the restart reads the 20 runs lost in the crash and the 80 written meanwhile only:
+    # the saves moved the marker past the runs recorded live
+    assert "started with 300 runs; read 100 lines" in out.stdout

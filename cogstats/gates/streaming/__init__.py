@@ -42,6 +42,7 @@ work and warn.
 
 from __future__ import annotations
 
+from cogstats._statelock import StaleLockWarning, StateLockedError
 from cogstats.gates._report import Judgement
 from cogstats.gates.streaming._adapters import (
     STREAMING_ADAPTERS,
@@ -62,6 +63,8 @@ __all__ = [
     "Judgement",
     "RegressionStats",
     "SkippedLine",
+    "StaleLockWarning",
+    "StateLockedError",
     "StreamingAdapter",
     "StreamingGate",
     "StreamingStats",

@@ -37,15 +37,19 @@ class _Fed(Protocol):
         self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]
     ) -> bool: ...
 
+    def _holds(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> bool: ...
+
     def _validate(
         self, rec: Mapping[str, Any], *, row: int | None, source: str | None
     ) -> tuple[str, float, list[str], dict[str, Any]]: ...
 
 
-__all__ = ["DuplicateRun", "IngestResult", "SkippedLine", "ingest"]
+__all__ = ["DuplicateRun", "IngestResult", "SkippedLine", "ingest", "settle"]
 
 #: bytes read from a JSON Lines file at a time by :meth:`StreamingGate.ingest`
 _CHUNK = 1 << 22
+#: bytes read at a time when settling a marker (usually a few lines past it)
+_SETTLE_CHUNK = 1 << 16
 #: bytes of a followed file's beginning whose digest the ingest marker keeps
 _HEAD = 4096
 #: skipped ingest lines kept in the state (the most recent)
@@ -237,14 +241,20 @@ def _read_lines(
     found: tuple[list[SkippedLine], list[DuplicateRun]],
     counts: list[int],
 ) -> None:
+    """Read the complete lines from ``offset``, recording each (or, settling, checking it).
+
+    With ``on_error="settle"`` nothing is recorded: reading stops at the first line whose
+    run the state does not hold exactly as written (see :func:`settle`).
+    """
     skipped, duplicates = found
     sources = sg._sources
     mark = sg._markers.setdefault(key, Marker())
+    settling = on_error == "settle"
     pending = b""
     while True:
-        chunk = fh.read(_CHUNK)
+        chunk = fh.read(_SETTLE_CHUNK if settling else _CHUNK)
         if not chunk:
-            break
+            return
         data = pending + chunk
         start = 0
         while True:
@@ -252,36 +262,79 @@ def _read_lines(
             if nl < 0:
                 break
             raw = data[start:nl]
-            try:
+            if settling:
                 parsed = _parse_line(sg, raw, line + 1, offset, src)
-            except Exception as exc:  # any failure of one line (a gate's check_run too)
-                if not isinstance(exc, LedgerError):
-                    exc = LedgerError(
-                        f"{type(exc).__name__}: {exc} (line {line + 1}, byte offset {offset})",
-                        row=line + 1,
-                        source=src,
-                    )
-                if on_error == "raise":
-                    raise exc from None  # the marker stays at the start of the bad line
-                skip = SkippedLine(src, line + 1, offset, str(exc))
-                skipped.append(skip)
-                sg._skipped.append(skip)
-                del sg._skipped[:-SKIPPED_KEPT]
-                parsed = None
-            if parsed is not None:
-                run_id = parsed[0]
-                first = sources.get(run_id)
-                changed = sg._commit(*parsed)
-                if first is not None and first != key:
-                    duplicates.append(DuplicateRun(run_id, src, line + 1, first, changed))
-                sources[run_id] = key
-                counts[0] += 1
+                if parsed is not None:
+                    if sources.get(parsed[0], key) != key or not sg._holds(*parsed):
+                        return  # a run the state does not hold as written: ingest's to read
+                    sources[parsed[0]] = key
+            else:
+                try:  # one line, atomically: validated, then recorded (or nothing)
+                    parsed = _parse_line(sg, raw, line + 1, offset, src)
+                    changed = sg._commit(*parsed) if parsed is not None else False
+                except Exception as exc:  # any failure of one line (a gate's check_run,
+                    # its own add_run) leaves the statistics without it
+                    if not isinstance(exc, LedgerError):
+                        exc = LedgerError(
+                            f"{type(exc).__name__}: {exc} (line {line + 1}, byte offset {offset})",
+                            row=line + 1,
+                            source=src,
+                        )
+                    if on_error == "raise":
+                        raise exc from None  # the marker stays at the start of the bad line
+                    skip = SkippedLine(src, line + 1, offset, str(exc))
+                    skipped.append(skip)
+                    sg._skipped.append(skip)
+                    del sg._skipped[:-SKIPPED_KEPT]
+                    parsed = None
+                if parsed is not None:
+                    run_id = parsed[0]
+                    first = sources.get(run_id)
+                    if first is not None and first != key:
+                        duplicates.append(DuplicateRun(run_id, src, line + 1, first, changed))
+                    sources[run_id] = key
+                    counts[0] += 1
             counts[1] += 1
             line += 1
             offset += nl + 1 - start
             start = nl + 1
             mark.offset, mark.line = offset, line
         pending = data[start:]
+
+
+def settle(sg: _Fed) -> None:
+    """Move each followed file's marker past the lines whose runs are recorded already.
+
+    A service that hands each run to :meth:`StreamingGate.record` *and* appends it to a
+    file it ingests leaves the file's marker behind the runs it recorded live; a restart
+    would read those lines again (an O(1) no-op each, but parsed).  Before a save, each
+    file ingested before is read from its marker while its lines hold runs the state
+    holds exactly as written (run id, score, lesson ids, covariates), and the marker
+    moves past them: a restart then reads only the runs the state lacks.  Reading stops
+    at the first other line (a run not recorded, recorded differently, from another
+    file, or a bad line: all left to :meth:`ingest`) and at an incomplete last line.
+    Best effort: a file that is gone, replaced or unreadable keeps its marker (the next
+    ingest reports it).
+    """
+    for key, mark in list(sg._markers.items()):
+        path = Path(key)
+        try:
+            with warnings.catch_warnings():  # warned when each run was recorded
+                warnings.simplefilter("ignore")
+                with path.open("rb") as fh:
+                    if os.fstat(fh.fileno()).st_size <= mark.offset:
+                        continue
+                    if mark.head_len:
+                        head = fh.read(mark.head_len)
+                        if hashlib.sha256(head).hexdigest() != mark.head:
+                            continue  # replaced: ingest says so
+                    fh.seek(mark.offset)
+                    _read_lines(
+                        sg, fh, key, key, "settle", mark.offset, mark.line, ([], []), [0, 0]
+                    )
+                _finish_marker(sg, key, path)
+        except Exception:  # the marker stays where it was (valid: it moves line by line)
+            continue
 
 
 def _finish_marker(sg: _Fed, key: str, path: Path) -> None:

@@ -156,6 +156,10 @@ class StreamingGate:
         self._lock: StateLock | None = None  # held from open() until close()
         self._path: Path | None = None  # the state path open() opened
         self._sources: dict[str, str] = {}  # run id -> the file ingest() read it from
+        # lesson ids validated so far (raw -> the one stored string): each distinct id is
+        # checked once and held once, however many runs list it
+        self._ids: dict[str, str] = {}
+        self._settled = -1  # the statistics' version when save() last settled the markers
 
     # ------------------------------------------------------------------ properties
     @property
@@ -234,7 +238,7 @@ class StreamingGate:
     ) -> tuple[str, float, list[str], dict[str, Any]]:
         try:
             run_id, score, facts, covs = validate_record(
-                rec, row=row or 1, source=source, fact_ids_required=False
+                rec, row=row or 1, source=source, fact_ids_required=False, ids=self._ids
             )
         except LedgerError as exc:
             if row is None:  # record(): no row to name
@@ -265,14 +269,38 @@ class StreamingGate:
             return False
         return all(type(v) is type(covs[k]) and v == covs[k] for k, v in stored.items())
 
+    def _holds(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> bool:
+        """Whether this run is recorded exactly so already (O(lessons + covariates))."""
+        i = self._stats.index_of(run_id)
+        return i is not None and self._same(i, score, facts, covs)
+
     def _commit(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> bool:
-        """Record a validated run; False (nothing done) when it is recorded already, same."""
+        """Record a validated run; False (nothing done) when it is recorded already, same.
+
+        Atomic: the gate's own statistics (its ``add_run``, code outside this module) are
+        updated first, so a gate that raises leaves the shared statistics without the run;
+        its own object, which may be half-updated, is then dropped and rebuilt from the
+        runs at the next look (``gate.statistics(ledger)``).
+        """
         stats = self._stats
         i = stats.index_of(run_id)
         replaced = i is not None
         if i is not None and self._same(i, score, facts, covs):
             return False  # catch-up: a run recorded again unchanged costs O(1)
-        stats.add_run(run_id, score, facts, covs)
+        own = None
+        try:
+            if self._mode == "own":
+                add = getattr(self._own, "add_run", None)
+                if not replaced and callable(add):
+                    own = add(run_id, score, facts, covs)
+                    if own is None:  # updated in place
+                        own = self._own
+            stats.add_run(run_id, score, facts, covs)
+        except BaseException:
+            if self._mode == "own":
+                self._own = None  # rebuilt from the runs (without this one) at the next look
+            self._cache = None
+            raise
         adapter = self._adapter
         if adapter is not None:
             if not replaced:
@@ -282,13 +310,9 @@ class StreamingGate:
                 for k in range(stats.n_runs):
                     adapter.observe(stats, k)
         elif self._mode == "own":
-            add = getattr(self._own, "add_run", None)
-            if replaced or not callable(add):
-                self._own = None  # rebuilt from the runs at the next look
-            else:
-                updated = add(run_id, score, facts, covs)
-                if updated is not None:  # an immutable statistics object returns its update
-                    self._own = updated
+            # an immutable statistics object returns its update; without add_run, or for a
+            # replaced run, the statistics are rebuilt from the runs at the next look
+            self._own = own
         self._cache = None
         return True
 
@@ -516,6 +540,13 @@ class StreamingGate:
         ``adapter/``).  The same state saves to the same bytes.  See docs/production.md,
         "Streaming gates".
 
+        First, when runs were recorded since the last save, the marker of each file
+        :meth:`ingest` read before moves past the lines whose runs the state already
+        holds exactly as written (a service that appends each run to the file and hands
+        it to :meth:`record`): a restart's ``ingest`` then reads only the runs the state
+        lacks.  Reading stops at the first other line (left to ``ingest``); a file that
+        is gone or replaced keeps its marker.
+
         Parameters
         ----------
         path : str or path, optional
@@ -550,6 +581,9 @@ class StreamingGate:
                 )
             path = self._path
         path = Path(path)
+        if self._markers and self._settled != self._stats.version:
+            _ingest.settle(self)  # markers past the lines of runs recorded live
+            self._settled = self._stats.version
         manifest, runs, arrays = self._state()
         mine = self._path is not None and self._path.resolve() == path.resolve()
         if self._lock is not None and self._lock.held and mine:
@@ -775,6 +809,12 @@ class StreamingGate:
             it in :attr:`skipped` (and in the result) and goes on, so it is never retried.
             Any failure of one line counts (an error raised while validating it, the
             gate's ``check_run`` included, becomes a LedgerError naming the line).
+
+        Runs of the file recorded live by :meth:`record` move the marker too, at the next
+        :meth:`save` (see there), so a restart from the saved state does not read them
+        again.  A line whose recording fails (a gate's own ``add_run`` that raises
+        included) records nothing: the shared statistics and the gate's own stay without
+        it (the latter rebuilt from the runs), and ``on_error`` decides as for a bad line.
 
         A run id that an earlier *other* ingested file held is reported
         (:attr:`IngestResult.duplicates`, and a ``LedgerWarning`` naming both files); the
