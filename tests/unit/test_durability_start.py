@@ -19,22 +19,7 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "spending"
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "recommended",
-        pytest.param(
-            "recommended_v2",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="cogstats/estimators/spending_table.json lacks the lifecycle gate's "
-                "default design (alpha 0.0025, 100 looks, hsd): rebuild it with "
-                "python docs/scripts/spending_table.py, then drop this mark (D1: 3-4x "
-                "cycgraph's first decision until then)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("name", ["recommended", "recommended_v1"])
 def test_a_built_in_gates_first_decision_needs_no_solving(
     fresh_cache: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
