@@ -20,6 +20,7 @@ from cogstats.lessons import live_lessons
 
 __all__ = [
     "GATE_T_COLUMN",
+    "GATE_T_OWN_COLUMN",
     "RETEST_ORDERS",
     "STATUSES",
     "RetrievalPolicy",
@@ -46,6 +47,14 @@ GATE_T_COLUMN = "gate_t"
 #: first, skipping those with t below ``-retest_floor`` (the likely guilty: re-testing
 #: them is exposure, and the gate convicts them without it).
 RETEST_ORDERS: tuple[str, ...] = ("random", "likely_innocent")
+
+#: The lesson-table column that says whether :data:`GATE_T_COLUMN` is the lesson's own t
+#: (True: the gate could tell it apart from the lessons it ran with) or not (its group's
+#: t, or the crater t of the runs it was in): the floor of the likely-innocent order
+#: applies only to the latter (re-testing one member of a crater group to tell it apart
+#: costs a likely poison's harm; a suspect with a t of its own is re-tested in its window
+#: until it is convicted or released).
+GATE_T_OWN_COLUMN = "gate_t_own"
 
 #: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
 #: backward compatibility for stores written before eval-gating).
@@ -189,29 +198,36 @@ def likely_innocent(
     """Return the suspect to re-test first, as a one-element list (empty: none).
 
     ``suspended`` in age order (oldest first); each lesson's evidence is the table's
-    :data:`GATE_T_COLUMN` (the gate's t at its last look).  Suspects without one yet
-    (null or NaN, or no such column) come first, one of them drawn by the uniform ``u``
-    (the ``int(u * m)``-th oldest of the ``m``: a re-test is the only way to get a t,
-    and no name or age makes one of them likelier innocent); otherwise the highest t,
-    ties to the oldest, skipping those below ``-floor`` (likely guilty: re-testing them
-    is exposure, and the gate convicts them without it).
+    :data:`GATE_T_COLUMN` (the gate's t at its last look) and :data:`GATE_T_OWN_COLUMN`
+    (whether that t is the lesson's own).  Suspects without a t yet (null or NaN, or no
+    such column) come first, one of them drawn by the uniform ``u`` (the ``int(u *
+    m)``-th oldest of the ``m``: a re-test is the only way to get a t, and no name or age
+    makes one of them likelier innocent); otherwise the highest t, ties to the oldest,
+    skipping those whose t is below ``-floor`` and not their own (a crater group's t:
+    re-testing a member to tell it apart costs a likely poison's harm).
 
     Examples
     --------
+    >>> rows = [("a", -0.4, True), ("b", 0.3, True), ("c", -2.5, False), ("d", -3.0, True)]
     >>> t = validate_lesson_table([
-    ...     {"id": "a", "status": "suspended", "created_at": 1, "gate_t": -0.4},
-    ...     {"id": "b", "status": "suspended", "created_at": 2, "gate_t": 0.3},
-    ...     {"id": "c", "status": "suspended", "created_at": 3, "gate_t": -2.5}])
+    ...     {"id": f, "status": "suspended", "created_at": i, "gate_t": v, "gate_t_own": o}
+    ...     for i, (f, v, o) in enumerate(rows)])
     >>> likely_innocent(t, ["a", "b", "c"], 2.0), likely_innocent(t, ["c"], 2.0)
     (['b'], [])
+    >>> likely_innocent(t, ["c", "d"], 2.0)  # its own t: re-tested to be convicted or cleared
+    ['d']
     >>> likely_innocent(t.drop("gate_t"), ["a", "b", "c"], 2.0, u=0.5)
     ['b']
     """
     if not suspended:
         return []
     tee: dict[str, Any] = {}
+    own: dict[str, Any] = {}
+    ids = lessons["id"].to_list()
     if GATE_T_COLUMN in lessons.columns:
-        tee = dict(zip(lessons["id"].to_list(), lessons[GATE_T_COLUMN].to_list(), strict=True))
+        tee = dict(zip(ids, lessons[GATE_T_COLUMN].to_list(), strict=True))
+    if GATE_T_OWN_COLUMN in lessons.columns:
+        own = dict(zip(ids, lessons[GATE_T_OWN_COLUMN].to_list(), strict=True))
     none_yet: list[str] = []
     best: str | None = None
     best_t = -math.inf
@@ -220,7 +236,7 @@ def likely_innocent(
         t = math.nan if v is None else float(v)
         if math.isnan(t):
             none_yet.append(f)
-        elif t >= -floor and t > best_t:
+        elif (t >= -floor or bool(own.get(f))) and t > best_t:
             best, best_t = f, t
     if none_yet:
         return [none_yet[min(int(u * len(none_yet)), len(none_yet) - 1)]]

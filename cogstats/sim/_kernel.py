@@ -267,7 +267,7 @@ def run_chunk(
     by_age = np.argsort(age_rank)
     status = np.zeros(n_les, dtype=np.int64)
     since = np.zeros(n_les, dtype=np.int64)
-    gate_t = np.full(n_les, math.nan)
+    gate_t = np.full((2, n_les), math.nan)  # each lesson's last gate t; 1 where its own
     n_with = np.zeros(n_les, dtype=np.int64)
     s_with = np.zeros(n_les)
     ss_with = np.zeros(n_les)
@@ -311,7 +311,7 @@ def run_chunk(
         zty[:] = 0.0
         tot3[:] = 0.0
         since[:] = 0
-        gate_t[:] = math.nan
+        gate_t[:, :] = math.nan
         cov_lo[:] = math.inf
         cov_hi[:] = -math.inf
         first_trial = out_first_trial[rep]

@@ -562,7 +562,8 @@ def lifecycle_gate(
         # the group it ran with
         # the re-test order's evidence: the lesson's t (its group's, for a lesson that
         # shares its pattern), or without one the crater t of the runs it was in
-        gate_t[cols[i]] = x[_T, i] if math.isfinite(x[_T, i]) else x[_CT, i]
+        gate_t[0, cols[i]] = x[_T, i] if math.isfinite(x[_T, i]) else x[_CT, i]
+        gate_t[1, cols[i]] = 1.0 if ident[i] else 0.0
     cap = events.shape[0]
     for jj in range(n_les):
         j = by_age[jj]

@@ -357,8 +357,9 @@ def _eligible(
     window (``retest_window`` > 0) those with ``run - since < retest_window``.  With the
     likely-innocent order only one is eligible
     (:func:`cogstats.retrieval._base.likely_innocent`): among those without a gate t yet
-    (``gate_t`` NaN) one drawn by ``u_tie``; else the one whose t is highest, ties
-    oldest first, skipping those with t below ``-retest_floor``.
+    (``gate_t[0]`` NaN) one drawn by ``u_tie``; else the one whose t is highest, ties
+    oldest first, skipping those whose t is below ``-retest_floor`` and not their own
+    (``gate_t[1]`` 0: a group's t, or a crater t).
     """
     window = pi[WINDOW]
     likely = pi[RETEST_ORDER] == RETEST_LIKELY_INNOCENT
@@ -371,11 +372,11 @@ def _eligible(
         j = by_age[jj]
         if status[j] == STATUS_SUSPENDED and (window <= 0 or run - since[j] < window):
             if likely:
-                t = gate_t[j]
+                t = gate_t[0, j]
                 if math.isnan(t):
                     out[n_nan] = j  # no t yet: these go first, one of them at random
                     n_nan += 1
-                elif t >= floor and t > best_t:
+                elif (t >= floor or gate_t[1, j] == 1.0) and t > best_t:
                     best = j
                     best_t = t
             else:

@@ -17,9 +17,9 @@ sees candidates, admitted and verified lessons, and the suspended ones when the 
 has a re-test slot (``retests_suspended``); each row of the lesson table it is shown
 carries ``status_since`` (the lesson's ``since``) and ``gate_t`` (the lesson's t at the
 gate's last look, from the report's ``t_stat``, or its ``crater_t`` where it has none;
-NaN before one) and the context the
-coming run (``{"family": ..., "run": ...}``), so that a re-test window and the
-likely-innocent re-test order can be applied.  The
+NaN before one) with ``gate_t_own`` (the report's ``identifiable``: the t is its own),
+and the context the coming run (``{"family": ..., "run": ...}``), so that a re-test
+window and the likely-innocent re-test order can be applied.  The
 simulated ledger names the true difficulty ``true_difficulty`` (a covariate no gate
 selects by default).
 
@@ -133,6 +133,7 @@ def run_reference(
         status: dict[str, str] = {}
         since: dict[str, int] = {}
         gate_t: dict[str, float] = {}  # each lesson's t at the gate's last look
+        gate_own: dict[str, bool] = {}  # ... and whether it is the lesson's own
         e = prep.effects[rep]
         for r in range(runs):
             run = r + 1
@@ -147,6 +148,7 @@ def run_reference(
                     "applies_to": None if lessons.applies[j] < 0 else fam_names[lessons.applies[j]],
                     "status_since": since[lessons.ids[j]],
                     "gate_t": gate_t.get(lessons.ids[j], math.nan),
+                    "gate_t_own": gate_own.get(lessons.ids[j], False),
                 }
                 for j in order
                 if status.get(lessons.ids[j]) in shown
@@ -222,6 +224,7 @@ def run_reference(
                 if "t_stat" in row:  # the re-test order's evidence (t, else crater t)
                     t = row["t_stat"] if row["t_stat"] is not None else row.get("crater_t")
                     gate_t[row["fact_id"]] = math.nan if t is None else float(t)
+                    gate_own[row["fact_id"]] = bool(row.get("identifiable"))
                 _apply(row, run, rep, index, status, since, raw, events)
         trials = ledger.fact_stats()
         for f, t in zip(trials["fact_id"], trials["trials"], strict=True):
