@@ -166,3 +166,36 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 if __name__ == "__main__":
     cli(run, __doc__)
+
+
+def table(out: dict[str, Any]) -> str:
+    """Plain-text tables of :func:`run`'s figures: S1 cells by noise and ledger, then S4.
+
+    Each S1 cell: the preset's figure / cycgraph's inference rule's (correct verdicts;
+    at effect 0 the share decided; for a negative effect the preset's share out of the
+    prompt in brackets).
+    """
+    lines = []
+    for name in S1_SPECS:
+        for noise in NOISES:
+            rec = out["s1"][f"{name}/noise {noise}/recommended"]["cells"]
+            ref = out["s1"][f"{name}/noise {noise}/cycgraph_inference"]["cells"]
+            lines.append(f"S1 {name} ledger, noise {noise}: recommended / cycgraph inference")
+            budgets = sorted({c["budget"] for c in rec})
+            lines.append("effect | " + " | ".join(f"by run {b}" for b in budgets))
+            for e in sorted({c["effect"] for c in rec}):
+                cells = []
+                for b in budgets:
+                    a = next(c for c in rec if c["effect"] == e and c["budget"] == b)
+                    r = next(c for c in ref if c["effect"] == e and c["budget"] == b)
+                    key = "decided" if e == 0 else "correct"
+                    text = f"{a[key]['value']:.3f} / {r[key]['value']:.3f}"
+                    if e < 0:
+                        text += f" ({a['out_of_prompt']['value']:.2f})"
+                    cells.append(text)
+                lines.append(f"{e:+.2f} | " + " | ".join(cells))
+            lines.append("")
+    for label, s in out["s4"].items():
+        f = s["false_decision_rate"]
+        lines.append(f"S4, {label}: {f['value']:.4f} ± {f['mcse']:.4f} promoted or convicted")
+    return "\n".join(lines)

@@ -1,7 +1,8 @@
 """The recommended preset (the lesson lifecycle gate) measured in the simulator (issue 18).
 
 Runs S2 (``simulations/poison_crater.toml``), every committed S2 variant
-(``simulations/s2_variants/*.toml``) and ``simulations/s2_helpful_lessons.toml`` with
+(``simulations/s2_variants/*.toml``), ``simulations/s2_helpful_lessons.toml`` and the
+recorded demo's simulation (``simulations/cycgraph_demo.toml``) with
 three contenders on the same seeds (each spec's own), in the compiled engine:
 
 - ``margin``: cycgraph's margin rule with the spec's own gate options and retrieval
@@ -41,6 +42,8 @@ from benchmarks._common import cli, machine
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = {
     "S2": "simulations/poison_crater.toml",
+    # cycgraph's recorded demo's schedule and policy, with assumed true effects
+    "cycgraph_demo": "simulations/cycgraph_demo.toml",
     "helpful_lessons": "simulations/s2_helpful_lessons.toml",
     **{
         p.stem: f"simulations/s2_variants/{p.name}"

@@ -1,0 +1,178 @@
+"""The recommended preset's design pieces (issue 18), each against a hand-computable case.
+
+- duplicate groups in the debiased ridge: a lesson that shares its inclusion pattern with
+  others carries its group's t, which equals the t of one lesson standing for the group
+  (the same ledger with the group's ids merged into one id);
+- the likely-innocent re-test order (none-yet first and drawn by the uniform; highest t;
+  the floor only for a t that is not the suspect's own);
+- the baseline kept by the fill and by the admitted lessons of the verified block;
+- the runs before the coming one (the context's run, else the ledger);
+- the rename: a state saved as ``recommended`` by the first gate loads as
+  ``recommended_v1`` (and one saved as ``recommended_v2`` as ``recommended``) with a
+  warning, and reports as the saved gate did.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from cogstats import Ledger
+from cogstats.estimators.debiased_ridge import duplicate_groups, ridge_fit, ridge_statistics
+from cogstats.gates import LifecycleGate, RecommendedGate, StreamingGate, make_gate
+from cogstats.gates.streaming import _state
+from cogstats.lessons import lesson_table
+from cogstats.retrieval import InProgressFirst
+from cogstats.retrieval._base import (
+    fill_candidates,
+    likely_innocent,
+    runs_before,
+    verified_block,
+)
+
+
+def _ledger(merge: bool) -> Ledger:
+    """60 runs: P and Q always together (merged into PQ when ``merge``), a and b at random."""
+    rng = np.random.default_rng(3)
+    recs = []
+    for i in range(60):
+        pq = bool(rng.random() < 0.4)
+        a, b = bool(rng.random() < 0.5), bool(rng.random() < 0.5)
+        y = 0.6 - 0.25 * pq + 0.05 * a + rng.normal(0, 0.05)
+        facts = (["PQ"] if merge else ["P", "Q"]) if pq else []
+        facts += ["a"] * a + ["b"] * b
+        recs.append({"run_id": f"r{i}", "score": float(np.clip(y, 0, 1)), "fact_ids": facts})
+    return Ledger.from_records(recs)
+
+
+def test_duplicate_group_members_carry_the_group_t() -> None:
+    """P and Q share every run: each carries the t of the merged lesson PQ (to 1e-12)."""
+    split, merged = _ledger(False), _ledger(True)
+    st = ridge_statistics(split)
+    rep = duplicate_groups(st.gram, st.n_fixed, st.runs)
+    ids = list(st.fact_ids)
+    assert rep[ids.index("Q")] == ids.index("P") and rep[ids.index("a")] == ids.index("a")
+    grouped = ridge_fit(st, group_duplicates=True)
+    plain = ridge_fit(st)
+    one = ridge_fit(ridge_statistics(merged))
+    at = {f: i for i, f in enumerate(ridge_statistics(merged).fact_ids)}
+    for f in ("P", "Q"):
+        i = ids.index(f)
+        assert not grouped.identifiable[i] and np.isnan(grouped.estimate[i])
+        assert grouped.t[i] == pytest.approx(float(one.t[at["PQ"]]), abs=1e-12)
+        assert np.isnan(plain.t[i])  # without groups: held, no t at all
+    for f in ("a", "b"):  # the others: as in the merged ledger
+        i = ids.index(f)
+        assert grouped.t[i] == pytest.approx(float(one.t[at[f]]), abs=1e-12)
+        assert grouped.estimate[i] == pytest.approx(float(one.estimate[at[f]]), abs=1e-12)
+    assert float(one.t[at["PQ"]]) < -5  # the group is clearly harmful
+
+
+def test_the_lifecycle_gate_suspends_a_harmful_group_on_its_t() -> None:
+    report = LifecycleGate().evaluate(_ledger(False)).to_frame()
+    rows = {r["fact_id"]: r for r in report.iter_rows(named=True)}
+    for f in ("P", "Q"):
+        assert rows[f]["decision"] == "suspend" and rows[f]["why"] == "suspect"
+        assert rows[f]["identifiable"] is False and rows[f]["t_stat"] < -5
+        assert rows[f]["estimate"] is None  # not estimable apart: not convicted
+
+
+def _suspects(rows: list[tuple[str, float | None, bool]]) -> pl.DataFrame:
+    return lesson_table(
+        [
+            {"id": f, "status": "suspended", "created_at": i, "gate_t": t, "gate_t_own": own}
+            for i, (f, t, own) in enumerate(rows)
+        ]
+    )
+
+
+def test_likely_innocent_order() -> None:
+    t = _suspects([("a", -1.0, True), ("b", 0.4, True), ("g", -3.0, False), ("h", -3.5, True)])
+    ids = ["a", "b", "g", "h"]
+    assert likely_innocent(t, ids, 2.0) == ["b"]  # highest t
+    assert likely_innocent(t, ["g"], 2.0) == []  # a group's t below the floor
+    assert likely_innocent(t, ["g", "h"], 2.0) == ["h"]  # its own t: re-tested anyway
+    assert likely_innocent(t, ["g"], 4.0) == ["g"]  # above a lower floor
+    none = _suspects([("x", None, False), ("y", None, False), ("z", 5.0, True)])
+    # no t yet goes first, one of them drawn by the uniform (the int(u * m)-th oldest)
+    assert likely_innocent(none, ["x", "y", "z"], 2.0, u=0.2) == ["x"]
+    assert likely_innocent(none, ["x", "y", "z"], 2.0, u=0.7) == ["y"]
+
+
+def test_the_re_test_slot_takes_the_likely_innocent_suspect() -> None:
+    store = [
+        {"id": "c1", "status": "candidate", "created_at": 1},
+        {"id": "s1", "status": "suspended", "created_at": 2, "status_since": 3, "gate_t": -1.2},
+        {"id": "s2", "status": "suspended", "created_at": 3, "status_since": 3, "gate_t": 0.1},
+    ]
+    pol = InProgressFirst(
+        max_facts=4, candidate_slots=2, retest_order="likely_innocent", retest_prob=1.0
+    )
+    sel = pol.select_with_uniforms(store, Ledger(), np.array([0.3, 0.9]), context={"run": 4})
+    assert sel.fact_ids == ("c1", "s2")
+    assert sel.propensities == {"c1": 1.0, "s2": 1.0}  # the one eligible suspect, at 1
+
+
+def test_the_fill_and_the_admitted_keep_a_baseline() -> None:
+    ledger = Ledger.from_records(
+        [
+            {"run_id": "r1", "score": 0.5, "fact_ids": ["a", "b"]},
+            {"run_id": "r2", "score": 0.5, "fact_ids": ["a"]},
+            {"run_id": "r3", "score": 0.5, "fact_ids": []},
+        ]
+    )
+    cands = pl.DataFrame({"id": ["a", "b", "c"], "created_at": [1, 2, 3]})
+    # a: 2 runs with, 1 without -> out; b: 1 with, 2 without -> in; c: new -> in
+    assert fill_candidates(cands, [], ledger, 3) == ["c", "b"]
+    adm = lesson_table(
+        [
+            {"id": "a", "status": "admitted", "created_at": 1},
+            {"id": "b", "status": "admitted", "created_at": 2},
+            {"id": "v", "status": "verified", "created_at": 3},
+        ]
+    )
+    assert verified_block(adm, ledger)["id"].to_list() == ["v", "b"]  # verified always in
+    # counted from the coming run when the context gives it (unrecorded empty runs count)
+    assert verified_block(adm, ledger, before=4)["id"].to_list() == ["v", "b", "a"]
+    assert runs_before(ledger, None) == 3 and runs_before(ledger, {"run": 6}) == 5
+
+
+def _renamed_state(tmp_path: Path, gate: object, old_name: str) -> tuple[Path, StreamingGate]:
+    """A state saved today, its manifest naming the gate as an older cogstats did."""
+    sg = StreamingGate(gate)
+    rng = np.random.default_rng(1)
+    for i in range(40):
+        facts = [f"L{j}" for j in rng.choice(6, 2, replace=False)]
+        sg.record(f"r{i}", float(rng.random()), facts, difficulty_proxy=float(rng.random()))
+    path = sg.save(tmp_path / "state.npz")
+    manifest, runs, arrays = _state.read_state(path)
+    manifest = {**manifest, "gate": {**manifest["gate"], "name": old_name}}
+    _state.write_state(path, manifest, runs, arrays)
+    return path, sg
+
+
+def test_a_state_saved_as_recommended_by_the_first_gate_loads_as_recommended_v1(
+    tmp_path: Path,
+) -> None:
+    path, sg = _renamed_state(tmp_path, RecommendedGate(), "recommended")
+    with pytest.warns(UserWarning, match="loaded as 'recommended_v1'"):
+        back = StreamingGate.load(path)
+    assert isinstance(back.gate, RecommendedGate) and back.gate == sg.gate
+    assert back.report().to_frame().equals(sg.report().to_frame())
+
+
+def test_a_state_saved_as_recommended_v2_loads_as_recommended(tmp_path: Path) -> None:
+    path, sg = _renamed_state(tmp_path, LifecycleGate(), "recommended_v2")
+    with pytest.warns(UserWarning, match="loaded as 'recommended'"):
+        back = StreamingGate.load(path, gate=make_gate("recommended"))
+    assert isinstance(back.gate, LifecycleGate)
+    assert back.report().to_frame().equals(sg.report().to_frame())
+    # a state saved under today's names loads without a warning
+    today = sg.save(tmp_path / "today.npz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(StreamingGate.load(today).gate, LifecycleGate)
