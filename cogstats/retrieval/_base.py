@@ -26,8 +26,11 @@ __all__ = [
     "RetrievalPolicy",
     "Selection",
     "lesson_table",
+    "likely_guilty",
+    "likely_innocent",
     "retest_eligible",
     "retest_pick",
+    "split_for_retest",
     "split_lessons",
 ]
 
@@ -43,17 +46,17 @@ GATE_T_COLUMN = "gate_t"
 
 #: The re-test orders: ``"random"``, uniform among the eligible suspects, each with a
 #: logged propensity; ``"likely_innocent"``, the eligible suspect whose last gate t is
-#: highest (none yet counts as highest: it needs a re-test to have one), ties oldest
-#: first, skipping those with t below ``-retest_floor`` (the likely guilty: re-testing
-#: them is exposure, and the gate convicts them without it).
+#: highest (none yet comes first: it needs a re-test to have one), ties oldest first,
+#: among those with t at least ``-retest_floor``; when there is none, the likely-guilty
+#: suspect with its own t (:func:`likely_guilty`), only into a place left empty.
 RETEST_ORDERS: tuple[str, ...] = ("random", "likely_innocent")
 
 #: The lesson-table column that says whether :data:`GATE_T_COLUMN` is the lesson's own t
 #: (True: the gate could tell it apart from the lessons it ran with) or not (its group's
-#: t, or the crater t of the runs it was in): the floor of the likely-innocent order
-#: applies only to the latter (re-testing one member of a crater group to tell it apart
-#: costs a likely poison's harm; a suspect with a t of its own is re-tested in its window
-#: until it is convicted or released).
+#: t, or the crater t of the runs it was in).  Below the floor of the likely-innocent
+#: order, a suspect with its own t is re-tested into a place the prompt leaves empty
+#: (:func:`likely_guilty`), to be convicted or cleared; one without is not (re-testing a
+#: member of a crater group to tell it apart costs a likely poison's harm).
 GATE_T_OWN_COLUMN = "gate_t_own"
 
 #: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
@@ -168,6 +171,40 @@ def split_lessons(
     >>> live["id"].to_list(), sus
     (['b'], ['a'])
     """
+    live, suspended, _ = split_for_retest(
+        lessons,
+        retest_window=retest_window,
+        context=context,
+        retest_order=retest_order,
+        retest_floor=retest_floor,
+        u_order=u_order,
+    )
+    return live, suspended
+
+
+def split_for_retest(
+    lessons: pl.DataFrame | Iterable[Mapping[str, Any]],
+    *,
+    retest_window: int | None = None,
+    context: Mapping[str, Any] | None = None,
+    retest_order: str = "random",
+    retest_floor: float = 1.5,
+    u_order: float = 0.0,
+) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """:func:`split_lessons` with the likely-guilty suspect: (live, suspects, guilty).
+
+    ``guilty`` is empty unless ``retest_order="likely_innocent"`` found no suspect to
+    re-test first: then it holds :func:`likely_guilty`'s suspect, which a policy re-tests
+    only into a place its prompt leaves empty.
+
+    Examples
+    --------
+    >>> live, sus, guilty = split_for_retest(
+    ...     [{"id": "a", "status": "suspended", "created_at": 1, "gate_t": -3.0,
+    ...       "gate_t_own": True}], retest_order="likely_innocent", retest_floor=2.0)
+    >>> sus, guilty
+    ([], ['a'])
+    """
     table = validate_lesson_table(lessons)
     suspended = (
         table.filter((pl.col("status") == SUSPENDED).fill_null(False))
@@ -175,8 +212,11 @@ def split_lessons(
         .to_list()
     )
     suspended = retest_eligible(table, suspended, retest_window, context)
-    suspended = order_suspects(table, suspended, retest_order, retest_floor, u_order)
-    return live_lessons(table), suspended
+    first = order_suspects(table, suspended, retest_order, retest_floor, u_order)
+    guilty: list[str] = []
+    if retest_order == "likely_innocent" and not first:
+        guilty = likely_guilty(table, suspended, retest_floor)
+    return live_lessons(table), first, guilty
 
 
 def order_suspects(
@@ -192,6 +232,47 @@ def order_suspects(
     return suspended
 
 
+def _evidence(lessons: pl.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each lesson's gate t and whether it is its own (empty when the columns are absent)."""
+    ids = lessons["id"].to_list()
+    tee: dict[str, Any] = {}
+    own: dict[str, Any] = {}
+    if GATE_T_COLUMN in lessons.columns:
+        tee = dict(zip(ids, lessons[GATE_T_COLUMN].to_list(), strict=True))
+    if GATE_T_OWN_COLUMN in lessons.columns:
+        own = dict(zip(ids, lessons[GATE_T_OWN_COLUMN].to_list(), strict=True))
+    return tee, own
+
+
+def likely_guilty(lessons: pl.DataFrame, suspended: list[str], floor: float) -> list[str]:
+    """Return the suspect to re-test when none is likely innocent (one-element list, or empty).
+
+    Among ``suspended`` (age order), those whose own t (:data:`GATE_T_OWN_COLUMN` true)
+    is below ``-floor``, the highest t first, ties to the oldest: a suspect the gate can
+    judge apart, re-tested to be convicted or cleared.  A policy puts it only into a
+    place its prompt leaves empty (it displaces nothing).  A t below ``-floor`` that is
+    not the suspect's own (a crater group's) is never re-tested.
+
+    Examples
+    --------
+    >>> rows = [("a", -3.0, True), ("b", -2.5, True), ("g", -4.0, False)]
+    >>> t = validate_lesson_table([
+    ...     {"id": f, "status": "suspended", "created_at": i, "gate_t": v, "gate_t_own": o}
+    ...     for i, (f, v, o) in enumerate(rows)])
+    >>> likely_guilty(t, ["a", "b", "g"], 2.0), likely_guilty(t, ["g"], 2.0)
+    (['b'], [])
+    """
+    tee, own = _evidence(lessons)
+    best: str | None = None
+    best_t = -math.inf
+    for f in suspended:
+        v = tee.get(f)
+        t = math.nan if v is None else float(v)
+        if bool(own.get(f)) and not math.isnan(t) and t < -floor and t > best_t:
+            best, best_t = f, t
+    return [] if best is None else [best]
+
+
 def likely_innocent(
     lessons: pl.DataFrame, suspended: list[str], floor: float, u: float = 0.0
 ) -> list[str]:
@@ -202,9 +283,8 @@ def likely_innocent(
     (whether that t is the lesson's own).  Suspects without a t yet (null or NaN, or no
     such column) come first, one of them drawn by the uniform ``u`` (the ``int(u *
     m)``-th oldest of the ``m``: a re-test is the only way to get a t, and no name or age
-    makes one of them likelier innocent); otherwise the highest t, ties to the oldest,
-    skipping those whose t is below ``-floor`` and not their own (a crater group's t:
-    re-testing a member to tell it apart costs a likely poison's harm).
+    makes one of them likelier innocent); otherwise the highest t at least ``-floor``,
+    ties to the oldest.  (A suspect below the floor is :func:`likely_guilty`'s.)
 
     Examples
     --------
@@ -212,22 +292,14 @@ def likely_innocent(
     >>> t = validate_lesson_table([
     ...     {"id": f, "status": "suspended", "created_at": i, "gate_t": v, "gate_t_own": o}
     ...     for i, (f, v, o) in enumerate(rows)])
-    >>> likely_innocent(t, ["a", "b", "c"], 2.0), likely_innocent(t, ["c"], 2.0)
+    >>> likely_innocent(t, ["a", "b", "c"], 2.0), likely_innocent(t, ["c", "d"], 2.0)
     (['b'], [])
-    >>> likely_innocent(t, ["c", "d"], 2.0)  # its own t: re-tested to be convicted or cleared
-    ['d']
     >>> likely_innocent(t.drop("gate_t"), ["a", "b", "c"], 2.0, u=0.5)
     ['b']
     """
     if not suspended:
         return []
-    tee: dict[str, Any] = {}
-    own: dict[str, Any] = {}
-    ids = lessons["id"].to_list()
-    if GATE_T_COLUMN in lessons.columns:
-        tee = dict(zip(ids, lessons[GATE_T_COLUMN].to_list(), strict=True))
-    if GATE_T_OWN_COLUMN in lessons.columns:
-        own = dict(zip(ids, lessons[GATE_T_OWN_COLUMN].to_list(), strict=True))
+    tee, _ = _evidence(lessons)
     none_yet: list[str] = []
     best: str | None = None
     best_t = -math.inf
@@ -236,7 +308,7 @@ def likely_innocent(
         t = math.nan if v is None else float(v)
         if math.isnan(t):
             none_yet.append(f)
-        elif (t >= -floor or bool(own.get(f))) and t > best_t:
+        elif t >= -floor and t > best_t:
             best, best_t = f, t
     if none_yet:
         return [none_yet[min(int(u * len(none_yet)), len(none_yet) - 1)]]

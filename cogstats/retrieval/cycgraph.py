@@ -27,7 +27,7 @@ from cogstats.retrieval._base import (
     fill_candidates,
     retest_pick,
     runs_before,
-    split_lessons,
+    split_for_retest,
     verified_block,
 )
 from cogstats.retrieval._registry import register_policy
@@ -76,7 +76,7 @@ class _Gated(ABC):
         object.__setattr__(self, "retest_floor", floor)
 
     def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
-        return split_lessons(
+        return split_for_retest(
             lessons,
             retest_window=self.retest_window,
             context=context,
@@ -106,10 +106,11 @@ class _Gated(ABC):
         """
         if self.retest_order == "likely_innocent":  # two uniforms: the slot, the order
             u = np.random.default_rng(rng).random(2)
-            table, suspended = self._split(lessons, context, float(u[1]))
-            u0 = float(u[0]) if suspended else 1.0
-            return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
-        table, suspended = self._split(lessons, context, 0.0)
+            table, suspended, guilty = self._split(lessons, context, float(u[1]))
+            u0 = float(u[0]) if suspended or guilty else 1.0
+            before = runs_before(ledger, context)
+            return self._select(table, suspended, ledger, u0, before, guilty)
+        table, suspended, _ = self._split(lessons, context, 0.0)
         u0 = float(np.random.default_rng(rng).random()) if suspended else 1.0
         return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
 
@@ -120,6 +121,7 @@ class _Gated(ABC):
         ledger: Ledger | None,
         u0: float,
         before: int,
+        guilty: list[str] | None = None,
     ) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand)
@@ -138,6 +140,12 @@ class _Gated(ABC):
             fact_ids += tuple(fill_candidates(cands, fact_ids, ledger, room - ver.height, before))
         if pick is not None:
             fact_ids += (pick,)
+        elif guilty and self.candidate_slots > 0:
+            # the likely-guilty suspect, only into a place left empty (logged if placed)
+            late, late_props = retest_pick(guilty, u0, self.retest_prob)
+            if late is not None and len(fact_ids) < self.max_facts:
+                fact_ids += (late,)
+                props = late_props
         if not props:
             return Selection(fact_ids)
         # the rest of the prompt is deterministic given the re-test draw: propensity 1
@@ -161,9 +169,10 @@ class _Gated(ABC):
         suspended: the first draws the re-test slot, the second the likely-innocent
         order's suspect among those without a t.
         """
-        table, suspended = self._split(lessons, context, float(uniforms[1]))
-        u0 = float(uniforms[0]) if suspended else 1.0
-        return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
+        table, suspended, guilty = self._split(lessons, context, float(uniforms[1]))
+        u0 = float(uniforms[0]) if suspended or guilty else 1.0
+        before = runs_before(ledger, context)
+        return self._select(table, suspended, ledger, u0, before, guilty)
 
 
 @register_policy(

@@ -43,7 +43,7 @@ from cogstats.retrieval._base import (
     check_slots,
     retest_pick,
     runs_before,
-    split_lessons,
+    split_for_retest,
     verified_block,
 )
 from cogstats.retrieval._registry import register_policy
@@ -92,7 +92,7 @@ class _Pooled:
         object.__setattr__(self, "retest_floor", floor)
 
     def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
-        return split_lessons(
+        return split_for_retest(
             lessons,
             retest_window=self.retest_window,
             context=context,
@@ -120,11 +120,11 @@ class _Pooled:
         gen = np.random.default_rng(rng)
         # the likely-innocent order's uniform first (none drawn for the random order)
         u_order = float(gen.random()) if self.retest_order == "likely_innocent" else 0.0
-        table, suspended = self._split(lessons, context, u_order)
+        table, suspended, guilty = self._split(lessons, context, u_order)
         size = self._pool_size(table)
-        u = gen.random(size + bool(suspended))
+        u = gen.random(size + bool(suspended or guilty))
         before = runs_before(ledger, context)
-        return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]), before)
+        return self._select_pool(table, ledger, u[:size], suspended, float(u[-1]), before, guilty)
 
     def uniforms_per_run(self, n_lessons: int) -> int:
         """Pre-drawn uniforms a simulated run needs: two coins and one per pool position."""
@@ -145,9 +145,9 @@ class _Pooled:
         order's suspect among those without a t.
         """
         u = np.asarray(uniforms, dtype=float)
-        table, suspended = self._split(lessons, context, float(u[1]))
+        table, suspended, guilty = self._split(lessons, context, float(u[1]))
         before = runs_before(ledger, context)
-        return self._select_pool(table, ledger, u[2:], suspended, float(u[0]), before)
+        return self._select_pool(table, ledger, u[2:], suspended, float(u[0]), before, guilty)
 
     def _select_pool(
         self,
@@ -157,6 +157,7 @@ class _Pooled:
         suspended: list[str] | None = None,
         u_retest: float = 1.0,
         before: int | None = None,
+        guilty: list[str] | None = None,
     ) -> Selection:
         u = np.asarray(uniforms, dtype=float)
         size = self._pool_size(table)
@@ -174,6 +175,12 @@ class _Pooled:
         room = self.max_facts - len(chosen) - (pick is not None)
         ver = verified["id"].to_list()[:room]
         fact_ids = tuple(ver) + tuple(chosen) + ((pick,) if pick is not None else ())
+        if pick is None and guilty and self.candidate_slots > 0:
+            # the likely-guilty suspect, only into a place left empty (logged if placed)
+            late, late_props = retest_pick(guilty, u_retest, self.retest_prob)
+            if late is not None and len(fact_ids) < self.max_facts:
+                fact_ids += (late,)
+                retest = late_props
         if props is None and not retest:
             return Selection(fact_ids)
         # a deterministic choice (Designed) given the re-test draw: propensity 1

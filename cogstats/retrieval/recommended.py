@@ -41,7 +41,7 @@ from cogstats.retrieval._base import (
     fill_candidates,
     retest_pick,
     runs_before,
-    split_lessons,
+    split_for_retest,
     verified_block,
 )
 from cogstats.retrieval._registry import register_policy
@@ -189,7 +189,7 @@ class SuspectFirst:
         object.__setattr__(self, "retest_floor", floor)
 
     def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
-        return split_lessons(
+        return split_for_retest(
             lessons,
             retest_window=self.retest_window,
             context=context,
@@ -217,10 +217,11 @@ class SuspectFirst:
         gen = np.random.default_rng(rng)
         # the likely-innocent order's uniform first (none drawn for the random order)
         u_order = float(gen.random()) if self.retest_order == "likely_innocent" else 0.0
-        table, suspended = self._split(lessons, context, u_order)
+        table, suspended, guilty = self._split(lessons, context, u_order)
         n = int((table["status"] == "candidate").fill_null(False).sum())
         u = gen.random(2 + n)
-        return self._choose(table, ledger, u, suspended, runs_before(ledger, context))
+        before = runs_before(ledger, context)
+        return self._choose(table, ledger, u, suspended, before, guilty)
 
     def select_with_uniforms(
         self,
@@ -236,9 +237,10 @@ class SuspectFirst:
         ``uniforms[0]`` decides the re-test slot when lessons are suspended, ``uniforms[1]``
         the likely-innocent order's suspect among those without a t.
         """
-        table, suspended = self._split(lessons, context, float(uniforms[1]))
+        table, suspended, guilty = self._split(lessons, context, float(uniforms[1]))
         u = np.asarray(uniforms, dtype=float)
-        return self._choose(table, ledger, u, suspended, runs_before(ledger, context))
+        before = runs_before(ledger, context)
+        return self._choose(table, ledger, u, suspended, before, guilty)
 
     def _choose(
         self,
@@ -247,6 +249,7 @@ class SuspectFirst:
         u: np.ndarray,
         suspended: list[str],
         before: int,
+        guilty: list[str] | None = None,
     ) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand).sort(["created_at", "id"], maintain_order=True)["id"]
@@ -287,6 +290,11 @@ class SuspectFirst:
             # (deterministic given the draws; the policy logs no design propensities)
             cand_rows = table.filter(is_cand)
             fact_ids += tuple(fill_candidates(cand_rows, fact_ids, ledger, room - len(ver), before))
+        if pick is None and guilty and self.candidate_slots > 0:
+            # the likely-guilty suspect, only into a place left empty (logged if placed)
+            late, late_props = retest_pick(guilty, float(u[0]), self.retest_prob)
+            if late is not None and len(fact_ids) < self.max_facts:
+                pick, retest = late, late_props
         if pick is None and not retest:
             return Selection(fact_ids)
         # the rest is logged with propensity 1 (the ledger asks a propensity of every

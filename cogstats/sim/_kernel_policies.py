@@ -223,9 +223,12 @@ def select(
     slots = pi[SLOTS]
     pick = -1
     n_elig = 0
+    deferred = False
     if slots > 0:
-        pick, n_elig = retest_slot(pi, pf, status, since, run, by_age, u[0], kbuf, gate_t, u[1])
-    if pick >= 0:
+        pick, n_elig, deferred = retest_slot(
+            pi, pf, status, since, run, by_age, u[0], kbuf, gate_t, u[1]
+        )
+    if pick >= 0 and not deferred:
         slots -= 1
     cand = ibuf[0]
     n = 0
@@ -303,7 +306,7 @@ def select(
                         nr += 1
                 count = pick_smallest(ur[:nr], rest[:nr], min(slots, nr), bbuf[0], inj, count)
     n_chosen = count
-    if pick >= 0:
+    if pick >= 0 and not deferred:
         inj[count] = pick
         count += 1
     # verified block (newest first, then admitted lessons in rotation) fills the places left
@@ -316,8 +319,18 @@ def select(
         count = _fill_empty(
             status, trials, age_rank, n_les, max_facts, inj, count, kbuf, bbuf, run - 1
         )
+    main = count
+    if deferred:
+        # a likely-guilty suspect (its own t below the floor) is re-tested only into a
+        # place the prompt leaves empty: it displaces nothing (logged only when placed)
+        if pick >= 0 and count < max_facts:
+            inj[count] = pick
+            count += 1
+        else:
+            pick = -1
+            n_elig = 0
     if policy == POLICY_RANDOMIZED:  # the verified block is logged at 1 (its pool above)
-        for i in range(n_chosen + (pick >= 0), count):
+        for i in range(n_chosen + (pick >= 0 and not deferred), main):
             pid[n_logged] = inj[i]
             pval[n_logged] = 1.0
             n_logged += 1
@@ -331,7 +344,7 @@ def select(
                     pval[n_logged] = 1.0
                     n_logged += 1
         share = pf[RETEST_PROB] / n_elig
-        _eligible(pi, pf, status, since, run, by_age, kbuf, gate_t, u[1])
+        _eligible(pi, pf, status, since, run, by_age, kbuf, gate_t, u[1])  # the same list
         for i in range(n_elig):
             pid[n_logged] = kbuf[i]
             pval[n_logged] = share
@@ -350,7 +363,7 @@ def _eligible(
     out: np.ndarray,
     gate_t: np.ndarray,
     u_tie: float,
-) -> int:
+) -> tuple[int, bool]:
     """Write the suspended lessons the re-test slot may draw, oldest first; return their count.
 
     :func:`cogstats.retrieval._base.retest_eligible`: every suspended lesson, or with a
@@ -358,8 +371,10 @@ def _eligible(
     likely-innocent order only one is eligible
     (:func:`cogstats.retrieval._base.likely_innocent`): among those without a gate t yet
     (``gate_t[0]`` NaN) one drawn by ``u_tie``; else the one whose t is highest, ties
-    oldest first, skipping those whose t is below ``-retest_floor`` and not their own
-    (``gate_t[1]`` 0: a group's t, or a crater t).
+    oldest first, among those whose t is at least ``-retest_floor``; when there is none,
+    the suspect whose own t (``gate_t[1]`` 1) is below it, highest first (the second
+    value True: it is re-tested only into a place left empty); a t below it that is not
+    the suspect's own (a group's, or a crater t) is never re-tested.
     """
     window = pi[WINDOW]
     likely = pi[RETEST_ORDER] == RETEST_LIKELY_INNOCENT
@@ -376,7 +391,7 @@ def _eligible(
                 if math.isnan(t):
                     out[n_nan] = j  # no t yet: these go first, one of them at random
                     n_nan += 1
-                elif (t >= floor or gate_t[1, j] == 1.0) and t > best_t:
+                elif t >= floor and t > best_t:
                     best = j
                     best_t = t
             else:
@@ -385,10 +400,21 @@ def _eligible(
     if likely and n_nan > 0:
         best = out[min(int(u_tie * n_nan), n_nan - 1)]
         best_t = math.inf
+    guilty = False
+    if likely and best < 0:
+        # none likely innocent: the suspect with its own t, below the floor, highest t
+        for jj in range(status.shape[0]):
+            j = by_age[jj]
+            if status[j] == STATUS_SUSPENDED and (window <= 0 or run - since[j] < window):
+                t = gate_t[0, j]
+                if gate_t[1, j] == 1.0 and not math.isnan(t) and t < floor and t > best_t:
+                    best = j
+                    best_t = t
+        guilty = best >= 0
     if likely and best >= 0:
         out[0] = best
         m = 1
-    return m
+    return m, guilty
 
 
 @njit(cache=True)
@@ -403,20 +429,21 @@ def retest_slot(
     scratch: np.ndarray,
     gate_t: np.ndarray,
     u_tie: float,
-) -> tuple[int, int]:
-    """Draw the re-test slot: (the lesson re-tested or -1, the eligible suspects' count).
+) -> tuple[int, int, bool]:
+    """Draw the re-test slot: (the lesson re-tested or -1, the eligible count, deferred).
 
     :func:`cogstats.retrieval._base.retest_pick`: with ``m`` eligible suspects, one is
     re-tested with probability ``retest_prob`` (``u0 < retest_prob``), the
-    ``int(u0 / retest_prob * m)``-th oldest.
+    ``int(u0 / retest_prob * m)``-th oldest.  ``deferred``: the likely-innocent order
+    found only a likely-guilty suspect, re-tested only into a place left empty.
     """
-    m = _eligible(pi, pf, status, since, run, by_age, scratch, gate_t, u_tie)
+    m, guilty = _eligible(pi, pf, status, since, run, by_age, scratch, gate_t, u_tie)
     if m == 0:
-        return -1, 0
+        return -1, 0, False
     prob = pf[RETEST_PROB]
     if u0 < prob:
-        return scratch[min(int(u0 / prob * m), m - 1)], m
-    return -1, m
+        return scratch[min(int(u0 / prob * m), m - 1)], m, guilty
+    return -1, m, guilty
 
 
 @njit(cache=True)

@@ -3,8 +3,9 @@
 - duplicate groups in the debiased ridge: a lesson that shares its inclusion pattern with
   others carries its group's t, which equals the t of one lesson standing for the group
   (the same ledger with the group's ids merged into one id);
-- the likely-innocent re-test order (none-yet first and drawn by the uniform; highest t;
-  the floor only for a t that is not the suspect's own);
+- the likely-innocent re-test order (none-yet first and drawn by the uniform; highest t
+  above the floor) and the likely-guilty suspect below it (its own t only; only into a
+  place the prompt leaves empty);
 - the baseline kept by the fill and by the admitted lessons of the verified block;
 - the runs before the coming one (the context's run, else the ledger);
 - the rename: a state saved as ``recommended`` by the first gate loads as
@@ -29,6 +30,7 @@ from cogstats.lessons import lesson_table
 from cogstats.retrieval import InProgressFirst
 from cogstats.retrieval._base import (
     fill_candidates,
+    likely_guilty,
     likely_innocent,
     runs_before,
     verified_block,
@@ -94,9 +96,11 @@ def test_likely_innocent_order() -> None:
     t = _suspects([("a", -1.0, True), ("b", 0.4, True), ("g", -3.0, False), ("h", -3.5, True)])
     ids = ["a", "b", "g", "h"]
     assert likely_innocent(t, ids, 2.0) == ["b"]  # highest t
-    assert likely_innocent(t, ["g"], 2.0) == []  # a group's t below the floor
-    assert likely_innocent(t, ["g", "h"], 2.0) == ["h"]  # its own t: re-tested anyway
+    assert likely_innocent(t, ["g", "h"], 2.0) == []  # both below the floor
     assert likely_innocent(t, ["g"], 4.0) == ["g"]  # above a lower floor
+    # below the floor: the suspect with its own t is the likely-guilty one, re-tested
+    # only into an empty place; a group's t below the floor is never re-tested
+    assert likely_guilty(t, ["g", "h"], 2.0) == ["h"] and likely_guilty(t, ["g"], 2.0) == []
     none = _suspects([("x", None, False), ("y", None, False), ("z", 5.0, True)])
     # no t yet goes first, one of them drawn by the uniform (the int(u * m)-th oldest)
     assert likely_innocent(none, ["x", "y", "z"], 2.0, u=0.2) == ["x"]
@@ -115,6 +119,24 @@ def test_the_re_test_slot_takes_the_likely_innocent_suspect() -> None:
     sel = pol.select_with_uniforms(store, Ledger(), np.array([0.3, 0.9]), context={"run": 4})
     assert sel.fact_ids == ("c1", "s2")
     assert sel.propensities == {"c1": 1.0, "s2": 1.0}  # the one eligible suspect, at 1
+
+
+def test_a_likely_guilty_suspect_is_re_tested_only_into_an_empty_place() -> None:
+    guilty = {"id": "s1", "status": "suspended", "created_at": 9, "status_since": 3}
+    guilty.update(gate_t=-3.0, gate_t_own=True)
+    cands = [{"id": f"c{i}", "status": "candidate", "created_at": i} for i in range(3)]
+    pol = InProgressFirst(
+        max_facts=4, candidate_slots=3, retest_order="likely_innocent", retest_prob=1.0
+    )
+    u = np.array([0.3, 0.9])
+    room = pol.select_with_uniforms([*cands, guilty], Ledger(), u, context={"run": 4})
+    assert room.fact_ids == ("c0", "c1", "c2", "s1")  # a place left: it takes it
+    assert room.propensities == {"c0": 1.0, "c1": 1.0, "c2": 1.0, "s1": 1.0}
+    full = [*cands, {"id": "c3", "status": "candidate", "created_at": 3}, guilty]
+    sel = InProgressFirst(
+        max_facts=3, candidate_slots=3, retest_order="likely_innocent", retest_prob=1.0
+    ).select_with_uniforms(full, Ledger(), u, context={"run": 4})
+    assert sel.fact_ids == ("c0", "c1", "c2") and sel.propensities is None  # none: not in
 
 
 def test_the_fill_and_the_admitted_keep_a_baseline() -> None:
