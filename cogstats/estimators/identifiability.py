@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from cogstats._validation import ParameterError, check_real
+from cogstats._validation import ParameterError, check_real, suggest
 from cogstats.ledger import Ledger
 
 __all__ = [
@@ -98,8 +98,9 @@ def _check_names(
     out: list[str] = []
     for name in names:
         if not isinstance(name, str) or name not in ledger.covariates:
+            hint = suggest(name, ledger.covariates) if isinstance(name, str) else ""
             raise ParameterError(
-                f"{parameter}: {name!r} is not a covariate of the ledger; "
+                f"{parameter}: {name!r} is not a covariate of the ledger{hint}; "
                 f"it has {ledger.covariates!r}"
             )
         if name in ("eligible_ids", "propensities"):

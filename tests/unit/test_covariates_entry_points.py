@@ -144,3 +144,17 @@ def test_gate_evaluate_refuses_a_named_absent_covariate_and_notes_unused_ones(
     assert "note: " in report.summary() and "would use them" in report._repr_html_()
     used = get_gate(gate).make(covariates=["difficulty_estimate"]).evaluate(ledger)
     assert used.note is None and "note: " not in used.summary()
+
+
+def test_attribute_in_python_names_the_near_miss() -> None:
+    """``attribute(..., covariates=...)`` with a typo says "did you mean", as the CLI does."""
+    from cogstats import Ledger, attribute
+    from cogstats._validation import ParameterError
+
+    ledger = Ledger.from_records(
+        {"run_id": f"r{i}", "score": 0.1 * (i % 5), "fact_ids": ["a"] if i % 2 else [],
+         "difficulty_estimate": float(i % 3)}
+        for i in range(12)
+    )  # fmt: skip
+    with pytest.raises(ParameterError, match=r"did you mean 'difficulty_estimate'\?"):
+        attribute(ledger, method="ols", covariates=("difficulty_estimat",))
