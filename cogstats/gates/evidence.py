@@ -88,7 +88,7 @@ EVIDENCE_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "evidence",
     description="promote/evict on any estimator's inference, with error control",
-    compiled=True,
+    kernel="cogstats.sim._kernel_evidence",
 )
 @dataclass(frozen=True)
 class EvidenceGate:

@@ -102,7 +102,7 @@ RECOMMENDED_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "recommended",
     description="debiased ridge on every co-injected lesson, error spent over trials",
-    compiled=True,
+    kernel="cogstats.sim._kernel_recommended",
 )
 @dataclass(frozen=True)
 class RecommendedGate:

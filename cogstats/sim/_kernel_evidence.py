@@ -8,6 +8,8 @@ block :data:`BLOCK`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -22,15 +24,16 @@ from cogstats._codes import (
 from cogstats.sim._kernel_common import (
     PRUNE_MARGIN,
     Block,
+    KernelGate,
     apply_decision,
     tail_bound,
     welch_moments,
 )
 from cogstats.sim._tdist import t_cdf
 
-__all__ = ["BLOCK", "evidence_gate"]
+__all__ = ["BLOCK", "CODE", "PIECE", "evidence_gate"]
 
-#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+#: the gate's parameters (filled by name by :data:`PIECE`)
 BLOCK = Block(
     "evidence",
     ints=("min_trials", "max_trials", "max_baseline_runs", "group", "bonferroni"),
@@ -45,6 +48,49 @@ PROMOTE_MARGIN = BLOCK.f("promote_margin")
 EVICT_MARGIN = BLOCK.f("evict_margin")
 ALPHA = BLOCK.f("alpha")
 NOISE_FLOOR_SD = BLOCK.f("noise_floor_sd")
+
+
+def _values(gate: Any) -> dict[str, float]:
+    floor = 0.0
+    if gate.method == "welch":
+        floor = float(dict(gate.options).get("noise_floor_sd", 0.1))
+    return {
+        "min_trials": gate.min_trials,
+        "max_trials": gate.max_trials or 0,
+        "max_baseline_runs": gate.max_baseline_runs or 0,
+        "promote_margin": gate.promote_margin,
+        "evict_margin": gate.evict_margin,
+        "group": int(gate.sequential == "group"),
+        "bonferroni": int(gate.multiplicity == "bonferroni"),
+        "alpha": gate.alpha,
+        "noise_floor_sd": floor,
+    }
+
+
+def _support(gate: Any, s: Any) -> str | None:
+    """Why the kernel's evidence gate does not cover these settings, or None."""
+    options = dict(gate.options)
+    problems = []
+    if gate.method not in ("lift", "welch"):
+        problems.append(f"method {gate.method!r} (compiled: lift, welch)")
+    if set(options) - {"noise_floor_sd", "promote_margin", "evict_margin"}:
+        problems.append(f"options {sorted(options)}")
+    if gate.sequential not in ("fixed", "group"):
+        problems.append(f"sequential {gate.sequential!r} (compiled: fixed, group)")
+    mult = gate.multiplicity
+    if not (mult == "none" or (mult == "bonferroni" and gate.sequential == "fixed")):
+        problems.append(f"multiplicity {mult!r}")
+    if gate.hold_unidentifiable:
+        problems.append("hold_unidentifiable true (compiled: false)")
+    if problems:
+        return "the compiled engine's evidence gate does not cover " + "; ".join(problems)
+    return None
+
+
+#: the piece as the simulator runs it (named by the gate's registry entry)
+PIECE = KernelGate(BLOCK, _values, _support)
+#: its dispatch code in the run loop (derived from the block's name)
+CODE = PIECE.code
 
 
 @njit(cache=True, inline="always")

@@ -10,6 +10,7 @@ block :data:`BLOCK`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -22,12 +23,12 @@ from cogstats._codes import (
     STATUS_CANDIDATE,
     STATUS_VERIFIED,
 )
-from cogstats.sim._kernel_common import Block, apply_decision, gauss_jordan_into
+from cogstats.sim._kernel_common import Block, KernelGate, apply_decision, gauss_jordan_into
 from cogstats.sim._tdist import t_cdf
 
-__all__ = ["BLOCK", "recommended_gate", "ridge_pass"]
+__all__ = ["BLOCK", "CODE", "PIECE", "PROXY", "recommended_gate", "ridge_pass", "support"]
 
-#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+#: the gate's parameters (filled by name by :data:`PIECE`)
 BLOCK = Block(
     "recommended",
     ints=("min_trials", "max_trials", "passes"),
@@ -49,6 +50,52 @@ MIN_SHARE = BLOCK.f("min_share")
 MAX_INFORMATION = BLOCK.f("max_information")
 PRIOR_RUNS = BLOCK.f("prior_runs")
 PRIOR_SS = BLOCK.f("prior_ss")
+
+
+def _values(gate: Any) -> dict[str, float]:
+    runs = float(gate.noise_prior_runs)
+    return {
+        "min_trials": gate.min_trials,
+        "max_trials": gate.max_trials or 0,
+        "passes": gate.passes,
+        "penalty": gate.penalty,
+        "suspect_z": gate.suspect_z,
+        "min_share": gate.min_share,
+        "max_information": gate.max_information,
+        "prior_runs": runs,
+        "prior_ss": 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2,
+    }
+
+
+#: the covariate the compiled ridge gates know (the scenario's difficulty proxy)
+PROXY = "difficulty_proxy"
+
+
+def support(gate: Any, s: Any) -> str | None:
+    """Return why the kernel cannot run this ridge gate, or None when it can.
+
+    The kernel's ridge gates (this one and the lifecycle gate) adjust for the difficulty
+    proxy only.
+    """
+    # the reference engine's ledger also holds the true difficulty, the run index and the
+    # family: a gate asking for them runs there
+    others = [c for c in gate.covariates if c != PROXY]
+    if others:
+        return (
+            f"the compiled engine's recommended gate adjusts for {PROXY!r} only; covariates "
+            f"{others} run in the reference engine"
+        )
+    return None
+
+
+def _loop(gate: Any) -> dict[str, float]:
+    return {"gram": 1}  # the run loop keeps the Gram matrix of [1, covariates, lessons]
+
+
+#: the piece as the simulator runs it (named by the gate's registry entry)
+PIECE = KernelGate(BLOCK, _values, support, _loop)
+#: its dispatch code in the run loop (derived from the block's name)
+CODE = PIECE.code
 
 
 @njit(cache=True)
