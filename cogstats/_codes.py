@@ -347,7 +347,8 @@ def gate_code(piece: str) -> int:
 
     Examples
     --------
-    >>> gate_code("cycgraph") == GATE_CYCGRAPH != GATE_NONE
+    >>> from cogstats import _codes
+    >>> gate_code("cycgraph") == _codes.GATE_CYCGRAPH != GATE_NONE
     True
     """
     if not isinstance(piece, str) or not piece:

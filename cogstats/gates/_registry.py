@@ -74,6 +74,7 @@ GATES: Registry = Registry(
         "audit": "cogstats.gates.audit",
         "recommended": "cogstats.gates.recommended",
         "recommended_v2": "cogstats.gates.lifecycle",
+        "margin_lift": "cogstats.gates.margin_lift",
     },
     check=_check_gate,
 )

@@ -46,6 +46,7 @@ from cogstats.sim import _kernel_audit as KAUD
 from cogstats.sim import _kernel_cycgraph as KCYC
 from cogstats.sim import _kernel_evidence as KEV
 from cogstats.sim import _kernel_lifecycle as KLC
+from cogstats.sim import _kernel_margin_lift as KML
 from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import (
     COMMON,
@@ -513,6 +514,21 @@ def run_chunk(
                     evict_reason,
                     gibuf,
                     gfbuf,
+                )
+            elif gate == KML.CODE:
+                KML.margin_lift_gate(
+                    gi,
+                    gf,
+                    recheck,
+                    status,
+                    n_with,
+                    s_with,
+                    tot_n,
+                    tot_s,
+                    run,
+                    promote_run,
+                    evict_run,
+                    evict_reason,
                 )
             else:
                 raise ValueError("the kernel's run loop has no dispatch line for this gate code")

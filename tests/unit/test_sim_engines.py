@@ -405,6 +405,7 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
         "recommended": {"type": "recommended"},
         "recommended_v2": {"type": "recommended_v2"},
+        "margin_lift": {"type": "margin_lift"},
     }
     assert set(gates) == set(KERNEL_GATES)
     assert len({id(p.block) for p in KERNEL_GATES.values()}) == len(KERNEL_GATES)
