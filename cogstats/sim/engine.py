@@ -46,6 +46,7 @@ from cogstats.sim.draws import (
 from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
+from cogstats.sim.result import decision_events as decision_events  # moved to sim.result
 from cogstats.sim.spec import Scenario
 
 __all__ = ["ENGINES", "KernelGate", "KernelPolicy", "as_seed_sequence", "fast_support", "simulate"]
@@ -573,7 +574,8 @@ def simulate(
         desc="simulate",
         large=replicates * scenario.runs >= 200_000,
     )
-    metrics, outcomes, runs_frames, decisions = [], [], [], []
+    metrics, runs_frames = [], []
+    outcomes = _Outcomes(lessons, replicates * _bytes_per_replicate(scenario) <= _LAZY_BYTES)
     start = 0
     while start < replicates:
         n = min(chunk_size, replicates - start)
@@ -581,9 +583,7 @@ def simulate(
         prep = prepare(scenario, lessons, u, lay)
         raw = runner(scenario, lessons, prep)
         metrics.append(replicate_metrics(raw, lessons, prep.effects, start))
-        out = lesson_outcomes(raw, lessons, prep.effects, start)
-        outcomes.append(out)
-        decisions.append(decision_events(out))
+        outcomes.add(raw, prep.effects, start)
         if keep_runs:
             runs_frames.append(run_frame(scenario, lessons, prep, raw, start))
         start += n
@@ -597,11 +597,45 @@ def simulate(
         seed=seed_record(seed),
         engine=engine,
         runs=pl.concat(runs_frames) if keep_runs else None,
-        decisions=pl.concat(decisions),
-        lessons=pl.concat(outcomes),
+        decisions=None,  # built from the lessons frame when asked for
+        lessons=outcomes.frame,  # built when asked for
         metrics=pl.concat(metrics),
         extras={"engine_requested": requested, "engine_reason": reason},
     )
+
+
+class _Outcomes:
+    """The per-lesson outcome frames of a simulation's chunks, built when asked for.
+
+    The lessons frame, with its status events and list columns, is most of a simulation's
+    cost after the kernel, and many callers read only the metrics (a benchmark, a tuning
+    loop): when the whole simulation's raw arrays fit in :data:`_LAZY_BYTES` (the memory
+    of one default chunk), the chunks' raw arrays are kept and the frame is built when
+    first asked for; a larger simulation builds each chunk's frame at once, so memory
+    stays flat as replicates grow (``keep_runs=False``).
+    """
+
+    def __init__(self, lessons: LessonTable, lazy: bool) -> None:
+        self.lessons = lessons
+        self.lazy = lazy
+        self.pending: list[tuple[RawChunk, np.ndarray, int]] = []
+        self.done: list[pl.DataFrame] = []
+
+    def add(self, raw: RawChunk, effects: np.ndarray, start: int) -> None:
+        if self.lazy:
+            self.pending.append((raw, effects, start))
+        else:
+            self.done.append(lesson_outcomes(raw, self.lessons, effects, start))
+
+    def frame(self) -> pl.DataFrame:
+        self.done.extend(lesson_outcomes(r, self.lessons, e, s) for r, e, s in self.pending)
+        self.pending = []
+        return pl.concat(self.done)
+
+
+#: a simulation whose raw arrays take at most this keeps them for a lessons frame built
+#: when asked for (the working memory of one default chunk)
+_LAZY_BYTES = 64 << 20
 
 
 def _choose_engine(scenario: Scenario, requested: str, gate: Any) -> tuple[str, str | None]:
@@ -622,29 +656,6 @@ def _choose_engine(scenario: Scenario, requested: str, gate: Any) -> tuple[str, 
             f"{reason}; use engine='reference' (or 'auto'), which runs any gate object"
         )
     return "reference", reason
-
-
-def decision_events(outcomes: pl.DataFrame) -> pl.DataFrame:
-    """Promote / evict / retire events from the per-lesson outcomes, in time order."""
-    parts = [
-        outcomes.filter(pl.col(col).is_not_null()).select(
-            "replicate",
-            pl.col(col).alias("after_run"),
-            "fact_id",
-            pl.lit(name).alias("decision"),
-            (pl.col("evict_reason") if name == "evict" else pl.lit(reason, dtype=pl.String)).alias(
-                "reason"
-            ),
-            "kind",
-            "true_effect",
-        )
-        for col, name, reason in (
-            ("promoted_at_run", "promote", None),
-            ("evicted_at_run", "evict", None),
-            ("retired_at_run", "retire", C.LOW_WIN_RATE),
-        )
-    ]
-    return pl.concat(parts).sort(["replicate", "after_run", "fact_id"])
 
 
 def run_frame(
