@@ -61,7 +61,8 @@ class _Pieces(Registry[Any]):
     A part compiles exactly when its entry names a kernel piece (``Entry.kernel``: the
     module holding its ``PIECE``); nothing else is kept.  Parts registered with the older
     ``compiled=True`` (``kernel`` :data:`cogstats._registry.ENGINE_PIECES`) have their
-    piece held here, under their name (``held``).
+    piece held here (``held``), under their name or their class's import path
+    (``"package.module:Class"``, which a renaming of the registry name leaves alone).
     """
 
     def __init__(self, kind: str, parts: Registry[Any], held: dict[str, Any], param: str):
@@ -80,12 +81,13 @@ class _Pieces(Registry[Any]):
         piece = self._entries.get(name)
         if piece is None:
             if entry.kernel == ENGINE_PIECES:
-                if name not in self._held:
+                cls = f"{entry.cls.__module__}:{entry.cls.__qualname__}"
+                piece = self._held.get(name, self._held.get(cls))
+                if piece is None:
                     raise ParameterError(
                         f"{parts.kind} {name!r} is registered compiled, but the engine holds "
                         "no piece of that name: name its kernel module (kernel=...)"
                     )
-                piece = self._held[name]
             else:
                 piece = getattr(importlib.import_module(entry.kernel), "PIECE", None)
                 if piece is None:
@@ -138,8 +140,8 @@ def _kernel_covariates(s: Scenario) -> int:
 KERNEL_GATES: Registry[KernelGate] = _Pieces(
     "compiled gate",
     GATES,
-    {
-        "recommended_v2": KernelGate(
+    {  # the lifecycle gate, by class (its registry name is changing)
+        "cogstats.gates.lifecycle:LifecycleGate": KernelGate(
             KLC.BLOCK, _lifecycle_values, KREC.support, lambda g: {"gram": 1}, events=True
         ),
     },
