@@ -617,17 +617,15 @@ def margin_outcome(
     ...                np.array([0.06, -0.07, 0.0, 0.5, np.nan]), 3, 9, 0.05, 0.05).tolist()
     [1, 2, 0, 0, 3]
     """
-    ready = (n > 0) & (n >= min_trials)
+    ready = n >= max(min_trials, 1)
     active = ready & (n_b > 0)
     promote = active & (lift >= promote_margin)
-    harmful = active & np.logical_not(promote) & (-lift >= evict_margin)
-    max_hit = (max_trials > 0) & (n >= max_trials)
-    no_lift = ready & np.logical_not(promote | harmful) & max_hit
-    return (
-        promote * C.OUTCOME_PROMOTE
-        + harmful * C.OUTCOME_EVICT_HARMFUL
-        + no_lift * C.OUTCOME_EVICT_NO_LIFT
-    )
+    harmful = active & (-lift >= evict_margin)
+    out = where(promote, C.OUTCOME_PROMOTE, where(harmful, C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_HOLD))
+    if max_trials > 0:  # undecided at the cap, with or without a baseline
+        stop = ready & (n >= max_trials) & (out == C.OUTCOME_HOLD)
+        out = where(stop, C.OUTCOME_EVICT_NO_LIFT, out)
+    return out
 
 
 def spending_factor(n_b: Any, doubling: bool) -> Any:
@@ -678,19 +676,19 @@ def inference_outcome(
     >>> inference_outcome(n, n_b, up, down, 1, 0, 20).tolist()
     [1, 2, 0, 3, 0]
     """
-    ready = (n > 0) & (n >= min_trials)
+    ready = n >= max(min_trials, 1)
     tested = ready & (n >= 2) & (n_b >= 2)
+    out = where(
+        tested & up & np.logical_not(down),
+        C.OUTCOME_PROMOTE,
+        where(tested & down & np.logical_not(up), C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_HOLD),
+    )
     max_hit = (max_trials > 0) & (n >= max_trials)
     stop = max_hit | ((max_baseline_runs > 0) & (n_b >= max_baseline_runs))
-    promote = tested & up & np.logical_not(down)
-    harmful = tested & down & np.logical_not(up)
-    undecided = tested & np.logical_not(up | down)
-    no_lift = (ready & np.logical_not(tested) & max_hit) | (undecided & stop)
-    return (
-        promote * C.OUTCOME_PROMOTE
-        + harmful * C.OUTCOME_EVICT_HARMFUL
-        + no_lift * C.OUTCOME_EVICT_NO_LIFT
+    no_lift = (ready & np.logical_not(tested) & max_hit) | (
+        tested & np.logical_not(up | down) & stop
     )
+    return where(no_lift, C.OUTCOME_EVICT_NO_LIFT, out)
 
 
 def _t_density(t: np.ndarray, df: np.ndarray) -> np.ndarray:
