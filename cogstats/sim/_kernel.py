@@ -14,8 +14,11 @@ The kernel is split by concern, one module each:
 - ``_kernel_policies``: the retrieval policies (re-implementations of
   :mod:`cogstats.retrieval` in array form), with their own parameter blocks;
 - ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_recommended``,
-  ``_kernel_lifecycle``: each gate's compiled rule, with its own parameter block
-  (``BLOCK``);
+  ``_kernel_lifecycle``, ``_kernel_margin_lift``: each gate's piece, with its own
+  parameter block (``BLOCK``) and adapter (``PIECE``); the rule's arithmetic is the
+  gate's own module's functions, compiled (``_kernel_common.compile_rule``), and the
+  piece's dispatch code (``CODE``) is derived from the block's name
+  (:func:`cogstats._codes.gate_code`);
 - ``_kernel_common``: the parameter blocks (:class:`Block`, the run loop's
   :data:`COMMON`), the shared numerics compiled (:mod:`cogstats.numerics`: Welch's
   statistics, the Gauss-Jordan inverse) and the decision helpers;
