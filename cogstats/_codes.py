@@ -12,6 +12,7 @@ or a code such as the UCB1 policy's ``5`` appears in this module only.
 
 from __future__ import annotations
 
+import zlib
 from types import MappingProxyType
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "OUTCOME_STATUS",
     "REASONS",
     "WHY",
+    "gate_code",
     "outcome_code",
     "outcome_of_code",
 ]
@@ -330,11 +332,35 @@ POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
 ENGINES: tuple[str, ...] = ("auto", "fast", "reference")
 
 # ---------------------------------------------------------------------- gates
-#: Gate codes in the kernel (cycgraph's gate has one code per decision rule).
+#: The kernel run loop's code for "no gate".
 GATE_NONE = 0
-GATE_MARGIN = 1
-GATE_INFERENCE = 2
-GATE_AUDIT = 3
-GATE_EVIDENCE = 4
-GATE_RECOMMENDED = 5
-GATE_LIFECYCLE = 6
+
+
+def gate_code(piece: str) -> int:
+    """Return the kernel run loop's dispatch code of a compiled gate, derived from its name.
+
+    A compiled gate's code is not kept by hand: it is the CRC-32 of the name of its
+    kernel piece's parameter block (``BLOCK.name``: ``"cycgraph"``, ``"evidence"``, ...),
+    so adding a compiled gate adds no line here.  ``GATE_<NAME>`` (``GATE_CYCGRAPH``,
+    ``GATE_LIFECYCLE``, ...) reads the same value.  Names of the compiled gates never
+    collide (tests/unit/test_registries.py), and no code is :data:`GATE_NONE`.
+
+    Examples
+    --------
+    >>> from cogstats import _codes
+    >>> gate_code("cycgraph") == _codes.GATE_CYCGRAPH != GATE_NONE
+    True
+    """
+    if not isinstance(piece, str) or not piece:
+        raise ValueError(f"a kernel piece's name must be a non-empty string; got {piece!r}")
+    code = zlib.crc32(piece.encode("utf-8"))
+    if code == GATE_NONE:  # pragma: no cover - no name in use hashes to 0
+        raise ValueError(f"kernel piece {piece!r} hashes to the no-gate code")
+    return code
+
+
+def __getattr__(name: str) -> int:
+    """``GATE_<NAME>``: :func:`gate_code` of the lower-cased name (``GATE_LIFECYCLE``)."""
+    if name.startswith("GATE_") and len(name) > 5 and name[5:].replace("_", "").isalnum():
+        return gate_code(name[5:].lower())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

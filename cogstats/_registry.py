@@ -38,12 +38,17 @@ from typing import Any, Generic, TypeVar, cast
 from cogstats import _imports
 from cogstats._validation import ParameterError, suggest
 
-__all__ = ["Entry", "Registry", "resolve_import_path"]
+__all__ = ["ENGINE_PIECES", "Entry", "Registry", "resolve_import_path"]
 
 E = TypeVar("E")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+#: the ``kernel`` of a part registered with the older ``compiled=True``: the simulator's
+#: engine holds its piece under the part's name
+ENGINE_PIECES = "cogstats.sim.engine"
 
 
 @dataclass(frozen=True)
@@ -63,9 +68,11 @@ class Entry:
         class itself.
     description : str
         One line for listings.
-    compiled : bool
-        Whether the simulator's compiled kernel covers the part (a gate or policy that it
-        does not cover runs in the reference engine).
+    kernel : str or None
+        Where the simulator's compiled kernel has the part's piece: the import path of
+        the module holding it (its ``PIECE``, e.g. ``"cogstats.sim._kernel_cycgraph"``),
+        or None (the part runs in the reference engine).  Named once, by the part's
+        registration (``register_gate(..., kernel=...)``).
     kind : str
         What the registry holds ("gate", "retrieval policy", "spending function").
     """
@@ -74,8 +81,16 @@ class Entry:
     cls: Any
     options: type
     description: str
-    compiled: bool = False
+    kernel: str | None = None
     kind: str = "part"
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the simulator's compiled kernel covers the part: it names a kernel piece.
+
+        Derived from :attr:`kernel` (read-only; there is no second flag to keep equal).
+        """
+        return self.kernel is not None
 
     @property
     def function(self) -> Any:
@@ -216,6 +231,7 @@ class Registry(Mapping[str, E], Generic[E]):
         *,
         description: str,
         options: type | None = None,
+        kernel: str | None = None,
         compiled: bool = False,
     ) -> Any:
         """Add a part as an :class:`Entry`; use as a class decorator or call with the object.
@@ -231,19 +247,27 @@ class Registry(Mapping[str, E], Generic[E]):
         options : dataclass type, optional
             Its options dataclass (default: ``obj`` itself, which must then be a
             dataclass).
+        kernel : str, optional
+            The import path of the module holding the part's compiled piece (its
+            ``PIECE``), when the simulator's kernel covers it: then
+            :attr:`Entry.compiled` is True.
         compiled : bool
-            Whether the simulator's kernel covers it.
+            The older spelling, for a part whose piece the simulator's engine holds by
+            the part's name (today's retrieval policies): ``kernel`` becomes
+            :data:`ENGINE_PIECES`.  Prefer ``kernel``.
         """
+        if compiled and kernel is None:
+            kernel = ENGINE_PIECES
 
         def add(target: Any) -> Any:
-            entry = self._validated(name, target, description, options, compiled)
+            entry = self._validated(name, target, description, options, kernel)
             self.add(name, cast(E, entry))
             return target
 
         return add if obj is None else add(obj)
 
     def _validated(
-        self, name: str, obj: Any, description: str, options: type | None, compiled: bool
+        self, name: str, obj: Any, description: str, options: type | None, kernel: str | None
     ) -> Entry:
         where = f"{self.kind} {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -259,7 +283,12 @@ class Registry(Mapping[str, E], Generic[E]):
             complaint = self._check(obj)
             if complaint:
                 raise RuntimeError(f"{where}: {complaint}")
-        return Entry(name, obj, opts, description.strip(), bool(compiled), self.kind)
+        if kernel is not None and not (isinstance(kernel, str) and _MODULE.match(kernel)):
+            raise RuntimeError(
+                f"{where}: kernel must be the import path of the module holding its compiled "
+                f"piece, e.g. 'cogstats.sim._kernel_cycgraph'; got {kernel!r}"
+            )
+        return Entry(name, obj, opts, description.strip(), kernel, self.kind)
 
     def unregister(self, name: str) -> None:
         """Remove a registered part.
@@ -341,7 +370,7 @@ class Registry(Mapping[str, E], Generic[E]):
                 "registered with its options dataclass"
             )
         doc = (obj.__doc__ or "").strip().splitlines()
-        return Entry(path, obj, obj, doc[0] if doc else path, False, self.kind)
+        return Entry(path, obj, obj, doc[0] if doc else path, None, self.kind)
 
     # ------------------------------------------------------------------ Mapping
     def __getitem__(self, name: str) -> E:

@@ -65,14 +65,17 @@ from scipy import special
 from cogstats._validation import ParameterError, check_int, check_probability, check_real
 from cogstats.estimators._base import Attribution, make_table, register
 from cogstats.ledger import Ledger
+from cogstats.numerics import where
 
 __all__ = [
     "RidgeFit",
     "RidgeStatistics",
     "debiased_ridge",
     "duplicate_groups",
+    "lesson_inference",
     "ridge_fit",
     "ridge_statistics",
+    "suspect_penalties",
 ]
 
 #: Pivots below this (relative to the matrix's largest diagonal) count as singular.
@@ -372,22 +375,97 @@ def _one_pass(
         trace = float(np.sum(m * st.gram.T))
         mkb = m @ (kvec * b)
         mkm = (m * m) @ kvec
-    mjj = np.diag(m)[f:]
-    pen = penalties
     with np.errstate(divide="ignore", invalid="ignore"):
-        info = np.where(mjj > 0, 1.0 / mjj - pen, np.nan)
-        own = 1.0 - pen * mjj
-        ok = (own > 0) & (mjj > 0)
-        c = np.where(ok, pen * b[f:] / own, 0.0)
-        gap = mjj - mkm[f:]
-        rss_j = rss - 2.0 * c * mkb[f:] + c * c * gap
-        df = st.runs - (trace + np.where(ok, pen * gap / own, 0.0)) + prior_runs
-        ok = ok & (df >= 1.0)
-        s2 = np.where(ok, (np.maximum(rss_j, 0.0) + prior_ss) / df, np.nan)
-        est = np.where(ok, b[f:] / own, np.nan)
-        se = np.where(ok, np.sqrt(s2 * mjj / own), np.nan)
-        t = np.where(ok & (se > 0), est / se, np.nan)
-    return est, se, t, info, np.where(ok, df, np.nan), np.sqrt(s2)
+        est, se, t, info, df, s2 = lesson_inference(
+            b[f:],
+            np.diag(m)[f:],
+            penalties,
+            mkb[f:],
+            mkm[f:],
+            rss,
+            trace,
+            st.runs,
+            prior_runs,
+            prior_ss,
+        )
+    return est, se, t, info, df, np.sqrt(s2)
+
+
+# ---------------------------------------------------------------------- written once
+# Plain functions of numbers or numpy arrays (elementwise): ridge_fit calls them on every
+# lesson at once, and the simulator's kernel (cogstats.sim._kernel_recommended) compiles the
+# very same functions and calls them lesson by lesson.
+
+
+def lesson_inference(
+    b: Any,
+    mjj: Any,
+    pen: Any,
+    mkb: Any,
+    mkm: Any,
+    rss: float,
+    trace: float,
+    runs: float,
+    prior_runs: float,
+    prior_ss: float,
+) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Return each lesson's debiased estimate, se, t, info, df and residual variance.
+
+    From one pass of the ridge (the module docstring): the lesson's ridge coefficient
+    ``b``, ``M_jj``, its penalty ``k_j``, ``(M K b)_j``, ``(M K M)_jj``, the pass's RSS
+    and hat-matrix trace, and the noise prior.  With ``c_j = k_j b_j / own_j``
+    (Sherman-Morrison, ``own_j = 1 - k_j M_jj``): ``RSS_j = RSS - 2 c_j (M K b)_j + c_j^2
+    (M_jj - (M K M)_jj)`` and ``tr H_j = tr H + k_j (M_jj - (M K M)_jj) / own_j``.  NaN
+    where undefined (``own_j <= 0``, ``M_jj <= 0``, fewer than one degree of freedom; t
+    also where se is 0).  Numbers or numpy arrays, elementwise.
+
+    Examples
+    --------
+    >>> est, se, t, info, df, s2 = lesson_inference(
+    ...     0.1, 0.25, 0.0, 0.0, 0.0, 2.0, 2.0, 10, 0.0, 0.0)  # an unpenalized lesson
+    >>> float(est), float(df), float(s2), float(info)
+    (0.1, 8.0, 0.25, 4.0)
+    """
+    info = where(mjj > 0.0, 1.0 / where(mjj > 0.0, mjj, 1.0) - pen, np.nan)
+    own = 1.0 - pen * mjj
+    ok = (own > 0.0) & (mjj > 0.0)
+    safe_own = where(ok, own, 1.0)
+    c = where(ok, pen * b / safe_own, 0.0)
+    gap = mjj - mkm
+    rss_j = rss - 2.0 * c * mkb + c * c * gap
+    df = runs - (trace + where(ok, pen * gap / safe_own, 0.0)) + prior_runs
+    ok = ok & (df >= 1.0)
+    s2 = where(ok, (np.maximum(rss_j, 0.0) + prior_ss) / where(ok, df, 1.0), np.nan)
+    est = where(ok, b / safe_own, np.nan)
+    se = where(ok, np.sqrt(where(ok, s2 * mjj / safe_own, 0.0)), np.nan)
+    pos = ok & (se > 0.0)
+    t = where(pos, est / where(pos, se, 1.0), np.nan)
+    return est, se, t, info, where(ok, df, np.nan), s2
+
+
+def suspect_penalties(
+    identifiable: Any,
+    t: Any,
+    info: Any,
+    raw_info: Any,
+    suspect_z: float,
+    min_share: float,
+    penalty: float,
+) -> Any:
+    """Return each lesson's penalty in the next pass: 0 for a clear suspect, else ``penalty``.
+
+    A clear suspect is identifiable, has ``t < -suspect_z`` and keeps at least
+    ``min_share`` of its raw information (its trials, ``raw_info``) after the others.
+
+    Examples
+    --------
+    >>> suspect_penalties(np.array([True, True, False]), np.array([-4.0, -1.0, -4.0]),
+    ...                   np.array([5.0, 5.0, 5.0]), np.array([8.0, 8.0, 8.0]),
+    ...                   2.5, 0.3, 40.0).tolist()
+    [0.0, 40.0, 40.0]
+    """
+    strong = identifiable & (t < -suspect_z) & (info >= min_share * raw_info)
+    return where(strong, 0.0, penalty)
 
 
 def ridge_fit(
@@ -469,8 +547,7 @@ def ridge_fit(
             break
         t, info = out[2], out[3]
         with np.errstate(invalid="ignore"):
-            strong = ident & (t < -suspect_z) & (info >= min_share * raw_info)
-        new = np.where(strong, 0.0, k)
+            new = suspect_penalties(ident, t, info, raw_info, suspect_z, min_share, k)
         if np.array_equal(new, pen):
             break
         pen = new

@@ -114,10 +114,10 @@ def bh_step_up(p: np.ndarray, q: float) -> np.ndarray:
     [True, True, True, False]
     """
     m = p.size
-    reject = np.zeros(m, dtype=bool)
+    reject = np.zeros(m, dtype=np.bool_)
     if m == 0:
         return reject
-    order = np.argsort(p, kind="stable")
+    order = np.argsort(p, kind="mergesort")  # stable (numba knows this name)
     below = np.flatnonzero(p[order] <= np.arange(1, m + 1) / m * q)
     if below.size:
         reject[order[: below[-1] + 1]] = True

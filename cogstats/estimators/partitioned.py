@@ -20,14 +20,18 @@ listed twice in one run counts once, as in the ledger.
 
 ``lift``, ``welch``
     One pass: per partition and lesson, the runs with the lesson, their mean and sum of
-    squared deviations (and the same over all runs); partitions merge by Chan et al.'s
-    pairwise update, and each baseline is the total minus the lesson's runs.  A lesson in
+    squared deviations (and the same over all runs): the shared statistics
+    :class:`cogstats.stats.GroupMoments`, filled per partition
+    (:func:`cogstats.stats.groups.fact_arrays`, as a ledger fills them) and merged by
+    Chan et al.'s pairwise update; each baseline is the total minus the lesson's runs
+    (:func:`cogstats.stats.groups.leave_one_out`, the ledger's own).  A lesson in
     at least half the runs gets its baseline from a second, small pass (the runs without
     it, accumulated directly, so no cancellation).
 ``ols``
     Three passes: (1) the statistics above plus the covariate levels and ranges;
     (2) ``X'X``, ``X'y``, ``y'y`` over ``[1, covariates, lessons]`` (``k x k``, from each
-    run's nonzeros); identifiability from the cross-products
+    run's nonzeros; :class:`cogstats.stats.CrossProductSums`, merged by adding);
+    identifiability from the cross-products
     (:func:`~cogstats.estimators.identifiability.lesson_identifiability`'s cross-product
     path, with duplicate inclusion patterns found by sums of run-id hashes), then the
     coefficients; (3) for ``cov="HC3"`` each partition's residuals and leverages give its
@@ -67,6 +71,8 @@ from scipy import sparse
 
 from cogstats._validation import LedgerError, ParameterError, check_choice, check_int
 from cogstats.estimators._base import Attribution
+from cogstats.stats.crossproducts import CrossProductSums
+from cogstats.stats.groups import GroupMoments, fact_arrays, leave_one_out
 
 __all__ = ["DATASET_METHODS", "EXECUTORS", "attribute_dataset", "dataset_files"]
 
@@ -104,32 +110,20 @@ def dataset_files(path: str | os.PathLike[str]) -> list[Path]:
 # ---------------------------------------------------------------------- pass 1
 @dataclass
 class _Summary:
-    """Mergeable per-lesson and per-dataset statistics of one or more partitions."""
+    """Mergeable statistics of one or more partitions.
+
+    The shared per-lesson moments (:class:`cogstats.stats.GroupMoments`, lessons in
+    ``ids`` order) and what only this path keeps (run-id hashes, covariate levels and
+    ranges).
+    """
 
     ids: list[str]
-    n: np.ndarray  # runs with each lesson
-    mean: np.ndarray
-    m2: np.ndarray  # sum of squared deviations from the lesson's mean
+    moments: GroupMoments
     hsum: np.ndarray  # (lessons, 2) uint64: sums of the run-id hashes (inclusion patterns)
-    runs: int
-    total_mean: float
-    total_m2: float
     run_hashes: np.ndarray | None  # sorted uint64 hashes of the run ids
     repeated: np.ndarray  # hashes seen in two runs
     covariates: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
-
-
-def _chan(
-    n1: np.ndarray, m1: np.ndarray, s1: np.ndarray, n2: np.ndarray, m2: np.ndarray, s2: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Chan, Golub and LeVeque's pairwise update of (count, mean, sum of squares)."""
-    n = n1 + n2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        delta = m2 - m1
-        mean = np.where(n > 0, m1 + delta * np.where(n > 0, n2 / np.maximum(n, 1), 0.0), 0.0)
-        ss = s1 + s2 + delta * delta * np.where(n > 0, n1 * n2 / np.maximum(n, 1), 0.0)
-    return n, mean, ss
 
 
 def _read(file: Path, columns: Sequence[str]) -> pl.DataFrame:
@@ -265,30 +259,18 @@ def _scan(
     y = frame["score"].cast(pl.Float64).to_numpy()
     ids, rows, codes = _lesson_codes(frame, str(file))
     p = len(ids)
-    n = np.bincount(codes, minlength=p).astype(np.int64)
-    yr = y[rows]
-    sums = np.bincount(codes, weights=yr, minlength=p)
-    mean = np.where(n > 0, sums / np.maximum(n, 1), 0.0)
-    dev = yr - mean[codes]
-    m2 = np.bincount(codes, weights=dev * dev, minlength=p)
+    moments = GroupMoments.from_fact_arrays(fact_arrays(y, rows, codes, p))
     h1, h2 = _run_hashes(frame)
     hsum = np.zeros((p, 2), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for c, h in enumerate((h1, h2)):
             # wrap-around sums of the hashes of each lesson's runs: equal sets, equal sums
             np.add.at(hsum[:, c], codes, h[rows])
-    total_mean = float(y.mean()) if y.size else 0.0
-    total_m2 = float(np.dot(y - total_mean, y - total_mean)) if y.size else 0.0
     run_hashes = np.sort(h1) if check_run_ids else None
     return _Summary(
         ids=ids,
-        n=n,
-        mean=mean,
-        m2=m2,
+        moments=moments,
         hsum=hsum,
-        runs=int(y.size),
-        total_mean=total_mean,
-        total_m2=total_m2,
         run_hashes=run_hashes,
         repeated=np.zeros(0, dtype=np.uint64),
         covariates=_covariate_info(frame, covariates, str(file), levels_for),
@@ -304,28 +286,11 @@ def _merge(a: _Summary, b: _Summary) -> _Summary:
     for f in new:
         position[f] = len(position)
     where = np.fromiter((position[f] for f in b.ids), dtype=np.int64, count=len(b.ids))
-    p = len(ids)
-
-    def grow(values: np.ndarray) -> np.ndarray:
-        out = np.zeros((p, *values.shape[1:]), dtype=values.dtype)
-        out[: values.shape[0]] = values
-        return out
-
-    n1, m1, s1 = grow(a.n), grow(a.mean), grow(a.m2)
-    n2, m2, s2 = np.zeros(p, np.int64), np.zeros(p), np.zeros(p)
-    n2[where], m2[where], s2[where] = b.n, b.mean, b.m2
-    n, mean, ss = _chan(n1, m1, s1, n2, m2, s2)
-    hsum = grow(a.hsum)
+    moments = a.moments.merge(b.moments, where)
+    hsum = np.zeros((len(ids), 2), dtype=np.uint64)
+    hsum[: a.hsum.shape[0]] = a.hsum
     with np.errstate(over="ignore"):
         hsum[where] += b.hsum
-    tn, tm, ts = _chan(
-        np.array([a.runs]),
-        np.array([a.total_mean]),
-        np.array([a.total_m2]),
-        np.array([b.runs]),
-        np.array([b.total_mean]),
-        np.array([b.total_m2]),
-    )
     run_hashes, repeated = None, np.concatenate([a.repeated, b.repeated])
     if a.run_hashes is not None and b.run_hashes is not None:
         both = np.sort(np.concatenate([a.run_hashes, b.run_hashes]), kind="stable")
@@ -355,13 +320,8 @@ def _merge(a: _Summary, b: _Summary) -> _Summary:
         covariates[name] = merged
     return _Summary(
         ids=ids,
-        n=n.astype(np.int64),
-        mean=mean,
-        m2=ss,
+        moments=moments,
         hsum=hsum,
-        runs=int(tn[0]),
-        total_mean=float(tm[0]),
-        total_m2=float(ts[0]),
         run_hashes=run_hashes,
         repeated=repeated,
         covariates=covariates,
@@ -379,8 +339,8 @@ def _find_repeated(file: Path, hashes: np.ndarray) -> list[tuple[str, str, int]]
 
 
 # ---------------------------------------------------------------------- complements
-def _complement(file: Path, big: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(count, mean, sum of squares) of the runs WITHOUT each lesson in ``big``."""
+def _complement(file: Path, big: tuple[str, ...]) -> GroupMoments:
+    """Return the moments of the runs WITHOUT each lesson in ``big`` (one group a lesson)."""
     frame = _read(file, ["run_id", "score", "fact_ids"])
     y = frame["score"].cast(pl.Float64).to_numpy()
     ids, rows, codes = _lesson_codes(frame, str(file))
@@ -396,14 +356,11 @@ def _complement(file: Path, big: tuple[str, ...]) -> tuple[np.ndarray, np.ndarra
         if rest.size:
             out_m[k] = rest.mean()
             out_s[k] = float(np.dot(rest - out_m[k], rest - out_m[k]))
-    return out_n, out_m, out_s
+    return GroupMoments(out_n, out_m, out_s, int(y.size), 0.0, 0.0)
 
 
-def _merge_complements(
-    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n, m, s = _chan(*a, *b)
-    return n.astype(np.int64), m, s
+def _merge_complements(a: GroupMoments, b: GroupMoments) -> GroupMoments:
+    return a.merge(b, np.arange(b.n.shape[0]))
 
 
 # ---------------------------------------------------------------------- ols passes
@@ -459,18 +416,14 @@ def _design_rows(frame: pl.DataFrame, cols: _Columns) -> sparse.csr_array:
     return sparse.csr_array(sparse.hstack([sparse.csr_array(dense), lessons], format="csr"))
 
 
-def _cross_products(file: Path, cols: _Columns) -> tuple[np.ndarray, np.ndarray, float]:
-    """Pass 2: ``X'X``, ``X'y`` and ``y'y`` of one partition."""
+def _cross_products(file: Path, cols: _Columns) -> CrossProductSums:
+    """Pass 2: ``X'X``, ``X'y`` and ``y'y`` of one partition (merged by adding)."""
     from cogstats.estimators._sparse import gram
 
     frame = _read(file, ["run_id", "score", "fact_ids", *cols.covariates])
     y = frame["score"].cast(pl.Float64).to_numpy()
     x = _design_rows(frame, cols)
-    return gram(x), x.T @ y, float(y @ y)
-
-
-def _sum3(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(u + v for u, v in zip(a, b, strict=True))
+    return CrossProductSums(gram(x), x.T @ y, float(y @ y))
 
 
 def _meat(
@@ -698,30 +651,27 @@ def _raise_repeated(runner: _Runner, files: list[Path], hashes: np.ndarray, src:
 
 
 def _group_stats(runner: _Runner, files: list[Path], s: _Summary) -> dict[str, np.ndarray]:
-    n_all = s.runs
-    n_a = s.n
-    n_b = n_all - n_a
-    s_a = s.n * s.mean
-    total_sum = s.total_mean * n_all
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_b = np.where(n_b > 0, (total_sum - s_a) / np.maximum(n_b, 1), 0.0)
-        between = n_a * n_b / max(n_all, 1) * (s.mean - mean_b) ** 2
-    ss_b = np.maximum(s.total_m2 - s.m2 - between, 0.0)
+    g = s.moments
+    n_all = g.runs
+    n_a = g.n
+    n_b, mean_b, ss_b = leave_one_out(
+        n_a, g.n * g.mean, g.mean, g.m2, n_all, g.total_sum, g.total_m2
+    )
     big = np.flatnonzero((2 * n_b <= n_all) & (n_b > 0))
     if big.size:  # the runs without a very common lesson, accumulated directly
-        _, c_m, c_s = runner.map_reduce(
+        rest = runner.map_reduce(
             functools.partial(_complement, big=tuple(s.ids[j] for j in big)),
             files,
             _merge_complements,
         )
-        mean_b[big], ss_b[big] = c_m, c_s
+        mean_b[big], ss_b[big] = rest.mean, rest.m2
     with np.errstate(invalid="ignore", divide="ignore"):
-        var_a = np.where(n_a >= 2, s.m2 / np.maximum(n_a - 1, 1), np.nan)
+        var_a = np.where(n_a >= 2, g.m2 / np.maximum(n_a - 1, 1), np.nan)
         var_b = np.where(n_b >= 2, ss_b / np.maximum(n_b - 1, 1), np.nan)
     return {
         "fact_id": np.asarray(s.ids, dtype=object),
         "n_a": n_a,
-        "mean_a": s.mean,
+        "mean_a": g.mean,
         "var_a": var_a,
         "n_b": n_b.astype(np.int64),
         "mean_b": mean_b,
@@ -797,8 +747,11 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
     if cluster is not None and s.covariates[cluster]["first_null"] is not None:
         src, row = s.covariates[cluster]["first_null"]
         raise ParameterError(f"cluster: covariate {cluster!r} is null in row {row} of {src}")
-    xtx, xty, yty = runner.map_reduce(functools.partial(_cross_products, cols=cols), files, _sum3)
-    n = s.runs
+    sums = runner.map_reduce(
+        functools.partial(_cross_products, cols=cols), files, CrossProductSums.merge
+    )
+    xtx, xty, yty = sums.xtx, sums.xty, sums.yty
+    n = s.moments.runs
     p = len(s.ids)
     # identifiability from the centred cross-products (duplicates: equal run-hash sums)
     mu = xtx[0, 1:] / n
@@ -821,7 +774,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
         s_w, vt = weak_from_cross_products(c_ll, c_lz, c_z, threshold)
         return s_w, vt, col_sources, True
 
-    ident = identify(list(s.ids), n, s.n, keys, weak, 1e-10, threshold)
+    ident = identify(list(s.ids), n, s.moments.n, keys, weak, 1e-10, threshold)
     keep = ident["identifiable"].to_numpy().astype(bool)
     sel = np.concatenate([np.arange(1 + q), 1 + q + np.flatnonzero(keep)])
     inv, params, rank = normal_solution(xtx[np.ix_(sel, sel)], xty[sel])
@@ -865,7 +818,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
 
     table = regression_table(
         "ols",
-        _D(tuple(s.ids), s.n, n, ident),
+        _D(tuple(s.ids), s.moments.n, n, ident),
         keep,
         est,
         se,

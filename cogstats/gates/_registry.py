@@ -64,7 +64,7 @@ def _check_gate(obj: Any) -> str | None:
 
 
 #: The gates: name -> :class:`~cogstats._registry.Entry` (``.name``, ``.cls``,
-#: ``.options``, ``.description``, ``.compiled``).  Iterating or listing it loads every
+#: ``.options``, ``.description``, ``.kernel``, ``.compiled``).  Iterating or listing it loads every
 #: built-in gate.
 GATES: Registry = Registry(
     "gate",
@@ -74,13 +74,19 @@ GATES: Registry = Registry(
         "audit": "cogstats.gates.audit",
         "recommended": "cogstats.gates.lifecycle",
         "recommended_v1": "cogstats.gates.recommended",
+        "margin_lift": "cogstats.gates.margin_lift",
     },
     check=_check_gate,
 )
 
 
 def register_gate(
-    name: str, *, description: str, options: type | None = None, compiled: bool = False
+    name: str,
+    *,
+    description: str,
+    options: type | None = None,
+    kernel: str | None = None,
+    compiled: bool = False,
 ) -> Any:
     """Class decorator adding a gate to :data:`GATES`.
 
@@ -92,9 +98,14 @@ def register_gate(
         One line for listings.
     options : dataclass type, optional
         The options dataclass (default: the class itself, which must be a dataclass).
+    kernel : str, optional
+        For a gate the simulator's compiled kernel runs: the import path of the module
+        holding its kernel piece (its ``PIECE``, e.g. ``"cogstats.sim._kernel_cycgraph"``;
+        docs/gates.md, "Writing a gate").  The entry's ``compiled`` is derived from it.
+        Without it the gate runs in the reference engine.
     compiled : bool
-        Whether the simulator's compiled kernel covers the gate (False for a gate of
-        one's own: it runs in the reference engine).
+        The older spelling (the engine holds the piece under the gate's name); prefer
+        ``kernel``.
 
     Examples
     --------
@@ -113,7 +124,9 @@ def register_gate(
     True
     >>> GATES.unregister("hold_all_doc")  # (an example should not stay registered)
     """
-    return GATES.register(name, description=description, options=options, compiled=compiled)
+    return GATES.register(
+        name, description=description, options=options, kernel=kernel, compiled=compiled
+    )
 
 
 def get_gate(name: str) -> Entry:

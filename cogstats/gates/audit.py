@@ -52,7 +52,7 @@ AUDIT_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "audit",
     description="the evolving-cognition audit: retire lessons with a low win rate",
-    compiled=True,
+    kernel="cogstats.sim._kernel_audit",
 )
 @dataclass(frozen=True)
 class AuditGate:

@@ -40,12 +40,20 @@ from cogstats.gates._report import (
     report_schema,
 )
 from cogstats.ledger import Ledger
+from cogstats.numerics import floor_log2, welch_evidence, where
 from cogstats.stats import groups as _ledger_stats
 
 if TYPE_CHECKING:
     from cogstats.stats import StreamingStats
 
-__all__ = ["CYCGRAPH_DECISION_COLUMNS", "CycgraphGate"]
+__all__ = [
+    "CYCGRAPH_DECISION_COLUMNS",
+    "CycgraphGate",
+    "inference_outcome",
+    "margin_outcome",
+    "spending_factor",
+    "spent_pvalue",
+]
 
 _OWN_SCHEMA = {
     "lift": pl.Float64,
@@ -65,7 +73,7 @@ CYCGRAPH_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "cycgraph",
     description="cycgraph's eval gate (margin or inference rule), reproduced exactly",
-    compiled=True,
+    kernel="cogstats.sim._kernel_cycgraph",
 )
 @dataclass(frozen=True)
 class CycgraphGate:
@@ -371,27 +379,38 @@ class CycgraphGate:
         return _frame(ids, g, d)
 
     def _decide_core(self, g: _ledger_stats.GroupArrays) -> dict[str, np.ndarray]:
-        """Decisions on candidate statistics (arrays): cycgraph's rules, branch by branch."""
+        """Decisions on candidate statistics (arrays): cycgraph's rules, vectorised.
+
+        The rule's arithmetic is the module's plain functions (:func:`margin_outcome`,
+        :func:`inference_outcome`, :func:`spent_pvalue`, with
+        :func:`cogstats.numerics.welch_evidence` and ``bh_step_up``), which the simulator's
+        kernel compiles; only the t tail (scipy's ``stdtr`` here) is this runner's own.
+        """
         n, n_b = g.n_a, g.n_b
         k = n.size
-        decision = np.full(k, _HOLD, dtype=np.int8)
-        reason = np.full(k, _NONE, dtype=np.int8)
-        max_hit = n >= self.max_trials if self.max_trials is not None else np.zeros(k, dtype=bool)
-        early = (n == 0) | (n < self.min_trials)
+        max_trials = self.max_trials or 0
+        max_base = self.max_baseline_runs or 0
+        ready = (n > 0) & (n >= self.min_trials)
+        max_hit = (max_trials > 0) & (n >= max_trials)
         nan = np.full(k, np.nan)
         out: dict[str, np.ndarray] = {"tested": np.zeros(k, dtype=bool)}
         if self.decision_rule == "margin":
-            no_base = ~early & (n_b == 0)
-            active = ~early & (n_b > 0)
+            no_base = ready & (n_b == 0)
+            active = ready & (n_b > 0)
             lift = np.where(active, g.mean_a - g.mean_b, nan)
             with np.errstate(invalid="ignore"):
-                promote = active & (lift >= self.promote_margin)
-                harmful = active & ~promote & (-lift >= self.evict_margin)
-            no_lift = (no_base | (active & ~promote & ~harmful)) & max_hit
-            decision[promote] = _PROMOTE
-            decision[harmful | no_lift] = _EVICT
-            reason[harmful] = _HARMFUL
-            reason[no_lift] = _NO_LIFT
+                code = margin_outcome(
+                    n,
+                    n_b,
+                    lift,
+                    self.min_trials,
+                    max_trials,
+                    self.promote_margin,
+                    self.evict_margin,
+                )
+            promote = code == C.OUTCOME_PROMOTE
+            harmful = code == C.OUTCOME_EVICT_HARMFUL
+            no_lift = code == C.OUTCOME_EVICT_NO_LIFT
             why = np.full(k, C.WHY_MIN_TRIALS, dtype=object)
             why[no_base] = C.WHY_NO_BASELINE
             why[active] = C.WHY_INSUFFICIENT_EVIDENCE
@@ -400,27 +419,35 @@ class CycgraphGate:
             why[no_lift] = C.WHY_MAX_TRIALS
             # the margin rule compares the lift, reported as the estimate (cycgraph's own
             # evidence columns stay empty under this rule)
-            out.update(decision=decision, reason=reason, lift=lift, why=why, estimate=lift)
+            out.update(
+                decision=_DECISION_OF_CODE[code],
+                reason=_REASON_OF_CODE[code],
+                lift=lift,
+                why=why,
+                estimate=lift,
+            )
             return out
-        small = ~early & ((n < 2) | (n_b < 2))
-        tested = ~early & ~small
-        floor2 = self.noise_floor_sd**2
-        va = np.maximum(np.nan_to_num(g.var_a, nan=0.0), floor2)
-        vb = np.maximum(np.nan_to_num(g.var_b, nan=0.0), floor2)
+        small = ready & ((n < 2) | (n_b < 2))
+        tested = ready & ~small
         nf = np.where(tested, n, 2).astype(float)
         nbf = np.where(tested, n_b, 2).astype(float)
-        lift = g.mean_a - g.mean_b
-        sa, sb = va / nf, vb / nbf
-        se = np.sqrt(sa + sb)
         with np.errstate(invalid="ignore", divide="ignore"):
-            df = np.where(se > 0, (sa + sb) ** 2 / (sa**2 / (nf - 1) + sb**2 / (nbf - 1)), np.inf)
+            lift, se, df, sa, sb = welch_evidence(
+                nf,
+                nbf,
+                g.mean_a,
+                g.mean_b,
+                np.nan_to_num(g.var_a, nan=0.0),
+                np.nan_to_num(g.var_b, nan=0.0),
+                self.noise_floor_sd**2,
+            )
         p_promote = _p_exceeds(lift, se, df, self.promote_margin)
         p_evict = 1.0 - _p_exceeds(lift, se, df, -self.evict_margin)
-        bracket = np.frexp(np.maximum(n_b, 1).astype(float))[1].astype(np.int64) - 1
         doubling = self.sequential_control == "doubling"
-        factor = np.ldexp(1.0, bracket) if doubling else np.ones(k)
-        up_p = np.minimum(1.0, (1.0 - p_promote) * factor) if doubling else 1.0 - p_promote
-        down_p = np.minimum(1.0, (1.0 - p_evict) * factor) if doubling else 1.0 - p_evict
+        bracket = floor_log2(n_b)
+        factor = spending_factor(n_b, doubling)
+        up_p = spent_pvalue(1.0 - p_promote, factor)
+        down_p = spent_pvalue(1.0 - p_evict, factor)
         q_up = 1.0 - self.promote_confidence
         q_down = 1.0 - self.evict_confidence
         idx = np.flatnonzero(tested)
@@ -433,35 +460,25 @@ class CycgraphGate:
             else:
                 up[idx] = up_p[idx] <= q_up
                 down[idx] = down_p[idx] <= q_down
-        stop = max_hit.copy()
-        if self.max_baseline_runs is not None:
-            stop |= n_b >= self.max_baseline_runs
-        promote = up & ~down
-        harmful = down & ~up
-        no_lift = (small & max_hit) | (tested & ~up & ~down & stop)
-        decision[promote] = _PROMOTE
-        decision[harmful | no_lift] = _EVICT
-        reason[harmful] = _HARMFUL
-        reason[no_lift] = _NO_LIFT
+        code = inference_outcome(n, n_b, up, down, self.min_trials, max_trials, max_base)
+        promote = code == C.OUTCOME_PROMOTE
+        harmful = code == C.OUTCOME_EVICT_HARMFUL
+        no_lift = code == C.OUTCOME_EVICT_NO_LIFT
         why = np.full(k, C.WHY_MIN_TRIALS, dtype=object)
         why[small & (n >= 2)] = C.WHY_NO_BASELINE
         why[tested] = C.WHY_INSUFFICIENT_EVIDENCE
         why[tested & up & down] = C.WHY_BOTH_SIDES
         why[promote] = C.WHY_PROMOTE_EVIDENCE
         why[harmful] = C.WHY_HARM_EVIDENCE
-        base_stop = (
-            n_b >= self.max_baseline_runs
-            if self.max_baseline_runs is not None
-            else np.zeros(k, dtype=bool)
-        )
+        base_stop = (max_base > 0) & (n_b >= max_base)
         why[no_lift & base_stop & ~max_hit] = C.WHY_MAX_BASELINE_RUNS
         why[no_lift & max_hit] = C.WHY_MAX_TRIALS
         out.update(
             why=why,
             estimate=np.where(tested, lift, np.nan),
             std_error=np.where(tested, se, np.nan),
-            decision=decision,
-            reason=reason,
+            decision=_DECISION_OF_CODE[code],
+            reason=_REASON_OF_CODE[code],
             tested=tested,
             lift=lift,
             se=se,
@@ -477,7 +494,7 @@ class CycgraphGate:
             sb=sb,
         )
         if doubling:
-            out["alpha_bracket"] = bracket
+            out["alpha_bracket"] = bracket.astype(np.int64)
         return out
 
     def _fragile(
@@ -559,10 +576,119 @@ class CycgraphGate:
         return np.flatnonzero(near)
 
 
-_HOLD, _PROMOTE, _EVICT = 0, 1, 2
-_NONE, _HARMFUL, _NO_LIFT = 0, 1, 2
 _DECISION_NAMES = np.array(["hold", "promote", "evict"], dtype=object)
 _REASON_NAMES = np.array([None, HARMFUL, NO_LIFT], dtype=object)
+#: an outcome code (hold, promote, evict harmful, evict no_lift) -> the report's decision and
+#: reason (indices into the two tables above)
+_DECISION_OF_CODE = np.zeros(len(C.OUTCOME_CODES), dtype=np.int8)
+_REASON_OF_CODE = np.zeros(len(C.OUTCOME_CODES), dtype=np.int8)
+_DECISION_OF_CODE[[C.OUTCOME_PROMOTE, C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_EVICT_NO_LIFT]] = [1, 2, 2]
+_REASON_OF_CODE[[C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_EVICT_NO_LIFT]] = [1, 2]
+
+
+# ---------------------------------------------------------------------- the rule, written once
+# Plain functions of numbers or numpy arrays (elementwise, no Python loop over lessons): the
+# batch gate and StreamingGate call them on arrays of candidates, and the simulator's kernel
+# (cogstats.sim._kernel_cycgraph) compiles the very same functions with numba and calls them
+# lesson by lesson.  Outcome codes are cogstats._codes.OUTCOME_CODES.
+
+
+def margin_outcome(
+    n: Any,
+    n_b: Any,
+    lift: Any,
+    min_trials: int,
+    max_trials: int,
+    promote_margin: float,
+    evict_margin: float,
+) -> Any:
+    """Return the margin rule's outcome code per lesson (hold, promote, evict).
+
+    A lesson with ``n >= min_trials`` trials (and at least one) and a baseline (``n_b >
+    0``) is promoted when its lift reaches ``promote_margin``, evicted as harmful when
+    ``-lift`` reaches ``evict_margin``; undecided at ``max_trials`` trials (0: no cap) it
+    is evicted as no_lift, with or without a baseline.  Codes:
+    :data:`cogstats._codes.OUTCOME_CODES` (0 hold, 1 promote, 2 evict harmful, 3 evict
+    no_lift).
+
+    Examples
+    --------
+    >>> margin_outcome(np.array([5, 5, 5, 1, 9]), np.array([5, 5, 5, 9, 0]),
+    ...                np.array([0.06, -0.07, 0.0, 0.5, np.nan]), 3, 9, 0.05, 0.05).tolist()
+    [1, 2, 0, 0, 3]
+    """
+    ready = n >= max(min_trials, 1)
+    active = ready & (n_b > 0)
+    promote = active & (lift >= promote_margin)
+    harmful = active & (-lift >= evict_margin)
+    out = where(promote, C.OUTCOME_PROMOTE, where(harmful, C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_HOLD))
+    if max_trials > 0:  # undecided at the cap, with or without a baseline
+        stop = ready & (n >= max_trials) & (out == C.OUTCOME_HOLD)
+        out = where(stop, C.OUTCOME_EVICT_NO_LIFT, out)
+    return out
+
+
+def spending_factor(n_b: Any, doubling: bool) -> Any:
+    """Return cycgraph's doubling spending factor ``2**floor(log2(n_b))`` (1 without doubling).
+
+    Examples
+    --------
+    >>> spending_factor(np.array([1, 2, 7, 8]), True).tolist(), float(spending_factor(9, False))
+    ([1.0, 2.0, 4.0, 8.0], 1.0)
+    """
+    return where(doubling, 2.0 ** floor_log2(n_b), 1.0)
+
+
+def spent_pvalue(p: Any, factor: Any) -> Any:
+    """Return a one-sided p-value spent over the baseline bracket: ``min(1, p * factor)``.
+
+    Examples
+    --------
+    >>> spent_pvalue(np.array([0.01, 0.3]), 4.0).tolist()
+    [0.04, 1.0]
+    """
+    return np.minimum(1.0, p * factor)
+
+
+def inference_outcome(
+    n: Any,
+    n_b: Any,
+    up: Any,
+    down: Any,
+    min_trials: int,
+    max_trials: int,
+    max_baseline_runs: int,
+) -> Any:
+    """Return the inference rule's outcome code per lesson, from its two rejections.
+
+    A lesson is tested with ``n >= min_trials`` trials, at least two a side (``n``,
+    ``n_b``); ``up``/``down`` say whether promotion and harm were shown (its spent
+    p-values against ``1 - confidence``, after Benjamini-Hochberg where the gate applies
+    it): one side alone promotes or evicts as harmful, both hold.  Undecided and at a
+    stopping rule (``max_trials`` trials or ``max_baseline_runs`` baseline runs; 0: none)
+    it is evicted as no_lift; so is a lesson with too few runs a side at ``max_trials``.
+    Codes as :func:`margin_outcome`.
+
+    Examples
+    --------
+    >>> n, n_b = np.array([4, 4, 4, 4, 1]), np.array([6, 6, 6, 20, 9])
+    >>> up, down = np.array([1, 0, 1, 0, 0], bool), np.array([0, 1, 1, 0, 0], bool)
+    >>> inference_outcome(n, n_b, up, down, 1, 0, 20).tolist()
+    [1, 2, 0, 3, 0]
+    """
+    ready = n >= max(min_trials, 1)
+    tested = ready & (n >= 2) & (n_b >= 2)
+    out = where(
+        tested & up & np.logical_not(down),
+        C.OUTCOME_PROMOTE,
+        where(tested & down & np.logical_not(up), C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_HOLD),
+    )
+    max_hit = (max_trials > 0) & (n >= max_trials)
+    stop = max_hit | ((max_baseline_runs > 0) & (n_b >= max_baseline_runs))
+    no_lift = (ready & np.logical_not(tested) & max_hit) | (
+        tested & np.logical_not(up | down) & stop
+    )
+    return where(no_lift, C.OUTCOME_EVICT_NO_LIFT, out)
 
 
 def _t_density(t: np.ndarray, df: np.ndarray) -> np.ndarray:

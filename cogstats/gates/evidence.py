@@ -21,7 +21,6 @@ as cycgraph's gate does.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -53,17 +52,23 @@ from cogstats.gates._report import (
     LessonState,
     candidate_ids,
     check_statuses,
-    report_frame,
     report_schema,
 )
 from cogstats.ledger import Ledger
+from cogstats.numerics import where
 
 if TYPE_CHECKING:
     from cogstats.estimators import Attribution
     from cogstats.stats import StreamingStats
     from cogstats.stats.groups import GroupArrays
 
-__all__ = ["EVIDENCE_DECISION_COLUMNS", "EvidenceGate"]
+__all__ = [
+    "EVIDENCE_DECISION_COLUMNS",
+    "EvidenceGate",
+    "evidence_outcome",
+    "group_sides",
+    "side_alpha",
+]
 
 SEQUENTIAL = ("fixed", "anytime", "group")
 MULTIPLICITY = ("none", "bonferroni", "holm", "bh", "by")
@@ -88,7 +93,7 @@ EVIDENCE_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "evidence",
     description="promote/evict on any estimator's inference, with error control",
-    compiled=True,
+    kernel="cogstats.sim._kernel_evidence",
 )
 @dataclass(frozen=True)
 class EvidenceGate:
@@ -363,187 +368,218 @@ class EvidenceGate:
             return _judge_running(self, stats, candidates)
         ledger = stats
         ids = candidate_ids(ledger, candidates)
-        stats_frame = ledger.fact_stats()
-        trials = dict(zip(stats_frame["fact_id"], stats_frame["trials"], strict=True))
+        trials = _aligned(ids, ledger.fact_stats(), ("trials",))["trials"]
+        n = trials.fill_null(0).to_numpy().astype(np.int64)
         n_runs = len(ledger)
-        judged = [
-            f for f in ids if trials.get(f, 0) >= self.min_trials and trials.get(f, 0) < n_runs
-        ]
-        m = max(1, len(judged))
-        rows: dict[str, dict[str, Any]] = {}
-        for f in ids:
-            n = int(trials.get(f, 0))
-            rows[f] = {
-                "fact_id": f,
-                "decision": "hold",
-                "reason": None,
-                "why": C.WHY_MIN_TRIALS if n < self.min_trials else C.WHY_NO_BASELINE,
-                "trials": n,
-                "baseline_runs": n_runs - n,
-            }
-        if judged:
-            self._judge(ledger, judged, m, rows, rng)
-        for f in ids:
-            self._stopping_rules(rows[f])
-        frame = report_frame([rows[f] for f in ids], _SCHEMA)
-        return GateReport("evidence", frame, self.to_policy())
+        judged = self._judged(n, n_runs)
+        m = max(1, int(judged.sum()))
+        result = identifiable = None
+        if judged.any():
+            result = attribute(
+                ledger,
+                self.method,
+                rng=rng,
+                confidence_level=self._level(m),
+                **dict(self.options),
+            )
+            identifiable = self._identifiable(ledger, result)
+        return self._report(ids, n, n_runs, m, result, identifiable)
 
-    def _stopping_rules(self, row: dict[str, Any]) -> None:
-        if row["decision"] != "hold" or row["trials"] == 0:
-            return
-        if row["trials"] < self.min_trials:
-            return
-        if self.max_trials is not None and row["trials"] >= self.max_trials:
-            row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-        elif self.max_baseline_runs is not None and row["baseline_runs"] >= self.max_baseline_runs:
-            row.update(decision="evict", reason=NO_LIFT, why=C.WHY_MAX_BASELINE_RUNS)
+    def _judged(self, n: np.ndarray, n_runs: int) -> np.ndarray:
+        """Return the lessons the estimator is asked about: ``min_trials`` trials and a baseline."""
+        return (n >= self.min_trials) & (n < n_runs)
 
     def _level(self, m: int) -> float:
         """Two-sided confidence level whose one-sided error per side is alpha (/ m)."""
-        a = self.alpha / (m if self.multiplicity == "bonferroni" else 1)
-        return 1.0 - 2.0 * a
+        return 1.0 - 2.0 * side_alpha(self.alpha, m, self.multiplicity == "bonferroni")
 
-    def _judge(
+    def _report(
         self,
-        ledger: Ledger,
-        judged: list[str],
+        ids: Sequence[str],
+        n: np.ndarray,
+        n_runs: int,
         m: int,
-        rows: dict[str, dict[str, Any]],
-        rng: Any,
-    ) -> None:
-        level = self._level(m)
-        result = attribute(
-            ledger, self.method, rng=rng, confidence_level=level, **dict(self.options)
-        )
-        self._apply(result, self._identifiable(ledger, result), judged, m, rows)
+        result: Attribution | None,
+        identifiable: pl.DataFrame | None,
+    ) -> GateReport:
+        """Decide every candidate from an attribution, vectorised (batch and running statistics).
 
-    def _apply(
-        self,
-        result: Any,
-        identifiable: Mapping[str, bool],
-        judged: list[str],
-        m: int,
-        rows: dict[str, dict[str, Any]],
-    ) -> None:
-        """Decide the judged lessons from an attribution (batch and running statistics)."""
-        table = {r["fact_id"]: r for r in result.to_frame().iter_rows(named=True)}
-        wald = result.settings.get("interval") == "wald" or self.method in _WALD_METHODS
-        p_up: list[float] = []
-        p_down: list[float] = []
-        tested: list[str] = []
-        for f in judged:
-            row = rows[f]
-            r = table.get(f)
-            ident = identifiable.get(f, True)
-            row["identifiable"] = ident
-            held = self.hold_unidentifiable and not ident
-            row["why"] = C.WHY_NOT_IDENTIFIABLE if held else C.WHY_NO_ESTIMATE
-            if r is None or r["estimate"] is None or r["std_error"] is None:
-                continue
-            est, se = float(r["estimate"]), float(r["std_error"])
-            row.update(estimate=est, std_error=se, ci_low=r["ci_low"], ci_high=r["ci_high"])
-            if r.get("baseline_runs") is not None:
-                row["baseline_runs"] = int(r["baseline_runs"])
-            up, down = self._one_sided(r, est, se, wald)
-            row.update(pvalue_promote=up, pvalue_evict=down)
-            if held:
-                continue
-            row["why"] = C.WHY_INSUFFICIENT_EVIDENCE
-            tested.append(f)
-            p_up.append(up)
-            p_down.append(down)
-        if not tested:
-            return
-        promote, evict = self._reject(tested, rows, np.asarray(p_up), np.asarray(p_down), m, wald)
-        for f, up_ok, down_ok in zip(tested, promote, evict, strict=True):
-            if up_ok and down_ok:
-                rows[f]["why"] = C.WHY_BOTH_SIDES
-            elif up_ok:
-                rows[f].update(decision="promote", why=C.WHY_PROMOTE_EVIDENCE)
-            elif down_ok:
-                rows[f].update(decision="evict", reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
+        The rule is the module's plain functions (:func:`evidence_outcome`,
+        :func:`group_sides`, :func:`side_alpha`), which the simulator's kernel compiles;
+        this runner's own are the estimator's interval and p-values (scipy).
+        """
+        k = len(ids)
+        judged = self._judged(n, n_runs)
+        n_b = n_runs - n
+        why = np.where(n < self.min_trials, C.WHY_MIN_TRIALS, C.WHY_NO_BASELINE).astype(object)
+        nan = np.full(k, np.nan)
+        cols: dict[str, Any] = {
+            "estimate": nan,
+            "std_error": nan,
+            "ci_low": nan,
+            "ci_high": nan,
+            "pvalue_promote": nan,
+            "pvalue_evict": nan,
+            "boundary": nan,
+        }
+        has = np.zeros(k, dtype=bool)
+        masks = {"ci_low": has, "ci_high": has, "boundary": has}
+        ident = np.ones(k, dtype=bool)
+        up = np.zeros(k, dtype=bool)
+        down = np.zeros(k, dtype=bool)
+        tested = has
+        if result is not None:
+            wald = result.settings.get("interval") == "wald" or self.method in _WALD_METHODS
+            frame = result.to_frame()
+            want = [
+                c
+                for c in (
+                    "estimate",
+                    "std_error",
+                    "ci_low",
+                    "ci_high",
+                    "df",
+                    "pvalue",
+                    "baseline_runs",
+                )
+                if c in frame.columns
+            ]
+            row = _aligned(ids, frame, want)
+            if identifiable is not None:
+                got = _aligned(ids, identifiable, ("identifiable",))["identifiable"]
+                ident = got.fill_null(True).to_numpy().astype(bool)
+            held = self.hold_unidentifiable & ~ident
+            why[judged] = np.where(held, C.WHY_NOT_IDENTIFIABLE, C.WHY_NO_ESTIMATE)[judged]
+            has = judged & row["estimate"].is_not_null().to_numpy()
+            has &= row["std_error"].is_not_null().to_numpy()
+            est = _floats(row, "estimate")
+            se = _floats(row, "std_error")
+            cols.update(estimate=est, std_error=se)
+            for name in ("ci_low", "ci_high"):
+                cols[name] = _floats(row, name)
+                masks[name] = has & row[name].is_not_null().to_numpy()
+            if "baseline_runs" in row.columns:
+                base = row["baseline_runs"]
+                given = has & base.is_not_null().to_numpy()
+                n_b = np.where(given, base.fill_null(0).to_numpy(), n_b).astype(np.int64)
+            p_up, p_down = self._one_sided(row, est, se, wald)
+            cols.update(pvalue_promote=p_up, pvalue_evict=p_down)
+            tested = has & ~held
+            why[tested] = C.WHY_INSUFFICIENT_EVIDENCE
+            if tested.any():
+                up, down, boundary = self._reject(tested, n, est, se, cols, p_up, p_down, m, wald)
+                if boundary is not None:
+                    cols["boundary"] = boundary
+                    masks["boundary"] = tested
+        max_trials = self.max_trials or 0
+        max_base = self.max_baseline_runs or 0
+        code = evidence_outcome(n, n_b, up, down, self.min_trials, max_trials, max_base)
+        why[tested & up & down] = C.WHY_BOTH_SIDES
+        why[code == C.OUTCOME_PROMOTE] = C.WHY_PROMOTE_EVIDENCE
+        why[code == C.OUTCOME_EVICT_HARMFUL] = C.WHY_HARM_EVIDENCE
+        no_lift = code == C.OUTCOME_EVICT_NO_LIFT
+        at_max = (max_trials > 0) & (n >= max_trials)
+        why[no_lift] = np.where(at_max, C.WHY_MAX_TRIALS, C.WHY_MAX_BASELINE_RUNS)[no_lift]
+        data = {
+            "fact_id": pl.Series("fact_id", list(ids), dtype=pl.String),
+            "decision": pl.Series("decision", _DECISION_NAMES[code].tolist(), dtype=pl.String),
+            "reason": pl.Series("reason", _REASON_NAMES[code].tolist(), dtype=pl.String),
+            "why": pl.Series("why", why.tolist(), dtype=pl.String),
+            "trials": pl.Series("trials", n, dtype=pl.Int64),
+            "baseline_runs": pl.Series("baseline_runs", n_b, dtype=pl.Int64),
+            "identifiable": _masked(pl.Series("identifiable", ident, dtype=pl.Boolean), judged),
+        }
+        for name, values in cols.items():
+            data[name] = _masked(pl.Series(name, values, dtype=pl.Float64), masks.get(name, has))
+        frame = pl.DataFrame([data[c] for c in _SCHEMA])
+        return GateReport("evidence", frame, self.to_policy())
 
-    def _identifiable(self, ledger: Ledger, result: Any) -> dict[str, bool]:
+    def _identifiable(self, ledger: Ledger, result: Any) -> pl.DataFrame | None:
+        """Return each lesson's identifiability (``fact_id``, ``identifiable``); None: all are."""
         frame = result.to_frame()
         if "identifiable" in frame.columns:
-            return {
-                f: bool(v) if v is not None else True
-                for f, v in zip(frame["fact_id"], frame["identifiable"], strict=True)
-            }
+            return frame.select("fact_id", pl.col("identifiable").fill_null(True))
         if not self.hold_unidentifiable:
-            return {}
+            return None
         from cogstats.estimators.identifiability import check_identifiability
 
-        check = check_identifiability(ledger)
-        return dict(zip(check["fact_id"], check["identifiable"], strict=True))
+        return check_identifiability(ledger).select("fact_id", "identifiable")
 
     def _one_sided(
-        self, r: Mapping[str, Any], est: float, se: float, wald: bool
-    ) -> tuple[float, float]:
+        self, row: pl.DataFrame, est: np.ndarray, se: np.ndarray, wald: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One-sided p-values of H0: effect <= promote_margin and H0: effect >= -evict_margin."""
         pm, em = float(self.promote_margin), float(self.evict_margin)
         if wald:
-            if se == 0:
-                return (0.0 if est > pm else 1.0), (0.0 if est < -em else 1.0)
-            df = r.get("df")
-            if df is not None and math.isfinite(float(df)):
-                up = float(special.stdtr(float(df), -(est - pm) / se))
-                down = float(special.stdtr(float(df), -(-em - est) / se))
-            else:
-                up = float(special.ndtr(-(est - pm) / se))
-                down = float(special.ndtr(-(-em - est) / se))
+            df = _floats(row, "df") if "df" in row.columns else np.full(est.size, np.nan)
+            finite = np.isfinite(df)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                z_up, z_down = -(est - pm) / se, -(-em - est) / se
+                up = np.where(finite, special.stdtr(np.where(finite, df, 1.0), z_up), 0.0)
+                down = np.where(finite, special.stdtr(np.where(finite, df, 1.0), z_down), 0.0)
+                up = np.where(finite, up, special.ndtr(z_up))
+                down = np.where(finite, down, special.ndtr(z_down))
+            zero = se == 0
+            up = np.where(zero, np.where(est > pm, 0.0, 1.0), up)
+            down = np.where(zero, np.where(est < -em, 0.0, 1.0), down)
             return up, down
-        p = r.get("pvalue")
-        if p is None or pm != 0 or em != 0:
-            return math.nan, math.nan
-        half = float(p) / 2
-        return (half, 1 - half) if est > 0 else (1 - half, half)
+        nan = np.full(est.size, np.nan)
+        if "pvalue" not in row.columns or pm != 0 or em != 0:
+            return nan, nan
+        half = _floats(row, "pvalue") / 2
+        pos = est > 0
+        return np.where(pos, half, 1 - half), np.where(pos, 1 - half, half)
 
     def _reject(
         self,
-        tested: list[str],
-        rows: dict[str, dict[str, Any]],
+        tested: np.ndarray,
+        n: np.ndarray,
+        est: np.ndarray,
+        se: np.ndarray,
+        cols: Mapping[str, np.ndarray],
         p_up: np.ndarray,
         p_down: np.ndarray,
         m: int,
         wald: bool,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Return promotion and harm shown per lesson (False where not tested), the boundaries."""
         pm, em = float(self.promote_margin), float(self.evict_margin)
+        up = np.zeros(n.size, dtype=bool)
+        down = np.zeros(n.size, dtype=bool)
         if self.sequential == "group":
             if not wald:
                 raise ParameterError(
                     f"sequential='group' needs a Wald-type method (estimate, std_error); "
                     f"{self.method!r} is not"
                 )
-            alpha = self.alpha / (m if self.multiplicity == "bonferroni" else 1)
-            bounds = self._boundaries(alpha)
-            promote = np.zeros(len(tested), dtype=bool)
-            evict = np.zeros(len(tested), dtype=bool)
-            for i, f in enumerate(tested):
-                row = rows[f]
-                n = min(row["trials"], int(self.max_trials or row["trials"]))
-                b = bounds[n]
-                row["boundary"] = b
-                se = row["std_error"]
-                if se > 0:
-                    promote[i] = (row["estimate"] - pm) / se >= b
-                    evict[i] = (-em - row["estimate"]) / se >= b
-            return promote, evict
+            alpha = side_alpha(self.alpha, m, self.multiplicity == "bonferroni")
+            boundary = self._boundary_array(alpha, n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                up, down = group_sides(est, se, boundary, pm, em)
+            return tested & up, tested & down, boundary
         if self.multiplicity in ("none", "bonferroni"):
             # the interval at the gate's level: one-sided alpha (/ m) per side
-            lo = np.array([rows[f]["ci_low"] for f in tested], dtype=float)
-            hi = np.array([rows[f]["ci_high"] for f in tested], dtype=float)
-            return lo > pm, hi < -em
-        if np.isnan(p_up).any():
+            with np.errstate(invalid="ignore"):
+                return tested & (cols["ci_low"] > pm), tested & (cols["ci_high"] < -em), None
+        t = np.flatnonzero(tested)
+        if np.isnan(p_up[t]).any():
             raise ParameterError(
                 f"multiplicity={self.multiplicity!r} needs one-sided p-values; method "
                 f"{self.method!r} gives them only at zero margins"
             )
         from cogstats.estimators.multiplicity import adjust
 
-        up = adjust(p_up, self.multiplicity, alpha=self.alpha).rejected
-        down = adjust(p_down, self.multiplicity, alpha=self.alpha).rejected
-        return np.asarray(up, dtype=bool), np.asarray(down, dtype=bool)
+        up[t] = np.asarray(adjust(p_up[t], self.multiplicity, alpha=self.alpha).rejected)
+        down[t] = np.asarray(adjust(p_down[t], self.multiplicity, alpha=self.alpha).rejected)
+        return up, down, None
+
+    def _boundary_array(self, alpha: float, n: np.ndarray) -> np.ndarray:
+        """Return the group-sequential z boundary at each lesson's trials (capped at max_trials)."""
+        bounds = self._boundaries(alpha)
+        top = int(self.max_trials or 0)
+        table = np.full(top + 1, np.nan)
+        table[np.fromiter(bounds, dtype=np.int64)] = np.fromiter(bounds.values(), dtype=float)
+        return table[np.clip(n, 0, top)]
 
     def boundaries(self) -> dict[int, float]:
         """Return the one-sided z boundary at each trial count ``min_trials .. max_trials``.
@@ -586,6 +622,115 @@ class EvidenceGate:
 
 
 _BOUNDARY_CACHE: dict[tuple[Any, ...], dict[int, float]] = {}
+_DECISION_NAMES = np.array([C.HOLD, C.PROMOTE, C.EVICT, C.EVICT], dtype=object)
+_REASON_NAMES = np.array([None, None, HARMFUL, NO_LIFT], dtype=object)
+assert (C.OUTCOME_HOLD, C.OUTCOME_PROMOTE, C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_EVICT_NO_LIFT) == (
+    0,
+    1,
+    2,
+    3,
+)
+
+
+def _aligned(ids: Sequence[str], frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """Return ``frame``'s ``columns`` for ``ids``, in their order (null for an absent lesson)."""
+    left = pl.DataFrame({"fact_id": list(ids)}, schema={"fact_id": pl.String})
+    right = frame.select("fact_id", *columns).unique("fact_id", keep="first", maintain_order=True)
+    return left.join(right, on="fact_id", how="left", maintain_order="left")
+
+
+def _floats(frame: pl.DataFrame, name: str) -> np.ndarray:
+    """Return a column as float64 (null: NaN)."""
+    return frame[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def _masked(series: pl.Series, keep: np.ndarray) -> pl.Series:
+    """Return ``series`` with null where ``keep`` is False."""
+    drop = np.flatnonzero(~keep)
+    return series.scatter(drop, None) if drop.size else series
+
+
+# ---------------------------------------------------------------------- the rule, written once
+# Plain functions of numbers or numpy arrays (elementwise): EvidenceGate calls them on arrays
+# of candidates, and the simulator's kernel (cogstats.sim._kernel_evidence) compiles them and
+# calls them lesson by lesson.  Outcome codes are cogstats._codes.OUTCOME_CODES.
+
+
+def side_alpha(alpha: float, m: int, bonferroni: bool) -> float:
+    """Return the one-sided error per side: ``alpha``, divided by ``m`` under Bonferroni.
+
+    ``m`` is the number of lessons judged together (at least one).
+
+    Examples
+    --------
+    >>> side_alpha(0.05, 4, True), side_alpha(0.05, 4, False)
+    (0.0125, 0.05)
+    """
+    if bonferroni and m > 1:
+        return alpha / m
+    return alpha
+
+
+def group_sides(
+    est: Any, se: Any, boundary: Any, promote_margin: float, evict_margin: float
+) -> tuple[Any, Any]:
+    """Return whether promotion and harm are shown at a group-sequential z boundary.
+
+    ``(est - promote_margin) / se >= boundary`` and ``(-evict_margin - est) / se >=
+    boundary``; a standard error of 0 shows neither (numbers or arrays).
+
+    Examples
+    --------
+    >>> up, down = group_sides(np.array([0.3, -0.3, 0.3]), np.array([0.1, 0.1, 0.0]), 2.0, 0, 0)
+    >>> up.tolist(), down.tolist()
+    ([True, False, False], [False, True, False])
+    """
+    pos = se > 0.0
+    safe = where(pos, se, 1.0)
+    return pos & ((est - promote_margin) / safe >= boundary), pos & (
+        (-evict_margin - est) / safe >= boundary
+    )
+
+
+def evidence_outcome(
+    n: Any,
+    n_b: Any,
+    up: Any,
+    down: Any,
+    min_trials: int,
+    max_trials: int,
+    max_baseline_runs: int,
+) -> Any:
+    """Return the evidence gate's outcome code per lesson, from its two rejections.
+
+    ``up``/``down`` (False where a lesson is not tested): one side alone promotes or
+    evicts as harmful, both hold.  A lesson left on hold with ``n >= min_trials`` trials
+    (at least one) at a stopping rule (``max_trials`` trials or ``max_baseline_runs``
+    baseline runs; 0: none) is evicted as no_lift.  Codes:
+    :data:`cogstats._codes.OUTCOME_CODES` (0 hold, 1 promote, 2 evict harmful, 3 evict
+    no_lift).
+
+    Examples
+    --------
+    >>> n, n_b = np.array([5, 5, 5, 9, 2]), np.array([9, 9, 9, 9, 30])
+    >>> up, down = np.array([1, 0, 1, 0, 0], bool), np.array([0, 1, 1, 0, 0], bool)
+    >>> evidence_outcome(n, n_b, up, down, 3, 9, 0).tolist()
+    [1, 2, 0, 3, 0]
+    """
+    promote = up & np.logical_not(down)
+    harmful = down & np.logical_not(up)
+    ready = (n > 0) & (n >= min_trials)
+    stop = ((max_trials > 0) & (n >= max_trials)) | (
+        (max_baseline_runs > 0) & (n_b >= max_baseline_runs)
+    )
+    no_lift = ready & np.logical_not(promote | harmful) & stop
+    return (
+        promote * C.OUTCOME_PROMOTE
+        + harmful * C.OUTCOME_EVICT_HARMFUL
+        + no_lift * C.OUTCOME_EVICT_NO_LIFT
+    )
+
+
 #: methods whose std_error/df describe a t or normal sampling distribution of the estimate
 _WALD_METHODS = ("lift", "welch", "ols", "ridge", "fraclogit", "mixed", "ipw", "aipw")
 
@@ -610,39 +755,20 @@ def _judge_running(
     if gate.method not in _RUNNING_METHODS:
         gate.running_statistics()  # raises, naming the methods it judges from running sums
     ids = list(stats.fact_ids if candidates is None else candidates)
-    present = stats.fact_ids
-    trials_present = dict(zip(present, stats.trials(list(present)).tolist(), strict=True))
+    n = stats.trials(ids)
     n_runs = stats.n_runs
-    judged = [
-        f
-        for f in ids
-        if trials_present.get(f, 0) >= gate.min_trials and trials_present.get(f, 0) < n_runs
-    ]
-    m = max(1, len(judged))
-    rows: dict[str, dict[str, Any]] = {}
-    for f in ids:
-        n = int(trials_present.get(f, 0))
-        rows[f] = {
-            "fact_id": f,
-            "decision": "hold",
-            "reason": None,
-            "why": C.WHY_MIN_TRIALS if n < gate.min_trials else C.WHY_NO_BASELINE,
-            "trials": n,
-            "baseline_runs": n_runs - n,
-        }
-    if judged:
-        level = gate._level(m)
-        result, identifiable = _running_attribution(gate, stats, judged, level, m)
-        gate._apply(result, identifiable, judged, m, rows)
-    for f in ids:
-        gate._stopping_rules(rows[f])
-    frame = report_frame([rows[f] for f in ids], _SCHEMA)
-    return GateReport("evidence", frame, gate.to_policy())
+    judged_mask = gate._judged(n, n_runs)
+    m = max(1, int(judged_mask.sum()))
+    result = identifiable = None
+    if judged_mask.any():
+        judged = [ids[k] for k in np.flatnonzero(judged_mask).tolist()]
+        result, identifiable = _running_attribution(gate, stats, judged, gate._level(m), m)
+    return gate._report(ids, n, n_runs, m, result, identifiable)
 
 
-def _running_identifiable(gate: EvidenceGate, stats: StreamingStats) -> dict[str, bool]:
+def _running_identifiable(gate: EvidenceGate, stats: StreamingStats) -> pl.DataFrame | None:
     if not gate.hold_unidentifiable:
-        return {}
+        return None
     from cogstats.estimators.identifiability import DEFAULT_VIF_THRESHOLD, check_identifiability
 
     reg = stats.regression()
@@ -650,20 +776,16 @@ def _running_identifiable(gate: EvidenceGate, stats: StreamingStats) -> dict[str
     if not trusted:
         stats.fallbacks += 1
         frame = check_identifiability(stats.to_ledger())
-    return dict(zip(frame["fact_id"], frame["identifiable"], strict=True))
+    return frame.select("fact_id", "identifiable")
 
 
 def _running_attribution(
     gate: EvidenceGate, stats: StreamingStats, judged: list[str], level: float, m: int
-) -> tuple[Attribution, dict[str, bool]]:
+) -> tuple[Attribution, pl.DataFrame | None]:
     method = gate.method
     if method == "ols":
         result = _running_ols(gate, stats, judged, level, m)
-        frame = result.to_frame()
-        ident = {
-            f: bool(v) if v is not None else True
-            for f, v in zip(frame["fact_id"], frame["identifiable"], strict=True)
-        }
+        ident = result.to_frame().select("fact_id", pl.col("identifiable").fill_null(True))
         return result, ident
     identifiable = _running_identifiable(gate, stats)
     if method == "confseq":
@@ -677,7 +799,7 @@ def _running_lift_welch(
     judged: list[str],
     level: float,
     m: int,
-    identifiable: Mapping[str, bool],
+    identifiable: pl.DataFrame | None,
 ) -> Attribution:
     from cogstats.estimators.lift import lift_from_stats, welch_from_stats
 
@@ -690,7 +812,10 @@ def _running_lift_welch(
     # fewer than half the runs, the run-order one (within lift_tol of ours) otherwise
     de = np.where(2 * g.n_b <= n, lift_tol, 0.0)
     ok = (g.n_a >= 2) & (g.n_b >= 2)
-    held = np.asarray([gate.hold_unidentifiable and not identifiable.get(f, True) for f in judged])
+    held = np.zeros(len(judged), dtype=bool)
+    if identifiable is not None and gate.hold_unidentifiable:
+        got = _aligned(judged, identifiable, ("identifiable",))["identifiable"]
+        held = ~got.fill_null(True).to_numpy().astype(bool)
     tested = ok & ~held
     fragile = np.zeros(len(judged), dtype=bool)
     if tested.any():
@@ -871,7 +996,7 @@ def _running_confseq(gate: EvidenceGate, stats: StreamingStats, level: float) ->
         )
     sums = stats.confseq
     assert sums is not None, "running statistics without confseq's sums"
-    sums.fit(len(stats.lesson_ids))
+    sums.fit(len(stats.table_ids))
     idx = stats.order()
     fact_ids = list(stats.fact_ids)
     if mode == "none":
@@ -1009,10 +1134,8 @@ def _near_decision(
     t_up = _ratio_range(est_lo - pm, est_hi - pm, safe_lo, se_hi)
     t_down = _ratio_range(-em - est_hi, -em - est_lo, safe_lo, se_hi)
     if gate.sequential == "group":
-        alpha = gate.alpha / (m_judged if gate.multiplicity == "bonferroni" else 1)
-        bounds = gate._boundaries(alpha)
-        top = int(gate.max_trials or 0)
-        b = np.asarray([bounds[min(int(n), top)] for n in trials.tolist()], dtype=float)
+        alpha = side_alpha(gate.alpha, m_judged, gate.multiplicity == "bonferroni")
+        b = gate._boundary_array(alpha, np.asarray(trials, dtype=np.int64))
         for lo, hi in (t_up, t_down):
             lo, hi = _widen(lo, hi)
             near |= (lo <= b) & (b <= hi)

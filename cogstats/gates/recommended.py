@@ -43,7 +43,6 @@ pass, an O(p^3) inverse with ``p`` = 1 + covariate columns + lessons.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -70,15 +69,20 @@ from cogstats.gates._report import (
     REPORT_COLUMNS,
     GateReport,
     candidate_ids,
-    report_frame,
     report_schema,
 )
 from cogstats.ledger import Ledger
+from cogstats.numerics import where
 
 if TYPE_CHECKING:
     from cogstats.stats import RegressionStats, StreamingStats
 
-__all__ = ["RECOMMENDED_DECISION_COLUMNS", "RecommendedGate"]
+__all__ = [
+    "RECOMMENDED_DECISION_COLUMNS",
+    "RecommendedGate",
+    "information_look",
+    "ridge_outcome",
+]
 
 _OWN_SCHEMA = {
     "t_stat": pl.Float64,
@@ -103,7 +107,7 @@ RECOMMENDED_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
     "recommended_v1",
     description="the first recommended gate: debiased ridge on every co-injected lesson, "
     "error spent over trials (the recommended gate is the lifecycle gate now)",
-    compiled=True,
+    kernel="cogstats.sim._kernel_recommended",
 )
 @dataclass(frozen=True)
 class RecommendedGate:
@@ -263,9 +267,7 @@ class RecommendedGate:
         >>> g.look(0.2), g.look(2.5), g.look(100.0)
         (0, 10, 100)
         """
-        if not info > 0:
-            return 0
-        return min(int(info / self.max_information * self.looks), int(self.looks))  # floor
+        return int(information_look(info, self.max_information, self.looks))
 
     def covariate_choice(self, ledger: Ledger | Any) -> CovariateChoice:
         """Return the covariates adjusted for on ``ledger`` and the note for the user.
@@ -432,60 +434,160 @@ class RecommendedGate:
         return self.judge(self.statistics(ledger), statuses, candidates, rng=rng)
 
     def report(self, stats: RidgeStatistics, ids: Sequence[str]) -> GateReport:
-        """Judge ``ids`` on sufficient statistics (see :meth:`evaluate`)."""
+        """Judge ``ids`` on sufficient statistics (see :meth:`evaluate`), vectorised.
+
+        The rule is the module's plain functions (:func:`information_look`,
+        :func:`ridge_outcome`) on the debiased ridge's fit, which the simulator's kernel
+        compiles; this runner's own are the t tail and quantile (scipy).
+        """
         fit = self.fit(stats)
         levels = self.nominal_levels()
-        col = {f: i for i, f in enumerate(stats.fact_ids)}
-        trials = stats.trials
-        top = int(self.looks)
-        rows = []
-        for f in ids:
-            i = col.get(f)
-            n = 0 if i is None else int(trials[i])
-            row: dict[str, Any] = {
-                "fact_id": f,
-                "decision": C.HOLD,
-                "reason": None,
-                "trials": n,
-                "baseline_runs": stats.runs - n,
-            }
-            rows.append(row)
-            if i is None or n < self.min_trials:
-                row["why"] = C.WHY_MIN_TRIALS
-                continue
-            row["identifiable"] = bool(fit.identifiable[i])
-            if not fit.identifiable[i]:
-                row["why"] = C.WHY_NOT_IDENTIFIABLE
-                continue
-            t = float(fit.t[i])
-            if not math.isfinite(t):
-                row["why"] = C.WHY_NO_ESTIMATE
-                continue
-            k = self.look(float(fit.info[i]))
-            level = float(levels[k])
-            df = float(fit.df[i])
-            up = float(special.stdtr(df, -t))
-            down = float(special.stdtr(df, t))
-            row.update(
-                estimate=float(fit.estimate[i]),
-                std_error=float(fit.std_error[i]),
-                t_stat=t,
-                df=df,
-                nominal_level=level,
-                boundary=float(special.stdtrit(df, 1.0 - level)) if level > 0 else None,
-                pvalue_promote=up,
-                pvalue_evict=down,
-                why=C.WHY_INSUFFICIENT_EVIDENCE,
-            )
-            if level > 0 and up <= level:
-                row.update(decision=C.PROMOTE, why=C.WHY_PROMOTE_EVIDENCE)
-            elif level > 0 and down <= level:
-                row.update(decision=C.EVICT, reason=HARMFUL, why=C.WHY_HARM_EVIDENCE)
-            elif k >= top:
-                row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_LOOKS)
-            elif self.max_trials is not None and n >= self.max_trials:
-                row.update(decision=C.EVICT, reason=NO_LIFT, why=C.WHY_MAX_TRIALS)
-        return GateReport("recommended_v1", report_frame(rows, _SCHEMA), self.to_policy())
+        k = len(ids)
+        pos = _positions(ids, stats.fact_ids)
+        known = pos >= 0
+        at = np.where(known, pos, 0)
+
+        def pick(values: np.ndarray, fill: Any) -> np.ndarray:
+            values = np.asarray(values)
+            if values.size == 0:
+                return np.full(k, fill, dtype=np.result_type(values.dtype, type(fill)))
+            return np.where(known, values[at], fill)
+
+        n = pick(stats.trials, 0).astype(np.int64)
+        ident = pick(fit.identifiable, False).astype(bool)
+        t = pick(fit.t, np.nan).astype(float)
+        info = pick(fit.info, np.nan).astype(float)
+        df = pick(fit.df, np.nan).astype(float)
+        est = pick(fit.estimate, np.nan).astype(float)
+        se = pick(fit.std_error, np.nan).astype(float)
+        look = information_look(info, self.max_information, self.looks).astype(np.int64)
+        level = levels[look]
+        with np.errstate(invalid="ignore"):
+            up = special.stdtr(df, -t)
+            down = special.stdtr(df, t)
+            boundary = special.stdtrit(df, 1.0 - level)
+        max_trials = self.max_trials or 0
+        enough = known & (n >= self.min_trials)
+        code = ridge_outcome(
+            n, enough & ident, t, up, down, level, look, self.looks, self.min_trials, max_trials
+        )
+        tested = enough & ident & np.isfinite(t)
+        why = np.full(k, C.WHY_MIN_TRIALS, dtype=object)
+        why[enough] = C.WHY_NOT_IDENTIFIABLE
+        why[enough & ident] = C.WHY_NO_ESTIMATE
+        why[tested] = C.WHY_INSUFFICIENT_EVIDENCE
+        why[code == C.OUTCOME_PROMOTE] = C.WHY_PROMOTE_EVIDENCE
+        why[code == C.OUTCOME_EVICT_HARMFUL] = C.WHY_HARM_EVIDENCE
+        no_lift = code == C.OUTCOME_EVICT_NO_LIFT
+        why[no_lift] = np.where(look >= self.looks, C.WHY_MAX_LOOKS, C.WHY_MAX_TRIALS)[no_lift]
+
+        def floats(name: str, values: np.ndarray, keep: np.ndarray) -> pl.Series:
+            series = pl.Series(name, values, dtype=pl.Float64)
+            drop = np.flatnonzero(~keep)
+            return series.scatter(drop, None) if drop.size else series
+
+        ident_col = pl.Series("identifiable", ident, dtype=pl.Boolean)
+        if (~enough).any():
+            ident_col = ident_col.scatter(np.flatnonzero(~enough), None)
+        data = {
+            "fact_id": pl.Series("fact_id", list(ids), dtype=pl.String),
+            "decision": pl.Series("decision", _DECISION_NAMES[code].tolist(), dtype=pl.String),
+            "reason": pl.Series("reason", _REASON_NAMES[code].tolist(), dtype=pl.String),
+            "why": pl.Series("why", why.tolist(), dtype=pl.String),
+            "trials": pl.Series("trials", n, dtype=pl.Int64),
+            "estimate": floats("estimate", est, tested),
+            "std_error": floats("std_error", se, tested),
+            "baseline_runs": pl.Series("baseline_runs", stats.runs - n, dtype=pl.Int64),
+            "t_stat": floats("t_stat", t, tested),
+            "df": floats("df", df, tested),
+            "nominal_level": floats("nominal_level", level, tested),
+            "boundary": floats("boundary", boundary, tested & (level > 0)),
+            "pvalue_promote": floats("pvalue_promote", up, tested),
+            "pvalue_evict": floats("pvalue_evict", down, tested),
+            "identifiable": ident_col,
+        }
+        frame = pl.DataFrame([data[c] for c in _SCHEMA])
+        return GateReport("recommended_v1", frame, self.to_policy())
+
+
+# ---------------------------------------------------------------------- the rule, written once
+# Plain functions of numbers or numpy arrays (elementwise): the gate calls them on every
+# candidate at once, and the simulator's kernel (cogstats.sim._kernel_recommended) compiles
+# the very same functions and calls them lesson by lesson.  Outcome codes are
+# cogstats._codes.OUTCOME_CODES.
+
+
+def information_look(info: Any, max_information: float, looks: int) -> Any:
+    """Return the last planned look that ``info`` runs of information have reached.
+
+    Looks are evenly spaced in information up to ``max_information``: look
+    ``floor(info / max_information * looks)``, at most ``looks``; 0 where ``info`` is not
+    positive (or NaN).  Floats (numbers or arrays), whole numbers.
+
+    Examples
+    --------
+    >>> information_look(np.array([0.2, 2.5, 100.0, np.nan]), 25.0, 100).tolist()
+    [0.0, 10.0, 100.0, 0.0]
+    """
+    pos = info > 0.0
+    return where(
+        pos, np.minimum(np.floor(where(pos, info, 0.0) / max_information * looks), looks), 0.0
+    )
+
+
+def ridge_outcome(
+    n: Any,
+    judged: Any,
+    t: Any,
+    p_promote: Any,
+    p_evict: Any,
+    level: Any,
+    look: Any,
+    looks: int,
+    min_trials: int,
+    max_trials: int,
+) -> Any:
+    """Return the recommended gate's outcome code per lesson.
+
+    A lesson is decided when ``judged`` (known to the fit and identifiable) with ``n >=
+    min_trials`` trials and a finite t: promoted when its one-sided p-value of effect <= 0
+    is at most the level spent at its look (``level > 0``), evicted as harmful on the
+    other side; undecided at its last look (``look >= looks``) or at ``max_trials``
+    trials (0: no cap), evicted as no_lift.  Codes: :data:`cogstats._codes.OUTCOME_CODES`.
+
+    Examples
+    --------
+    >>> ridge_outcome(np.array([5, 5, 5, 5]), np.ones(4, bool), np.array([4.0, -4.0, 0.1, 0.1]),
+    ...               np.array([1e-4, 0.99, 0.4, 0.4]), np.array([0.99, 1e-4, 0.6, 0.6]),
+    ...               0.001, np.array([10, 10, 10, 100]), 100, 3, 0).tolist()
+    [1, 2, 0, 3]
+    """
+    ready = judged & (n >= min_trials) & np.isfinite(t)
+    spent = level > 0.0
+    promote = ready & spent & (p_promote <= level)
+    harmful = ready & np.logical_not(promote) & spent & (p_evict <= level)
+    stop = (look >= looks) | ((max_trials > 0) & (n >= max_trials))
+    no_lift = ready & np.logical_not(promote | harmful) & stop
+    return (
+        promote * C.OUTCOME_PROMOTE
+        + harmful * C.OUTCOME_EVICT_HARMFUL
+        + no_lift * C.OUTCOME_EVICT_NO_LIFT
+    )
+
+
+_DECISION_NAMES = np.array([C.HOLD, C.PROMOTE, C.EVICT, C.EVICT], dtype=object)
+_REASON_NAMES = np.array([None, None, HARMFUL, NO_LIFT], dtype=object)
+
+
+def _positions(ids: Sequence[str], fact_ids: Sequence[str]) -> np.ndarray:
+    """Return each id's column among ``fact_ids`` (-1: not there), without a Python loop."""
+    left = pl.DataFrame({"fact_id": list(ids)}, schema={"fact_id": pl.String})
+    right = pl.DataFrame(
+        {"fact_id": list(fact_ids), "col": np.arange(len(fact_ids), dtype=np.int64)},
+        schema={"fact_id": pl.String, "col": pl.Int64},
+    ).unique("fact_id", keep="first", maintain_order=True)
+    joined = left.join(right, on="fact_id", how="left", maintain_order="left")
+    return joined["col"].fill_null(-1).to_numpy().astype(np.int64)
 
 
 _DEFAULT_COVARIATES = ("difficulty_proxy",)

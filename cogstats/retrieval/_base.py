@@ -28,6 +28,7 @@ __all__ = [
     "lesson_table",
     "likely_guilty",
     "likely_innocent",
+    "live_lesson_table",
     "retest_eligible",
     "retest_pick",
     "split_for_retest",
@@ -118,21 +119,26 @@ class RetrievalPolicy(Protocol):
         ...
 
 
-def lesson_table(lessons: pl.DataFrame | Iterable[Mapping[str, Any]]) -> pl.DataFrame:
+def live_lesson_table(lessons: pl.DataFrame | Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     """Validate a lesson table (:func:`cogstats.lessons.lesson_table`) and keep its live lessons.
 
     Retrieval injects candidates, admitted and verified lessons (null counts as
     verified); evicted and retired lessons are left out.  Policies put every non-candidate
-    live lesson in the verified block.
+    live lesson in the verified block.  (Formerly ``cogstats.retrieval.lesson_table``, a
+    name that also meant the validated store table; that name warns.)
 
     Examples
     --------
-    >>> t = lesson_table([{"id": "a", "status": "candidate", "created_at": "2024-01-01T00:00:00Z"},
-    ...                   {"id": "b", "status": "evicted", "created_at": "2024-01-02T00:00:00Z"}])
+    >>> t = live_lesson_table([
+    ...     {"id": "a", "status": "candidate", "created_at": "2024-01-01T00:00:00Z"},
+    ...     {"id": "b", "status": "evicted", "created_at": "2024-01-02T00:00:00Z"}])
     >>> t["id"].to_list(), t.dtypes[2]
     (['a'], Datetime(time_unit='us', time_zone='UTC'))
     """
     return live_lessons(validate_lesson_table(lessons))
+
+
+lesson_table = live_lesson_table  # the former name, for this package's modules
 
 
 def check_slots(max_facts: Any, candidate_slots: Any) -> tuple[int, int]:

@@ -14,8 +14,11 @@ The kernel is split by concern, one module each:
 - ``_kernel_policies``: the retrieval policies (re-implementations of
   :mod:`cogstats.retrieval` in array form), with their own parameter blocks;
 - ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_recommended``,
-  ``_kernel_lifecycle``: each gate's compiled rule, with its own parameter block
-  (``BLOCK``);
+  ``_kernel_lifecycle``, ``_kernel_margin_lift``: each gate's piece, with its own
+  parameter block (``BLOCK``) and adapter (``PIECE``); the rule's arithmetic is the
+  gate's own module's functions, compiled (``_kernel_common.compile_rule``), and the
+  piece's dispatch code (``CODE``) is derived from the block's name
+  (:func:`cogstats._codes.gate_code`);
 - ``_kernel_common``: the parameter blocks (:class:`Block`, the run loop's
   :data:`COMMON`), the shared numerics compiled (:mod:`cogstats.numerics`: Welch's
   statistics, the Gauss-Jordan inverse) and the decision helpers;
@@ -41,19 +44,16 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from cogstats._codes import (
-    GATE_AUDIT,
-    GATE_EVIDENCE,
-    GATE_INFERENCE,
-    GATE_MARGIN,
-    GATE_NONE,
-    GATE_RECOMMENDED,
-    STATUS_CANDIDATE,
-    STATUS_FUTURE,
-)
-from cogstats.sim._kernel_audit import audit_gate
+from cogstats._codes import GATE_NONE, STATUS_CANDIDATE, STATUS_FUTURE
+from cogstats.sim import _kernel_audit as KAUD
+from cogstats.sim import _kernel_cycgraph as KCYC
+from cogstats.sim import _kernel_evidence as KEV
+from cogstats.sim import _kernel_lifecycle as KLC
+from cogstats.sim import _kernel_margin_lift as KML
+from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import (
     COMMON,
+    COMPILED_SOURCES,
     FP_BASE,
     FP_DAMP,
     FP_NOISE,
@@ -62,6 +62,7 @@ from cogstats.sim._kernel_common import (
     IP_EVERY,
     IP_FROM,
     IP_GATE,
+    IP_GRAM,
     IP_L,
     IP_LINK,
     IP_MAXF,
@@ -74,11 +75,7 @@ from cogstats.sim._kernel_common import (
     N_IP,
     Block,
 )
-from cogstats.sim._kernel_cycgraph import cycgraph_gate
-from cogstats.sim._kernel_evidence import evidence_gate
-from cogstats.sim._kernel_lifecycle import GATE_LIFECYCLE, lifecycle_gate
 from cogstats.sim._kernel_policies import select
-from cogstats.sim._kernel_recommended import recommended_gate
 from cogstats.sim._kernel_score import injected_total, link_score, oracle_total
 
 __all__ = [
@@ -91,6 +88,7 @@ __all__ = [
     "IP_EVERY",
     "IP_FROM",
     "IP_GATE",
+    "IP_GRAM",
     "IP_L",
     "IP_LINK",
     "IP_MAXF",
@@ -165,15 +163,19 @@ def __getattr__(name: str) -> Any:
 def _drop_stale_cache() -> None:
     """Delete the cached compiled loop when a piece inlined into it has changed.
 
-    Numba checks only this file's timestamp; the hash of every piece's source is kept in
+    Numba checks only this file's timestamp; the hash of every piece's source (the
+    ``_kernel*.py`` pieces, ``_tdist.py``, and the modules whose plain functions the pieces
+    compile: ``cogstats/numerics.py``, the gates' rules,
+    :data:`~cogstats.sim._kernel_common.COMPILED_SOURCES`) is kept in
     ``__pycache__/_kernel.pieces.sha256``.  Without a writable ``__pycache__`` (or with
     ``NUMBA_CACHE_DIR`` elsewhere) nothing is done.
     """
     here = Path(__file__).resolve()
+    package = here.parent.parent
     pieces = [
         *sorted(here.parent.glob("_kernel*.py")),
         here.parent / "_tdist.py",
-        here.parent.parent / "numerics.py",
+        *(package / rel for rel in COMPILED_SOURCES),  # the gates' rules compiled
     ]
     digest = hashlib.sha256()
     for piece in pieces:
@@ -286,7 +288,7 @@ def run_chunk(
     gfbuf = np.empty((2, n_les))
     ncov = cov.shape[2]
     nfix = 1 + ncov
-    ridge = gate in (GATE_RECOMMENDED, GATE_LIFECYCLE)
+    ridge = ip[IP_GRAM] == 1
     cov_lo = np.empty(max(ncov, 1))
     cov_hi = np.empty(max(ncov, 1))
     out_n_events[0] = 0
@@ -424,11 +426,11 @@ def run_chunk(
                     yty += y * y
             else:
                 out_recorded[rep, r] = False
-            # gate: one dispatch line per compiled gate
+            # gate: one dispatch line per compiled gate (its code: cogstats._codes.gate_code)
             if gate == GATE_NONE or run < gate_from or (run - gate_from) % every != 0:
                 continue
-            if gate == GATE_RECOMMENDED:
-                recommended_gate(
+            if gate == KREC.CODE:
+                KREC.recommended_gate(
                     gi,
                     gf,
                     recheck,
@@ -448,8 +450,8 @@ def run_chunk(
                     evict_reason,
                     gibuf,
                 )
-            elif gate == GATE_LIFECYCLE:
-                lifecycle_gate(
+            elif gate == KLC.GATE_LIFECYCLE:
+                KLC.lifecycle_gate(
                     gi,
                     gf,
                     recheck,
@@ -478,8 +480,8 @@ def run_chunk(
                     gibuf,
                     gate_t,
                 )
-            elif gate == GATE_EVIDENCE:
-                evidence_gate(
+            elif gate == KEV.CODE:
+                KEV.evidence_gate(
                     gi,
                     gf,
                     recheck,
@@ -498,11 +500,10 @@ def run_chunk(
                     evict_reason,
                     gibuf,
                 )
-            elif gate == GATE_AUDIT:
-                audit_gate(gi, gf, status, n_with, wins, run, retire_run)
-            elif gate in (GATE_MARGIN, GATE_INFERENCE):
-                cycgraph_gate(
-                    gate,
+            elif gate == KAUD.CODE:
+                KAUD.audit_gate(gi, gf, status, n_with, wins, run, retire_run)
+            elif gate == KCYC.CODE:
+                KCYC.cycgraph_gate(
                     gi,
                     gf,
                     recheck,
@@ -521,5 +522,22 @@ def run_chunk(
                     gibuf,
                     gfbuf,
                 )
+            elif gate == KML.CODE:
+                KML.margin_lift_gate(
+                    gi,
+                    gf,
+                    recheck,
+                    status,
+                    n_with,
+                    s_with,
+                    tot_n,
+                    tot_s,
+                    run,
+                    promote_run,
+                    evict_run,
+                    evict_reason,
+                )
+            else:
+                raise ValueError("the kernel's run loop has no dispatch line for this gate code")
         for j in range(n_les):
             out_trials[rep, j] = n_with[j]

@@ -1,26 +1,37 @@
 """What the compiled kernel's pieces share.
 
-Parameter blocks, the run loop's own block, the shared numerics compiled, and the
-decision helpers every gate piece uses.
+Parameter blocks, the run loop's own block, a gate's compiled piece as the simulator
+runs it (:class:`KernelGate`), the shared numerics compiled, and the decision helpers
+every gate piece uses.
 
 A kernel piece (a gate's rule, see ``_kernel_cycgraph`` ... ``_kernel_recommended``)
-declares its parameters as a :class:`Block` of named int and float slots; the simulator's
-adapter for the gate (:data:`cogstats.sim.engine.KERNEL_GATES`) fills the block by name,
-and the piece reads its slots through the index constants it derives from its block.  No
-gate reads another's slots.  Retrieval policies have their blocks too
-(``_kernel_policies``).  The run loop's own parameters (score model, prompt size, gate
-cadence) are the block :data:`COMMON`.
+declares its parameters as a :class:`Block` of named int and float slots and its
+adapter, ``PIECE`` (a :class:`KernelGate`: how a gate's options fill the block, what the
+piece does not cover); the gate names the piece's module in its one registry line
+(``register_gate(..., kernel="cogstats.sim._kernel_<gate>")``), and its dispatch code is
+derived from the block's name (:func:`cogstats._codes.gate_code`).  No gate reads
+another's slots.  Retrieval policies have their blocks too (``_kernel_policies``).  The
+run loop's own parameters (score model, prompt size, gate cadence) are the block
+:data:`COMMON`.
 
-The shared numerics (:mod:`cogstats.numerics`, plain Python) are compiled here, once.
+A gate's rule is written once, as plain functions of its own module (numbers or numpy
+arrays, no numba import there); a piece compiles those functions with :func:`compile_rule`
+and calls them lesson by lesson.  The shared numerics (:mod:`cogstats.numerics`) are
+compiled here, once, and :func:`cogstats.numerics.where` becomes a scalar select.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numba import njit
+from numba.extending import overload, register_jitable
 
 from cogstats import numerics
 from cogstats._codes import (
@@ -32,8 +43,10 @@ from cogstats._codes import (
     STATUS_CANDIDATE,
     STATUS_EVICTED,
     STATUS_VERIFIED,
+    gate_code,
 )
 from cogstats._validation import ParameterError
+from cogstats.estimators.multiplicity import bh_step_up
 
 
 class Block:
@@ -100,6 +113,7 @@ COMMON = Block(
         "record_empty",
         "recheck",
         "logistic",
+        "gram",
     ),
     floats=(
         "base",
@@ -120,6 +134,7 @@ IP_FROM = COMMON.i("from_run")
 IP_RECEMPTY = COMMON.i("record_empty")
 IP_RECHECK = COMMON.i("recheck")
 IP_LINK = COMMON.i("logistic")
+IP_GRAM = COMMON.i("gram")
 N_IP = len(COMMON.ints)
 FP_BASE = COMMON.f("base")
 FP_NOISE = COMMON.f("noise_sd")
@@ -128,31 +143,95 @@ FP_DAMP = COMMON.f("damping")
 FP_WIN = COMMON.f("win_threshold")
 N_FP = len(COMMON.floats)
 
+# ---------------------------------------------------------------------- a gate's piece
+_Values = Callable[[Any], Mapping[str, float]]
+_Support = Callable[[Any, Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class KernelGate:
+    """A gate's compiled piece, as the simulator runs it (its module's ``PIECE``).
+
+    ``block`` is the piece's own parameter block (``BLOCK``), ``values(gate)`` fills
+    every slot of it by name from the gate's options, ``support(gate, scenario)`` says
+    why the piece cannot run a gate's settings (None when it can), ``loop(gate)`` names
+    the run loop's common slots the gate sets (the audit's win threshold; ``gram`` 1 for
+    a gate that reads the running Gram matrix), and ``events`` says whether the piece
+    writes the event buffer (the lifecycle gate's status changes).  Its dispatch code in
+    the run loop is :attr:`code`, derived from the block's name.  A gate compiles exactly
+    when its registry entry names a module holding its ``PIECE``.
+    """
+
+    block: Block
+    values: _Values
+    support: _Support | None = None
+    loop: _Values | None = None
+    events: bool = False
+
+    @property
+    def code(self) -> int:
+        """The run loop's dispatch code: :func:`cogstats._codes.gate_code` of the block's name."""
+        return gate_code(self.block.name)
+
+    def pack(self, gate: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Return the block's int and float arrays for ``gate``."""
+        return self.block.pack(self.values(gate))
+
+
+# ---------------------------------------------------------------------- compiling a rule
+#: the package's folder: the sources of the compiled rules are kept relative to it
+PACKAGE = Path(numerics.__file__).resolve().parent
+#: source files (relative to the package) of the plain functions the kernel compiles
+#: outside ``sim/``: the run loop's disk cache follows them (``_kernel._drop_stale_cache``)
+COMPILED_SOURCES: list[str] = ["numerics.py"]
+
+
+def compile_rule(fn: Callable[..., Any], *, inline: bool = True) -> Any:
+    """Compile a plain rule function of a gate's module for the kernel.
+
+    ``numba.njit(inline="always")`` (or a cached, separately compiled function with
+    ``inline=False``), and the function's source file is recorded in
+    :data:`COMPILED_SOURCES`, so that the run loop's disk cache is dropped when the rule
+    changes.  The function must be numba-compatible: numbers or arrays, no Python
+    objects (see :mod:`cogstats.numerics`).
+    """
+    source = inspect.getsourcefile(fn)
+    if source is not None:
+        rel = Path(source).resolve().relative_to(PACKAGE).as_posix()
+        if rel not in COMPILED_SOURCES:
+            COMPILED_SOURCES.append(rel)
+    register_jitable(inline="always")(fn)  # another rule may call it, compiled
+    return njit(inline="always")(fn) if inline else njit(cache=True)(fn)
+
+
+@overload(numerics.where)
+def _scalar_where(cond: Any, a: Any, b: Any) -> Any:
+    """:func:`cogstats.numerics.where` in compiled code: a scalar select."""
+
+    def impl(cond: Any, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
+        return a if cond else b
+
+    return impl
+
+
 # ---------------------------------------------------------------------- shared numerics
+# the numerics a rule calls are callable from compiled code as they are
+register_jitable(inline="always")(numerics.floor_log2)
+register_jitable(inline="always")(numerics.welch_evidence)
 #: :func:`cogstats.numerics.welch_z`, compiled (inlined where called)
 welch_z = njit(cache=True, inline="always")(numerics.welch_z)
 #: :func:`cogstats.numerics.welch_moments`, compiled (inlined where called)
 welch_moments = njit(cache=True, inline="always")(numerics.welch_moments)
+#: :func:`cogstats.numerics.welch_evidence`, compiled (inlined where called)
+welch_evidence = njit(cache=True, inline="always")(numerics.welch_evidence)
 #: :func:`cogstats.numerics.gauss_jordan_into`, compiled
 gauss_jordan_into = njit(cache=True)(numerics.gauss_jordan_into)
+#: Benjamini-Hochberg's step-up rule, :func:`cogstats.estimators.multiplicity.bh_step_up`
+#: compiled (the one copy: inclusive ``p_(k) <= (k / m) * q``, stable order)
+bh_reject = compile_rule(bh_step_up, inline=False)
 
 
 # ---------------------------------------------------------------------- decision helpers
-
-
-@njit(cache=True)
-def bh_reject(p: np.ndarray, q: float) -> np.ndarray:
-    """Benjamini-Hochberg rejections (inclusive ``p_(k) <= (k / m) * q``)."""
-    m = p.shape[0]
-    order = np.argsort(p, kind="mergesort")
-    max_rank = 0
-    for rank in range(1, m + 1):
-        if p[order[rank - 1]] <= (rank / m) * q:
-            max_rank = rank
-    out = np.zeros(m, dtype=np.bool_)
-    for rank in range(max_rank):
-        out[order[rank]] = True
-    return out
 
 
 #: slack on the pruning comparisons, far above the rounding of either tail (about 1e-16)

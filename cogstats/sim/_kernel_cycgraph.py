@@ -1,41 +1,43 @@
 """cycgraph's gate (:class:`cogstats.gates.CycgraphGate`) in the compiled kernel.
 
-The margin rule (lift against the margins) and the inference rule (one-sided Welch
-p-values against the margins, optional Benjamini-Hochberg across the lessons judged
-together and the doubling spending factor), both with the trials rules.  The gate's
-parameters are its own block :data:`BLOCK`.
+The rule is written once, in :mod:`cogstats.gates.cycgraph` (:func:`margin_outcome`,
+:func:`inference_outcome`, :func:`spending_factor`, :func:`spent_pvalue`, with
+:func:`cogstats.numerics.welch_evidence` and Benjamini-Hochberg's
+:func:`~cogstats.estimators.multiplicity.bh_step_up`): this piece compiles those
+functions and runs them lesson by lesson on the run loop's sums.  Its own are the
+statistics from the sums, the t tail (:mod:`cogstats.sim._tdist`, with a side that
+cannot reach its level not computed) and applying the outcomes.  The gate's parameters
+are its own block :data:`BLOCK` (``margin_rule`` 1: the margin rule, 0: the inference
+rule).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
-from cogstats._codes import (
-    DECISION_EVICT_HARMFUL,
-    DECISION_EVICT_NO_LIFT,
-    DECISION_HOLD,
-    DECISION_PROMOTE,
-    GATE_MARGIN,
-    STATUS_CANDIDATE,
-    STATUS_VERIFIED,
-)
+from cogstats._codes import STATUS_CANDIDATE, STATUS_VERIFIED
+from cogstats.gates import cycgraph as rule
 from cogstats.sim._kernel_common import (
     PRUNE_MARGIN,
     Block,
+    KernelGate,
     apply_decision,
     bh_reject,
+    compile_rule,
     tail_bound,
-    welch_moments,
+    welch_evidence,
 )
 from cogstats.sim._tdist import t_cdf
 
-__all__ = ["BLOCK", "cycgraph_gate"]
+__all__ = ["BLOCK", "CODE", "PIECE", "cycgraph_gate"]
 
-#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+#: the gate's parameters (filled by name by :data:`PIECE`)
 BLOCK = Block(
     "cycgraph",
-    ints=("min_trials", "max_trials", "max_baseline_runs", "bh", "doubling"),
+    ints=("min_trials", "max_trials", "max_baseline_runs", "bh", "doubling", "margin_rule"),
     floats=(
         "promote_margin",
         "evict_margin",
@@ -49,6 +51,7 @@ MAX_TRIALS = BLOCK.i("max_trials")
 MAX_BASELINE = BLOCK.i("max_baseline_runs")
 BH = BLOCK.i("bh")
 DOUBLING = BLOCK.i("doubling")
+MARGIN_RULE = BLOCK.i("margin_rule")
 PROMOTE_MARGIN = BLOCK.f("promote_margin")
 EVICT_MARGIN = BLOCK.f("evict_margin")
 PROMOTE_CONFIDENCE = BLOCK.f("promote_confidence")
@@ -56,9 +59,35 @@ EVICT_CONFIDENCE = BLOCK.f("evict_confidence")
 NOISE_FLOOR_SD = BLOCK.f("noise_floor_sd")
 
 
+def _values(gate: Any) -> dict[str, float]:
+    return {
+        "min_trials": gate.min_trials,
+        "max_trials": gate.max_trials or 0,
+        "max_baseline_runs": gate.max_baseline_runs or 0,
+        "promote_margin": gate.promote_margin,
+        "evict_margin": gate.evict_margin,
+        "bh": int(gate.multiple_comparison == "bh"),
+        "doubling": int(gate.sequential_control == "doubling"),
+        "margin_rule": int(gate.decision_rule == "margin"),
+        "promote_confidence": gate.promote_confidence,
+        "evict_confidence": gate.evict_confidence,
+        "noise_floor_sd": gate.noise_floor_sd,
+    }
+
+
+#: the piece as the simulator runs it (named by the gate's registry entry)
+PIECE = KernelGate(BLOCK, _values)
+#: its dispatch code in the run loop (derived from the block's name)
+CODE = PIECE.code
+
+margin_outcome = compile_rule(rule.margin_outcome)
+inference_outcome = compile_rule(rule.inference_outcome)
+spending_factor = compile_rule(rule.spending_factor)
+spent_pvalue = compile_rule(rule.spent_pvalue)
+
+
 @njit(cache=True, inline="always")
 def cycgraph_gate(
-    gate: int,
     gi: np.ndarray,
     gf: np.ndarray,
     recheck: bool,
@@ -77,7 +106,7 @@ def cycgraph_gate(
     ibuf: np.ndarray,
     fbuf: np.ndarray,
 ) -> None:
-    """One pass of the gate (``gate``: ``GATE_MARGIN`` or ``GATE_INFERENCE``).
+    """One pass of the gate (the margin or the inference rule, by the block).
 
     ``ibuf`` (3 x L int) and ``fbuf`` (2 x L float) are scratch space.
     """
@@ -85,6 +114,8 @@ def cycgraph_gate(
     min_trials = gi[MIN_TRIALS]
     max_trials = gi[MAX_TRIALS]
     max_base = gi[MAX_BASELINE]
+    margin = gi[MARGIN_RULE] == 1
+    doubling = gi[DOUBLING] == 1
     judged = ibuf[0]
     tested = ibuf[1]
     p_prom = fbuf[0]
@@ -103,50 +134,39 @@ def cycgraph_gate(
             n_judged += 1
     decision = ibuf[2]
     for ii in range(n_judged):
-        decision[judged[ii]] = DECISION_HOLD
-    for ii in range(n_judged):
         j = judged[ii]
         n = n_with[j]
         nb = tot_n - n
-        max_hit = max_trials > 0 and n >= max_trials
-        if n == 0 or n < min_trials:
+        if margin:
+            lift = 0.0
+            if n > 0 and nb > 0:
+                lift = s_with[j] / n - (tot_s - s_with[j]) / nb
+            decision[j] = margin_outcome(n, nb, lift, min_trials, max_trials, pm, em)
             continue
-        if gate == GATE_MARGIN:
-            if nb == 0:
-                if max_hit:
-                    decision[j] = DECISION_EVICT_NO_LIFT
-                continue
-            lift = s_with[j] / n - (tot_s - s_with[j]) / nb
-            if lift >= pm:
-                decision[j] = DECISION_PROMOTE
-            elif -lift >= em:
-                decision[j] = DECISION_EVICT_HARMFUL
-            elif max_hit:
-                decision[j] = DECISION_EVICT_NO_LIFT
+        if not (n > 0 and n >= min_trials and n >= 2 and nb >= 2):  # not tested
+            decision[j] = inference_outcome(n, nb, False, False, min_trials, max_trials, max_base)
             continue
-        if n < 2 or nb < 2:
-            if max_hit:
-                decision[j] = DECISION_EVICT_NO_LIFT
-            continue
-        lift, se, df = welch_moments(n, s_with[j], ss_with[j], tot_n, tot_s, tot_ss, floor_var)
-        factor = 1.0
-        if gi[DOUBLING] == 1:
-            k = 0
-            v = nb
-            while v > 1:
-                v >>= 1
-                k += 1
-            factor = 2.0**k
+        # the statistics from the run loop's sums, then the rule's Welch evidence
+        s = s_with[j]
+        ss = ss_with[j]
+        mean_a = s / n
+        sb = tot_s - s
+        mean_b = sb / nb
+        var_a = max((ss - s * mean_a) / (n - 1), 0.0)
+        var_b = max(((tot_ss - ss) - sb * mean_b) / (nb - 1), 0.0)
+        lift, se, df, _, _ = welch_evidence(n, nb, mean_a, mean_b, var_a, var_b, floor_var)
+        factor = spending_factor(nb, doubling)
+        # the t tail: cycgraph's confidences P(lift > margin) as 1 - p.  A side whose
+        # p-value cannot reach its level is not computed: the t tail is at least the
+        # normal tail (t is a scale mixture of normals), so when the normal bound times
+        # the spending factor exceeds q the side is not rejected (and a p-value above q
+        # changes no Benjamini-Hochberg decision).
         if se == 0.0:
             pp = 1.0 if lift > pm else 0.0
             pex = 1.0 if lift > -em else 0.0
             promote_p = 1.0 - pp
             evict_p = 1.0 - (1.0 - pex)
         else:
-            # A side whose p-value cannot reach its level is not computed: the t tail is
-            # at least the normal tail (t is a scale mixture of normals), so when the
-            # normal bound times the spending factor exceeds q the side is not rejected
-            # (and a p-value above q changes no Benjamini-Hochberg decision).
             t_up = (pm - lift) / se
             if tail_bound(t_up) * factor > q_prom + PRUNE_MARGIN:
                 promote_p = 1.0
@@ -158,12 +178,9 @@ def cycgraph_gate(
             else:
                 pex = 1.0 - t_cdf(t_dn, df)
                 evict_p = 1.0 - (1.0 - pex)
-        if gi[DOUBLING] == 1:
-            promote_p = min(1.0, promote_p * factor)
-            evict_p = min(1.0, evict_p * factor)
         tested[n_tested] = j
-        p_prom[n_tested] = promote_p
-        p_evic[n_tested] = evict_p
+        p_prom[n_tested] = spent_pvalue(promote_p, factor)
+        p_evic[n_tested] = spent_pvalue(evict_p, factor)
         n_tested += 1
     if n_tested > 0:
         bh = gi[BH] == 1 and n_tested > 1
@@ -172,19 +189,13 @@ def cycgraph_gate(
             down = bh_reject(p_evic[:n_tested], q_evic)
         for i in range(n_tested):
             j = tested[i]
-            nb = tot_n - n_with[j]
             if bh:
                 up_i, down_i = up[i], down[i]
             else:  # BH with one hypothesis is the plain comparison p <= q
                 up_i, down_i = p_prom[i] <= q_prom, p_evic[i] <= q_evic
-            if up_i and down_i:
-                continue
-            if up_i:
-                decision[j] = DECISION_PROMOTE
-            elif down_i:
-                decision[j] = DECISION_EVICT_HARMFUL
-            elif (max_trials > 0 and n_with[j] >= max_trials) or (max_base > 0 and nb >= max_base):
-                decision[j] = DECISION_EVICT_NO_LIFT
+            decision[j] = inference_outcome(
+                n_with[j], tot_n - n_with[j], up_i, down_i, min_trials, max_trials, max_base
+            )
     for ii in range(n_judged):
         j = judged[ii]
         apply_decision(decision[j], j, run, status, promote_run, evict_run, evict_reason)

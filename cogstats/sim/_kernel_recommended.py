@@ -2,32 +2,40 @@
 
 The debiased ridge of :mod:`cogstats.estimators.debiased_ridge` on the running Gram
 matrix of [1, covariates, lessons] (filled by the run loop), its passes, and the t test
-against the level spent at each lesson's information.  The inverse is
-:func:`cogstats.numerics.gauss_jordan_into`, compiled.  The gate's parameters are its own
+against the level spent at each lesson's information.  Written once and compiled here:
+the inverse (:func:`cogstats.numerics.gauss_jordan_into`), each lesson's inference and the
+passes' penalties (:func:`~cogstats.estimators.debiased_ridge.lesson_inference`,
+:func:`~cogstats.estimators.debiased_ridge.suspect_penalties`) and the rule
+(:func:`cogstats.gates.recommended.information_look`,
+:func:`cogstats.gates.recommended.ridge_outcome`); this piece's own are the pass's matrix
+products in elementwise loops (the estimator's order of operations), the identifiability
+check and the t tail (:mod:`cogstats.sim._tdist`).  The gate's parameters are its own
 block :data:`BLOCK`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from cogstats._codes import (
-    DECISION_EVICT_HARMFUL,
-    DECISION_EVICT_NO_LIFT,
-    DECISION_HOLD,
-    DECISION_PROMOTE,
-    STATUS_CANDIDATE,
-    STATUS_VERIFIED,
+from cogstats._codes import STATUS_CANDIDATE, STATUS_VERIFIED
+from cogstats.estimators import debiased_ridge as ridge
+from cogstats.gates import recommended as rule
+from cogstats.sim._kernel_common import (
+    Block,
+    KernelGate,
+    apply_decision,
+    compile_rule,
+    gauss_jordan_into,
 )
-from cogstats.sim._kernel_common import Block, apply_decision, gauss_jordan_into
 from cogstats.sim._tdist import t_cdf
 
-__all__ = ["BLOCK", "recommended_gate", "ridge_pass"]
+__all__ = ["BLOCK", "CODE", "PIECE", "PROXY", "recommended_gate", "ridge_pass", "support"]
 
-#: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
+#: the gate's parameters (filled by name by :data:`PIECE`)
 BLOCK = Block(
     "recommended",
     ints=("min_trials", "max_trials", "passes"),
@@ -51,6 +59,57 @@ PRIOR_RUNS = BLOCK.f("prior_runs")
 PRIOR_SS = BLOCK.f("prior_ss")
 
 
+def _values(gate: Any) -> dict[str, float]:
+    runs = float(gate.noise_prior_runs)
+    return {
+        "min_trials": gate.min_trials,
+        "max_trials": gate.max_trials or 0,
+        "passes": gate.passes,
+        "penalty": gate.penalty,
+        "suspect_z": gate.suspect_z,
+        "min_share": gate.min_share,
+        "max_information": gate.max_information,
+        "prior_runs": runs,
+        "prior_ss": 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2,
+    }
+
+
+#: the covariate the compiled ridge gates know (the scenario's difficulty proxy)
+PROXY = "difficulty_proxy"
+
+
+def support(gate: Any, s: Any) -> str | None:
+    """Return why the kernel cannot run this ridge gate, or None when it can.
+
+    The kernel's ridge gates (this one and the lifecycle gate) adjust for the difficulty
+    proxy only.
+    """
+    # the reference engine's ledger also holds the true difficulty, the run index and the
+    # family: a gate asking for them runs there
+    others = [c for c in gate.covariates if c != PROXY]
+    if others:
+        return (
+            f"the compiled engine's recommended gate adjusts for {PROXY!r} only; covariates "
+            f"{others} run in the reference engine"
+        )
+    return None
+
+
+def _loop(gate: Any) -> dict[str, float]:
+    return {"gram": 1}  # the run loop keeps the Gram matrix of [1, covariates, lessons]
+
+
+#: the piece as the simulator runs it (named by the gate's registry entry)
+PIECE = KernelGate(BLOCK, _values, support, _loop)
+
+lesson_inference = compile_rule(ridge.lesson_inference)
+suspect_penalties = compile_rule(ridge.suspect_penalties)
+information_look = compile_rule(rule.information_look)
+ridge_outcome = compile_rule(rule.ridge_outcome)
+#: its dispatch code in the run loop (derived from the block's name)
+CODE = PIECE.code
+
+
 @njit(cache=True)
 def ridge_pass(
     gram: np.ndarray,
@@ -71,11 +130,12 @@ def ridge_pass(
     info: np.ndarray,
     df_out: np.ndarray,
 ) -> bool:
-    """Run one pass of :func:`cogstats.estimators.debiased_ridge._one_pass`.
+    """Run one pass of the debiased ridge (:func:`cogstats.estimators.ridge_fit`'s pass).
 
     The pass runs on the compact statistics (``p`` columns, ``f`` fixed), the same
-    operations in the same order; writes each lesson's t, info and df (NaN where
-    undefined); False when singular.
+    operations in the same order, each lesson's inference by the estimator's own
+    :func:`~cogstats.estimators.debiased_ridge.lesson_inference`, compiled; writes each
+    lesson's t, info and df (NaN where undefined); False when singular.
     """
     for i in range(p):
         for c in range(p):
@@ -112,30 +172,17 @@ def ridge_pass(
             ri += m[i, c] * gram[c, i]
         trace += ri
     for i in range(f, p):
-        k = pen[i - f]
-        mjj = m[i, i]
-        if mjj > 0.0:
-            info[i - f] = 1.0 / mjj - k
-        own = 1.0 - k * mjj
-        if not (own > 0.0 and mjj > 0.0):
-            continue
         mkb = 0.0
         mkm = 0.0
         for c in range(f, p):
             mkb += m[i, c] * (pen[c - f] * b[c])
             mkm += (m[i, c] * m[i, c]) * pen[c - f]
-        cj = k * b[i] / own
-        gap = mjj - mkm
-        rss_j = rss - 2.0 * cj * mkb + cj * cj * gap
-        df = runs - (trace + k * gap / own) + prior_runs
-        if not df >= 1.0:
-            continue
-        s2 = (max(rss_j, 0.0) + prior_ss) / df
-        est = b[i] / own
-        se = math.sqrt(s2 * mjj / own)
-        if se > 0.0:
-            t_out[i - f] = est / se
-            df_out[i - f] = df
+        _, _, t, li, df, _ = lesson_inference(
+            b[i], m[i, i], pen[i - f], mkb, mkm, rss, trace, runs, prior_runs, prior_ss
+        )
+        info[i - f] = li
+        t_out[i - f] = t
+        df_out[i - f] = df
     return True
 
 
@@ -244,8 +291,9 @@ def recommended_gate(
             break
         same = True
         for i in range(m_act):
-            strong = ident[i] and t[i] < -susz and info[i] >= share * gram[f + i, f + i]
-            new[i] = 0.0 if strong else k_pen
+            new[i] = suspect_penalties(
+                ident[i], t[i], info[i], gram[f + i, f + i], susz, share, k_pen
+            )
             if new[i] != pen[i]:
                 same = False
         if same:
@@ -257,29 +305,21 @@ def recommended_gate(
         pos[cols[i]] = i
     min_trials = gi[MIN_TRIALS]
     max_trials = gi[MAX_TRIALS]
+    top = levels.shape[0] - 1
     for jj in range(n_les):
         j = by_age[jj]
         if not (status[j] == STATUS_CANDIDATE or (recheck and status[j] == STATUS_VERIFIED)):
             continue
         i = pos[j]
-        n = n_with[j]
-        if i < 0 or n < min_trials or not ident[i]:
+        if i < 0:
             continue
         ti = t[i]
-        if not ok or math.isnan(ti) or math.isinf(ti):
-            continue
-        top = levels.shape[0] - 1
-        look = 0
-        if info[i] > 0.0:
-            look = min(int(info[i] / gf[MAX_INFORMATION] * top), top)  # info > 0: int is floor
+        look = int(information_look(info[i], gf[MAX_INFORMATION], top))
         level = levels[look]
-        up = t_cdf(-ti, dfs[i])
-        down = t_cdf(ti, dfs[i])
-        d = DECISION_HOLD
-        if level > 0.0 and up <= level:
-            d = DECISION_PROMOTE
-        elif level > 0.0 and down <= level:
-            d = DECISION_EVICT_HARMFUL
-        elif look >= top or (max_trials > 0 and n >= max_trials):
-            d = DECISION_EVICT_NO_LIFT
+        # the t tails (this runner's special function; scipy's stdtr in the batch gate)
+        up = t_cdf(-ti, dfs[i]) if ok and ident[i] and math.isfinite(ti) else 1.0
+        down = t_cdf(ti, dfs[i]) if ok and ident[i] and math.isfinite(ti) else 1.0
+        d = ridge_outcome(
+            n_with[j], ok and ident[i], ti, up, down, level, look, top, min_trials, max_trials
+        )
         apply_decision(d, j, run, status, promote_run, evict_run, evict_reason)

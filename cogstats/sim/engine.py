@@ -12,6 +12,8 @@ the kernel's parameter vectors, is one adapter per registry name below
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,18 +24,17 @@ import polars as pl
 from cogstats import _codes as C
 from cogstats._codes import ENGINES
 from cogstats._progress import progress_bar
-from cogstats._registry import Registry
+from cogstats._registry import ENGINE_PIECES, Registry
 from cogstats._rng import as_seed_sequence
 from cogstats._validation import ParameterError, check_choice, check_int
+from cogstats.gates import GATES
+from cogstats.retrieval import RETRIEVAL_POLICIES
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
-from cogstats.sim import _kernel_audit as KAUD
-from cogstats.sim import _kernel_cycgraph as KCYC
-from cogstats.sim import _kernel_evidence as KEV
 from cogstats.sim import _kernel_lifecycle as KLC
 from cogstats.sim import _kernel_policies as KPOL
 from cogstats.sim import _kernel_recommended as KREC
-from cogstats.sim._kernel_common import Block
+from cogstats.sim._kernel_common import Block, KernelGate
 from cogstats.sim.draws import (
     LessonTable,
     Prepared,
@@ -45,155 +46,78 @@ from cogstats.sim.draws import (
 from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
+from cogstats.sim.result import decision_events as decision_events  # moved to sim.result
 from cogstats.sim.spec import Scenario
 
 __all__ = ["ENGINES", "KernelGate", "KernelPolicy", "as_seed_sequence", "fast_support", "simulate"]
 
 _Values = Callable[[Any], dict[str, float]]
-_Support = Callable[[Any, Scenario], str | None]
 
 
 # ---------------------------------------------------------------------- kernel adapters
-@dataclass(frozen=True)
-class KernelGate:
-    """A gate's compiled piece, as the simulator runs it.
+class _Pieces(Registry[Any]):
+    """The compiled pieces of a registry's parts, derived from the parts' entries.
 
-    ``block`` is the piece's own parameter block (``BLOCK`` of its ``_kernel_*`` module),
-    ``values(gate)`` fills every slot of it by name from the gate's options, ``code(gate)``
-    is the dispatch code of the kernel's run loop (``cogstats._codes.GATE_*``), ``support``
-    says why the piece cannot run a gate's settings (None when it can), and ``loop(gate)``
-    names the run loop's common slots the gate sets (the audit's win threshold).  A gate
-    compiles exactly when it has an entry in :data:`KERNEL_GATES`.
+    A part compiles exactly when its entry names a kernel piece (``Entry.kernel``: the
+    module holding its ``PIECE``); nothing else is kept.  Parts registered with the older
+    ``compiled=True`` (``kernel`` :data:`cogstats._registry.ENGINE_PIECES`) have their
+    piece held here (``held``), under their name or their class's import path
+    (``"package.module:Class"``, which a renaming of the registry name leaves alone).
     """
 
-    block: Block
-    values: _Values
-    code: Callable[[Any], int]
-    support: _Support | None = None
-    loop: _Values | None = None
+    def __init__(self, kind: str, parts: Registry[Any], held: dict[str, Any], param: str):
+        super().__init__(kind, param=param, sort=False)
+        self._parts = parts
+        self._held = held
 
-    def pack(self, gate: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Return the block's int and float arrays for ``gate``."""
-        return self.block.pack(self.values(gate))
+    def _piece(self, name: str) -> Any:
+        parts = self._parts
+        if not isinstance(name, str) or ":" in name or name not in parts:
+            raise KeyError(name)
+        entry = parts[name]
+        if entry.kernel is None:
+            self._entries.pop(name, None)
+            raise KeyError(name)
+        piece = self._entries.get(name)
+        if piece is None:
+            if entry.kernel == ENGINE_PIECES:
+                cls = f"{entry.cls.__module__}:{entry.cls.__qualname__}"
+                piece = self._held.get(name, self._held.get(cls))
+                if piece is None:
+                    raise ParameterError(
+                        f"{parts.kind} {name!r} is registered compiled, but the engine holds "
+                        "no piece of that name: name its kernel module (kernel=...)"
+                    )
+            else:
+                piece = getattr(importlib.import_module(entry.kernel), "PIECE", None)
+                if piece is None:
+                    raise ParameterError(
+                        f"{parts.kind} {name!r}: its kernel module {entry.kernel!r} has no PIECE"
+                    )
+            self._entries[name] = piece
+        return piece
 
+    def load(self) -> _Pieces:
+        for name in self._parts:
+            with contextlib.suppress(KeyError):
+                self._piece(name)
+        for name in [n for n in self._entries if n not in self._parts]:
+            del self._entries[name]
+        return self
 
-def _stopping_values(gate: Any) -> dict[str, float]:
-    """Return the options cycgraph's and the evidence gate share: trials rules, margins."""
-    return {
-        "min_trials": gate.min_trials,
-        "max_trials": gate.max_trials or 0,
-        "max_baseline_runs": gate.max_baseline_runs or 0,
-        "promote_margin": gate.promote_margin,
-        "evict_margin": gate.evict_margin,
-    }
+    def __getitem__(self, name: str) -> Any:
+        return self._piece(name)
 
+    def __contains__(self, name: object) -> bool:
+        try:
+            self._piece(name)  # type: ignore[arg-type]
+        except KeyError:
+            return False
+        return True
 
-def _cycgraph_values(gate: Any) -> dict[str, float]:
-    return {
-        **_stopping_values(gate),
-        "bh": int(gate.multiple_comparison == "bh"),
-        "doubling": int(gate.sequential_control == "doubling"),
-        "promote_confidence": gate.promote_confidence,
-        "evict_confidence": gate.evict_confidence,
-        "noise_floor_sd": gate.noise_floor_sd,
-    }
-
-
-def _cycgraph_code(gate: Any) -> int:
-    return C.GATE_MARGIN if gate.decision_rule == "margin" else C.GATE_INFERENCE
-
-
-def _audit_values(gate: Any) -> dict[str, float]:
-    return {"min_hits": gate.min_hits, "min_win_rate": gate.min_win_rate}
-
-
-def _audit_loop(gate: Any) -> dict[str, float]:
-    # the kernel counts wins at one threshold (UCB1's, when the policy is UCB1: then
-    # _audit_support has checked that the two agree)
-    return {"win_threshold": gate.win_threshold}
-
-
-def _audit_support(gate: Any, s: Scenario) -> str | None:
-    """Return why the kernel cannot run this audit gate, or None when it can.
-
-    The kernel counts wins at one threshold, shared with UCB1's scores.
-    """
-    policy = s.retrieval.build()
-    ucb = getattr(policy, "win_threshold", None)
-    if ucb is not None and ucb != gate.win_threshold:
-        return (
-            f"the compiled engine counts wins at one threshold; the audit's win_threshold "
-            f"({gate.win_threshold}) differs from the retrieval policy's ({ucb})"
-        )
-    return None
-
-
-def _evidence_values(gate: Any) -> dict[str, float]:
-    floor = 0.0
-    if gate.method == "welch":
-        floor = float(dict(gate.options).get("noise_floor_sd", 0.1))
-    return {
-        **_stopping_values(gate),
-        "group": int(gate.sequential == "group"),
-        "bonferroni": int(gate.multiplicity == "bonferroni"),
-        "alpha": gate.alpha,
-        "noise_floor_sd": floor,
-    }
-
-
-def _evidence_support(gate: Any, s: Scenario) -> str | None:
-    """Why the kernel's evidence gate does not cover these settings, or None."""
-    options = dict(gate.options)
-    problems = []
-    if gate.method not in ("lift", "welch"):
-        problems.append(f"method {gate.method!r} (compiled: lift, welch)")
-    if set(options) - {"noise_floor_sd", "promote_margin", "evict_margin"}:
-        problems.append(f"options {sorted(options)}")
-    if gate.sequential not in ("fixed", "group"):
-        problems.append(f"sequential {gate.sequential!r} (compiled: fixed, group)")
-    mult = gate.multiplicity
-    if not (mult == "none" or (mult == "bonferroni" and gate.sequential == "fixed")):
-        problems.append(f"multiplicity {mult!r}")
-    if gate.hold_unidentifiable:
-        problems.append("hold_unidentifiable true (compiled: false)")
-    if problems:
-        return "the compiled engine's evidence gate does not cover " + "; ".join(problems)
-    return None
-
-
-def _recommended_values(gate: Any) -> dict[str, float]:
-    runs = float(gate.noise_prior_runs)
-    return {
-        "min_trials": gate.min_trials,
-        "max_trials": gate.max_trials or 0,
-        "passes": gate.passes,
-        "penalty": gate.penalty,
-        "suspect_z": gate.suspect_z,
-        "min_share": gate.min_share,
-        "max_information": gate.max_information,
-        "prior_runs": runs,
-        "prior_ss": 0.0 if gate.noise_prior_sd is None else runs * gate.noise_prior_sd**2,
-    }
-
-
-#: the covariate the compiled recommended gate knows (the scenario's difficulty proxy)
-_PROXY = "difficulty_proxy"
-
-
-def _recommended_support(gate: Any, s: Scenario) -> str | None:
-    """Return why the kernel cannot run this recommended gate, or None when it can.
-
-    The kernel's recommended gate adjusts for the difficulty proxy only.
-    """
-    # the reference engine's ledger also holds the true difficulty, the run index and the
-    # family: a gate asking for them runs there
-    others = [c for c in gate.covariates if c != _PROXY]
-    if others:
-        return (
-            f"the compiled engine's recommended gate adjusts for {_PROXY!r} only; covariates "
-            f"{others} run in the reference engine"
-        )
-    return None
+    def entry(self, name: str) -> Any:
+        self.load()
+        return super().entry(name)
 
 
 def _lifecycle_values(gate: Any) -> dict[str, float]:
@@ -205,31 +129,23 @@ def _kernel_covariates(s: Scenario) -> int:
     gate = s.gate.build()
     if getattr(gate, "covariates", None) is None or s.difficulty.proxy_corr is None:
         return 0
-    return int(_PROXY in gate.covariates)
+    return int(KREC.PROXY in gate.covariates)
 
 
-#: Gate registry name -> its compiled piece: the gates the compiled kernel implements
-#: (a gate compiles by having an entry here, with the one dispatch line of its code in
-#: ``cogstats.sim._kernel.run_chunk``).
-KERNEL_GATES: Registry[KernelGate] = Registry(
+#: Gate registry name -> its compiled piece (a :class:`KernelGate`), derived from the
+#: gates' registry entries: a gate compiles by naming its piece's module there
+#: (``register_gate(..., kernel="cogstats.sim._kernel_<gate>")``), with the one dispatch
+#: line of its code in ``cogstats.sim._kernel.run_chunk``.  The lifecycle gate (registered
+#: with the older ``compiled=True``) has its piece held here.
+KERNEL_GATES: Registry[KernelGate] = _Pieces(
     "compiled gate",
-    param="gate",
-    sort=False,
-    values={
-        "cycgraph": KernelGate(KCYC.BLOCK, _cycgraph_values, _cycgraph_code),
-        "audit": KernelGate(
-            KAUD.BLOCK, _audit_values, lambda g: C.GATE_AUDIT, _audit_support, _audit_loop
-        ),
-        "evidence": KernelGate(
-            KEV.BLOCK, _evidence_values, lambda g: C.GATE_EVIDENCE, _evidence_support
-        ),
-        "recommended_v1": KernelGate(
-            KREC.BLOCK, _recommended_values, lambda g: C.GATE_RECOMMENDED, _recommended_support
-        ),
-        "recommended": KernelGate(
-            KLC.BLOCK, _lifecycle_values, lambda g: KLC.GATE_LIFECYCLE, _recommended_support
+    GATES,
+    {  # the lifecycle gate, by class (its registry name is changing)
+        "cogstats.gates.lifecycle:LifecycleGate": KernelGate(
+            KLC.BLOCK, _lifecycle_values, KREC.support, lambda g: {"gram": 1}, events=True
         ),
     },
+    param="gate",
 )
 
 
@@ -309,13 +225,13 @@ def _ucb_loop(policy: Any) -> dict[str, float]:
 _ORDER = KernelPolicy(KPOL.ORDER_BLOCK, _order_values)
 _POOLED = KernelPolicy(KPOL.POOL_BLOCK, _pooled_values)
 
-#: Retrieval policy registry name -> its compiled piece: the policies the kernel implements
-#: (their codes are ``cogstats._codes.POLICY_CODES``).
-KERNEL_POLICIES: Registry[KernelPolicy] = Registry(
+#: Retrieval policy registry name -> its compiled piece, derived from the policies'
+#: registry entries (their codes are ``cogstats._codes.POLICY_CODES``); the built-in
+#: policies, registered with ``compiled=True``, have their pieces held here.
+KERNEL_POLICIES: Registry[KernelPolicy] = _Pieces(
     "compiled retrieval policy",
-    param="retrieval",
-    sort=False,
-    values={
+    RETRIEVAL_POLICIES,
+    {
         "in_progress_first": _ORDER,
         "newest_first": _ORDER,
         "fewest_trials_first": _ORDER,
@@ -324,6 +240,7 @@ KERNEL_POLICIES: Registry[KernelPolicy] = Registry(
         "ucb1": KernelPolicy(KPOL.UCB_BLOCK, _ucb_values, _ucb_loop),
         "suspect_first": KernelPolicy(KPOL.SUSPECT_BLOCK, _suspect_first_values),
     },
+    param="retrieval",
 )
 
 
@@ -413,7 +330,7 @@ def params(s: Scenario) -> tuple[np.ndarray, ...]:
     if entry is not None:
         piece = KERNEL_GATES[entry.name]
         gate = g.build()
-        common["gate"] = piece.code(gate)
+        common["gate"] = piece.code
         if piece.loop is not None:
             common.update(piece.loop(gate))
         gi, gf = piece.pack(gate)
@@ -431,7 +348,8 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     """
     n = prep.noise.shape[0]
     ip, fp, pi, pf, gi, gf = params(s)
-    records = int(ip[K.IP_GATE]) == KLC.GATE_LIFECYCLE
+    entry = s.gate.entry()
+    records = entry is not None and KERNEL_GATES[entry.name].events
     cap = _event_capacity(s, n) if records else 1
     while True:
         raw = empty_raw(s, lessons, n)
@@ -660,7 +578,8 @@ def simulate(
         desc="simulate",
         large=replicates * scenario.runs >= 200_000,
     )
-    metrics, outcomes, runs_frames, decisions = [], [], [], []
+    metrics, runs_frames = [], []
+    outcomes = _Outcomes(lessons, replicates * _bytes_per_replicate(scenario) <= _LAZY_BYTES)
     start = 0
     while start < replicates:
         n = min(chunk_size, replicates - start)
@@ -668,9 +587,7 @@ def simulate(
         prep = prepare(scenario, lessons, u, lay)
         raw = runner(scenario, lessons, prep)
         metrics.append(replicate_metrics(raw, lessons, prep.effects, start))
-        out = lesson_outcomes(raw, lessons, prep.effects, start)
-        outcomes.append(out)
-        decisions.append(decision_events(out))
+        outcomes.add(raw, prep.effects, start)
         if keep_runs:
             runs_frames.append(run_frame(scenario, lessons, prep, raw, start))
         start += n
@@ -684,11 +601,45 @@ def simulate(
         seed=seed_record(seed),
         engine=engine,
         runs=pl.concat(runs_frames) if keep_runs else None,
-        decisions=pl.concat(decisions),
-        lessons=pl.concat(outcomes),
+        decisions=None,  # built from the lessons frame when asked for
+        lessons=outcomes.frame,  # built when asked for
         metrics=pl.concat(metrics),
         extras={"engine_requested": requested, "engine_reason": reason},
     )
+
+
+class _Outcomes:
+    """The per-lesson outcome frames of a simulation's chunks, built when asked for.
+
+    The lessons frame, with its status events and list columns, is most of a simulation's
+    cost after the kernel, and many callers read only the metrics (a benchmark, a tuning
+    loop): when the whole simulation's raw arrays fit in :data:`_LAZY_BYTES` (the memory
+    of one default chunk), the chunks' raw arrays are kept and the frame is built when
+    first asked for; a larger simulation builds each chunk's frame at once, so memory
+    stays flat as replicates grow (``keep_runs=False``).
+    """
+
+    def __init__(self, lessons: LessonTable, lazy: bool) -> None:
+        self.lessons = lessons
+        self.lazy = lazy
+        self.pending: list[tuple[RawChunk, np.ndarray, int]] = []
+        self.done: list[pl.DataFrame] = []
+
+    def add(self, raw: RawChunk, effects: np.ndarray, start: int) -> None:
+        if self.lazy:
+            self.pending.append((raw, effects, start))
+        else:
+            self.done.append(lesson_outcomes(raw, self.lessons, effects, start))
+
+    def frame(self) -> pl.DataFrame:
+        self.done.extend(lesson_outcomes(r, self.lessons, e, s) for r, e, s in self.pending)
+        self.pending = []
+        return pl.concat(self.done)
+
+
+#: a simulation whose raw arrays take at most this keeps them for a lessons frame built
+#: when asked for (the working memory of one default chunk)
+_LAZY_BYTES = 64 << 20
 
 
 def _choose_engine(scenario: Scenario, requested: str, gate: Any) -> tuple[str, str | None]:
@@ -709,29 +660,6 @@ def _choose_engine(scenario: Scenario, requested: str, gate: Any) -> tuple[str, 
             f"{reason}; use engine='reference' (or 'auto'), which runs any gate object"
         )
     return "reference", reason
-
-
-def decision_events(outcomes: pl.DataFrame) -> pl.DataFrame:
-    """Promote / evict / retire events from the per-lesson outcomes, in time order."""
-    parts = [
-        outcomes.filter(pl.col(col).is_not_null()).select(
-            "replicate",
-            pl.col(col).alias("after_run"),
-            "fact_id",
-            pl.lit(name).alias("decision"),
-            (pl.col("evict_reason") if name == "evict" else pl.lit(reason, dtype=pl.String)).alias(
-                "reason"
-            ),
-            "kind",
-            "true_effect",
-        )
-        for col, name, reason in (
-            ("promoted_at_run", "promote", None),
-            ("evicted_at_run", "evict", None),
-            ("retired_at_run", "retire", C.LOW_WIN_RATE),
-        )
-    ]
-    return pl.concat(parts).sort(["replicate", "after_run", "fact_id"])
 
 
 def run_frame(

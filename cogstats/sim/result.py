@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from cogstats import _codes as C
 from cogstats._codes import HARMFUL
 from cogstats._results import frame_text
 from cogstats._validation import ParameterError
@@ -19,7 +20,7 @@ from cogstats.ledger import Ledger
 from cogstats.sim.metrics import EVENTS_COLUMN, METRIC_COLUMNS, status_event_frame
 from cogstats.sim.spec import Scenario
 
-__all__ = ["SimulationResult", "summarize_metrics"]
+__all__ = ["SimulationResult", "decision_events", "summarize_metrics"]
 
 
 def summarize_metrics(
@@ -57,7 +58,38 @@ def summarize_metrics(
     )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+def decision_events(outcomes: pl.DataFrame) -> pl.DataFrame:
+    """Return the promote / evict / retire events of per-lesson outcomes, in time order.
+
+    Rows replicate, after_run, fact_id, decision, reason, kind, true_effect, sorted by
+    (replicate, after_run, fact_id): :attr:`SimulationResult.decisions`.
+    """
+    parts = [
+        outcomes.filter(pl.col(col).is_not_null()).select(
+            "replicate",
+            pl.col(col).alias("after_run"),
+            "fact_id",
+            pl.lit(name).alias("decision"),
+            (pl.col("evict_reason") if name == "evict" else pl.lit(reason, dtype=pl.String)).alias(
+                "reason"
+            ),
+            "kind",
+            "true_effect",
+        )
+        for col, name, reason in (
+            ("promoted_at_run", "promote", None),
+            ("evicted_at_run", "evict", None),
+            ("retired_at_run", "retire", C.LOW_WIN_RATE),
+        )
+    ]
+    return pl.concat(parts).sort(["replicate", "after_run", "fact_id"])
+
+
+#: a frame, or a function that builds it when it is first asked for
+Frame = pl.DataFrame | Callable[[], pl.DataFrame]
+
+
+@dataclass(frozen=True, repr=False, eq=False, init=False)
 class SimulationResult:
     """Everything one call of :func:`~cogstats.sim.simulate` produced.
 
@@ -90,6 +122,10 @@ class SimulationResult:
 
     The status events (every status change, :meth:`status_events`) come with the
     lessons frame (its ``_status_events`` column, which the result moves out of it).
+    ``decisions`` and ``lessons`` (with the status events) are built when first asked
+    for: :func:`~cogstats.sim.simulate` passes functions that build them, so a caller that
+    reads only the metrics (a benchmark, a tuning loop) does not pay for the per-lesson
+    frames and their list columns.  Either argument may be a frame or such a function.
     """
 
     scenario: Scenario
@@ -97,17 +133,56 @@ class SimulationResult:
     seed: Mapping[str, Any]
     engine: str
     runs: pl.DataFrame | None
-    decisions: pl.DataFrame
-    lessons: pl.DataFrame
     metrics: pl.DataFrame
     extras: Mapping[str, Any] = field(default_factory=dict)
-    _events: pl.DataFrame | None = field(default=None, init=False)
 
-    def __post_init__(self) -> None:
-        """Move the lessons frame's status events out of it (see :meth:`status_events`)."""
-        if EVENTS_COLUMN in self.lessons.columns:
-            object.__setattr__(self, "_events", status_event_frame(self.lessons))
-            object.__setattr__(self, "lessons", self.lessons.drop(EVENTS_COLUMN))
+    def __init__(
+        self,
+        scenario: Scenario,
+        replicates: int,
+        seed: Mapping[str, Any],
+        engine: str,
+        runs: pl.DataFrame | None,
+        decisions: Frame | None,
+        lessons: Frame,
+        metrics: pl.DataFrame,
+        extras: Mapping[str, Any] | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "scenario", scenario)
+        set_(self, "replicates", replicates)
+        set_(self, "seed", seed)
+        set_(self, "engine", engine)
+        set_(self, "runs", runs)
+        set_(self, "metrics", metrics)
+        set_(self, "extras", {} if extras is None else extras)
+        set_(self, "_sources", {"lessons": lessons, "decisions": decisions})
+        set_(self, "_built", {})
+
+    def _frame(self, name: str) -> pl.DataFrame:
+        built: dict[str, pl.DataFrame] = self._built  # type: ignore[attr-defined]
+        if name not in built:
+            if name == "decisions" and self._sources["decisions"] is None:  # type: ignore[attr-defined]
+                built[name] = decision_events(self.lessons)
+            else:
+                source = self._sources[name]  # type: ignore[attr-defined]
+                frame = source() if callable(source) else source
+                if name == "lessons" and EVENTS_COLUMN in frame.columns:
+                    built["_events"] = status_event_frame(frame)
+                    frame = frame.drop(EVENTS_COLUMN)
+                built[name] = frame
+            self._sources[name] = None  # type: ignore[attr-defined]  # a builder runs once
+        return built[name]
+
+    @property
+    def lessons(self) -> pl.DataFrame:
+        """One row per replicate and lesson (built when first asked for; see the class)."""
+        return self._frame("lessons")
+
+    @property
+    def decisions(self) -> pl.DataFrame:
+        """Promote / evict / retire events, in time order (built when first asked for)."""
+        return self._frame("decisions")
 
     def status_events(self) -> pl.DataFrame:
         """Return every lesson status change, in time order.
@@ -130,9 +205,9 @@ class SimulationResult:
         >>> ev.select("fact_id", "from", "to", "why").row(0)
         ('bad', 'candidate', 'evicted', 'harm_evidence')
         """
-        if self._events is not None:
-            return self._events
-        return status_event_frame(self.lessons)
+        lessons = self.lessons
+        events = self._built.get("_events")  # type: ignore[attr-defined]
+        return events if events is not None else status_event_frame(lessons)
 
     def injected_statuses(self) -> pl.DataFrame:
         """Return the status of every injected lesson in every run.

@@ -10,13 +10,17 @@ path build (issue 17):
   from a ledger (:meth:`StreamingStats.from_ledger`), merged, saved to and restored from
   arrays (:meth:`StreamingStats.to_arrays` / :meth:`StreamingStats.from_arrays`);
 * :class:`CrossProducts` / :class:`RegressionStats` -- ``X'X``, ``X'y``, ``y'y`` over the
-  batch design's columns;
+  batch design's columns; :class:`CrossProductSums` -- a part's, over fixed columns,
+  merged by adding (the partitioned attribution's second pass);
 * :class:`ConfseqSums` -- confseq's running sums.
 
 * :mod:`cogstats.stats.groups` -- the per-lesson group arrays of a
   :class:`~cogstats.ledger.Ledger` (the batch path: inclusion index, with-lesson and
   leave-one-out statistics, rounding bounds, the exact run-order recompute), which the
-  running statistics reproduce (formerly ``cogstats._ledger_stats``).
+  running statistics reproduce (formerly ``cogstats._ledger_stats``), and their
+  mergeable form :class:`GroupMoments` (per-lesson count, mean, sum of squares, merged
+  by Chan et al.'s update; the partitioned attribution's first pass) with the one
+  leave-one-out baseline (:func:`~cogstats.stats.groups.leave_one_out`).
 
 Examples
 --------
@@ -35,8 +39,8 @@ from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.stats.confseq import ConfseqSums
-    from cogstats.stats.crossproducts import CrossProducts, RegressionStats
-    from cogstats.stats.groups import FactArrays, GroupArrays
+    from cogstats.stats.crossproducts import CrossProducts, CrossProductSums, RegressionStats
+    from cogstats.stats.groups import FactArrays, GroupArrays, GroupMoments
     from cogstats.stats.running import StreamingStats
 
 #: public name -> module that defines it (loaded on first use: the ledger imports
@@ -44,9 +48,11 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
 _LAZY: dict[str, str] = {
     "ConfseqSums": "cogstats.stats.confseq",
     "CrossProducts": "cogstats.stats.crossproducts",
+    "CrossProductSums": "cogstats.stats.crossproducts",
     "RegressionStats": "cogstats.stats.crossproducts",
     "FactArrays": "cogstats.stats.groups",
     "GroupArrays": "cogstats.stats.groups",
+    "GroupMoments": "cogstats.stats.groups",
     "StreamingStats": "cogstats.stats.running",
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from cogstats.stats._arrays import grow, grow_square
 
-__all__ = ["CrossProducts", "RegressionStats"]
+__all__ = ["CrossProductSums", "CrossProducts", "RegressionStats"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,32 @@ class RegressionStats:
     xtx: np.ndarray
     xty: np.ndarray
     yty: float
+
+
+@dataclass(frozen=True)
+class CrossProductSums:
+    """``X'X``, ``X'y`` and ``y'y`` of a part of a ledger over fixed columns, mergeable.
+
+    What one partition contributes to a regression's normal equations; two parts merge
+    by adding (:meth:`merge`), in any grouping (the partitioned attribution reduces them in
+    a tree).
+
+    Examples
+    --------
+    >>> x, y = np.array([[1.0, 0.0], [1.0, 1.0]]), np.array([0.5, 0.7])
+    >>> a = CrossProductSums(x[:1].T @ x[:1], x[:1].T @ y[:1], float(y[:1] @ y[:1]))
+    >>> b = CrossProductSums(x[1:].T @ x[1:], x[1:].T @ y[1:], float(y[1:] @ y[1:]))
+    >>> a.merge(b).xtx.tolist(), round(a.merge(b).yty, 12)
+    ([[2.0, 1.0], [1.0, 1.0]], 0.74)
+    """
+
+    xtx: np.ndarray
+    xty: np.ndarray
+    yty: float
+
+    def merge(self, other: CrossProductSums) -> CrossProductSums:
+        """Return the sums of both parts."""
+        return CrossProductSums(self.xtx + other.xtx, self.xty + other.xty, self.yty + other.yty)
 
 
 class CrossProducts:

@@ -43,12 +43,15 @@ import numpy as np
 __all__ = [
     "FactArrays",
     "GroupArrays",
+    "GroupMoments",
     "baseline_arrays",
+    "chan_merge",
     "exact_stats",
     "fact_arrays",
     "facts_index",
     "first_in_run",
     "group_arrays",
+    "leave_one_out",
     "uncertainty",
 ]
 
@@ -212,14 +215,10 @@ def baseline_arrays(
     n = fa.n_runs
     absent = idx < 0
     n_a = _pick(fa.trials, idx, 0)
-    n_b = n - n_a
     s_a = _pick(fa.sums, idx, 0.0)
     m_a = _pick(fa.means, idx, 0.0)
     ss_a = _pick(fa.ss, idx, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m_b = np.where(n_b > 0, (fa.total_sum - s_a) / np.maximum(n_b, 1), 0.0)
-        between = n_a * n_b / max(n, 1) * (m_a - m_b) ** 2
-    ss_b = np.maximum(fa.total_ss - ss_a - between, 0.0)
+    n_b, m_b, ss_b = leave_one_out(n_a, s_a, m_a, ss_a, n, fa.total_sum, fa.total_ss)
     ss_b = np.where(n_b >= 2, ss_b, np.nan)
     # rule 1: small baselines (and the whole ledger, for absent lessons) in run order
     direct = absent | (2 * n_b <= n)
@@ -234,6 +233,127 @@ def baseline_arrays(
             else:
                 _, m_b[k], ss_b[k] = _run_order_aggregate(fa.y[~_member_mask(fa, int(idx[k]))])
     return n_b.astype(np.int64), m_b, ss_b, exact
+
+
+def leave_one_out(
+    n_a: np.ndarray,
+    s_a: np.ndarray,
+    m_a: np.ndarray,
+    ss_a: np.ndarray,
+    runs: int,
+    total_sum: float,
+    total_ss: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return each lesson's leave-one-out baseline by subtraction: runs, mean, sum of squares.
+
+    From the lesson's runs (count ``n_a``, score sum ``s_a``, mean ``m_a``, sum of
+    squared deviations ``ss_a``) and every run's (``runs``, ``total_sum``, ``total_ss``):
+    ``n_b = runs - n_a``, ``mean_b = (total_sum - s_a) / n_b`` (0 without a baseline) and
+    Chan et al.'s decomposition ``ss_b = total_ss - ss_a - n_a n_b / runs (m_a -
+    mean_b)^2`` (at least 0).  The ledger's additive baselines and the partitioned
+    attribution's are this one function (the module docstring says when the ledger
+    recomputes a baseline in run order instead).
+
+    Examples
+    --------
+    >>> y = np.array([0.2, 0.4, 0.9, 0.7])  # the lesson is in the last two runs
+    >>> n_b, mean_b, ss_b = leave_one_out(np.array([2]), np.array([1.6]), np.array([0.8]),
+    ...                                   np.array([0.02]), 4, y.sum(), ((y - y.mean())**2).sum())
+    >>> int(n_b[0]), round(float(mean_b[0]), 12), round(float(ss_b[0]), 12)
+    (2, 0.3, 0.02)
+    """
+    n_b = runs - n_a
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m_b = np.where(n_b > 0, (total_sum - s_a) / np.maximum(n_b, 1), 0.0)
+        between = n_a * n_b / max(runs, 1) * (m_a - m_b) ** 2
+    return n_b, m_b, np.maximum(total_ss - ss_a - between, 0.0)
+
+
+def chan_merge(
+    n1: np.ndarray, m1: np.ndarray, s1: np.ndarray, n2: np.ndarray, m2: np.ndarray, s2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge two groups' (count, mean, sum of squared deviations): Chan, Golub and LeVeque.
+
+    Elementwise; a group of count 0 leaves the other unchanged (mean 0 when both are).
+
+    Examples
+    --------
+    >>> a, b = np.array([0.1, 0.3]), np.array([0.6, 0.2, 0.4])
+    >>> n, m, ss = chan_merge(np.array([2]), np.array([a.mean()]), np.array([a.var() * 2]),
+    ...                       np.array([3]), np.array([b.mean()]), np.array([b.var() * 3]))
+    >>> both = np.concatenate([a, b])
+    >>> int(n[0]), bool(np.isclose(m[0], both.mean())), bool(np.isclose(ss[0], both.var() * 5))
+    (5, True, True)
+    """
+    n = n1 + n2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta = m2 - m1
+        mean = np.where(n > 0, m1 + delta * np.where(n > 0, n2 / np.maximum(n, 1), 0.0), 0.0)
+        ss = s1 + s2 + delta * delta * np.where(n > 0, n1 * n2 / np.maximum(n, 1), 0.0)
+    return n, mean, ss
+
+
+@dataclass(frozen=True)
+class GroupMoments:
+    """Per-lesson (count, mean, sum of squared deviations) and the same over every run.
+
+    The mergeable form of :class:`FactArrays`: filled from any part of a ledger (a
+    partition, :meth:`from_fact_arrays`) and merged part by part (:meth:`merge`, Chan et
+    al.'s pairwise update), so that a ledger larger than memory is reduced to the same
+    statistics a ledger in memory has (to rounding).  Lessons are positions in the
+    owner's list of lesson ids.
+
+    Examples
+    --------
+    >>> y, lesson = np.array([0.5, 0.7, 0.9]), np.array([0, 0])
+    >>> one = GroupMoments.from_fact_arrays(fact_arrays(y[:2], np.array([0, 1]), lesson, 1))
+    >>> two = GroupMoments.from_fact_arrays(fact_arrays(y[2:], np.array([0]), lesson[:1], 1))
+    >>> both = one.merge(two, np.array([0]))
+    >>> int(both.n[0]), round(float(both.mean[0]), 12), both.runs
+    (3, 0.7, 3)
+    """
+
+    n: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    runs: int
+    total_mean: float
+    total_m2: float
+
+    @classmethod
+    def from_fact_arrays(cls, fa: FactArrays) -> GroupMoments:
+        """Return the moments of a ledger part's statistics."""
+        return cls(fa.trials, fa.means, fa.ss, fa.n_runs, fa.total_mean, fa.total_ss)
+
+    @property
+    def total_sum(self) -> float:
+        """The sum of every score."""
+        return self.total_mean * self.runs
+
+    def merge(self, other: GroupMoments, where: np.ndarray) -> GroupMoments:
+        """Return these moments and ``other``'s (its lesson ``k`` is lesson ``where[k]`` here).
+
+        Lessons beyond this part's are appended (``where`` may point past them).
+        """
+        p = max(self.n.shape[0], int(where.max()) + 1 if where.size else 0)
+
+        def grow(values: np.ndarray) -> np.ndarray:
+            out = np.zeros(p, dtype=values.dtype)
+            out[: values.shape[0]] = values
+            return out
+
+        n2, m2, s2 = np.zeros(p, np.int64), np.zeros(p), np.zeros(p)
+        n2[where], m2[where], s2[where] = other.n, other.mean, other.m2
+        n, mean, ss = chan_merge(grow(self.n), grow(self.mean), grow(self.m2), n2, m2, s2)
+        tn, tm, ts = chan_merge(
+            np.array([self.runs]),
+            np.array([self.total_mean]),
+            np.array([self.total_m2]),
+            np.array([other.runs]),
+            np.array([other.total_mean]),
+            np.array([other.total_m2]),
+        )
+        return GroupMoments(n.astype(np.int64), mean, ss, int(tn[0]), float(tm[0]), float(ts[0]))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -300,9 +301,30 @@ class StreamingStats:
         return self._order
 
     @property
-    def lesson_ids(self) -> tuple[str, ...]:
-        """Every lesson id in the table (first seen first), absent ones included."""
+    def table_ids(self) -> tuple[str, ...]:
+        """Every lesson id the statistics hold a row for (first seen first).
+
+        Absent ones included: a lesson asked about (:meth:`lesson_index`) but never in a
+        run, or whose runs were replaced away.  :attr:`fact_ids` are the lessons in the
+        runs so far (a ledger's ``fact_ids``); ``table_ids[j]`` is internal row ``j``.
+        """
         return tuple(self._lesson_ids)
+
+    @property
+    def lesson_ids(self) -> tuple[str, ...]:
+        """Deprecated: :attr:`table_ids` (every row, absent lessons included).
+
+        The lessons in the runs are :attr:`fact_ids`; this name, beside it, meant the
+        other.
+        """
+        warnings.warn(
+            "StreamingStats.lesson_ids is deprecated: use StreamingStats.table_ids (every "
+            "lesson the statistics hold a row for, absent ones included); the lessons in "
+            "the runs so far are StreamingStats.fact_ids",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.table_ids
 
     def lesson_index(self, fact_ids: Sequence[str]) -> np.ndarray:
         """Return the internal indices of ``fact_ids`` (each added to the table if new)."""

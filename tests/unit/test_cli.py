@@ -147,6 +147,7 @@ def test_every_registered_gate_runs(
         "recommended_v1": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
         # tier 1 (a margin in noise sds) promotes the +0.3 lesson; tier 2 convicts the other
         "recommended": [("promote", "promote_margin"), ("evict", "harm_evidence")],
+        "margin_lift": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
     }
     assert got == want[name]
 

@@ -9,14 +9,20 @@ registered later is covered by its default options without an edit here):
   ``gate.evaluate(ledger_so_far)`` -- the same lessons, decisions, reasons, ``why``, trials
   and baseline runs, every number within 1e-9 (relative, 1e-10 absolute near 0), and the
   rows ``record`` returns are exactly those whose decision changed;
-* a gate that cannot stream says so with a ParameterError naming the gate or setting.
+* a gate that cannot stream says so with a ParameterError naming the gate or setting;
+* batch = compiled: for every gate whose registry entry names a kernel piece (and every
+  setting of it the piece covers), the compiled simulator and the reference engine (which
+  runs ``gate.evaluate`` on the ledger so far) make the same decisions at the same runs,
+  on a scenario with helpful, neutral and poisoned lessons.  (The kernel reports
+  decisions, not evidence: the evidence is the batch's.)
 
 For the evidence gate every estimator of ``cogstats.estimators.METHODS`` is checked: the
 methods with running statistics (lift, welch, ols with the classical covariance, confseq)
 at every step, the others (whose statistics are the ledger) on the protocol identity and
 on the streaming refusal.  The ledgers are seeded (three shapes: a plain one with
 covariates and a replaced run, scores on a 0.05 grid with exact ties, and logged
-propensities); the compiled simulator's agreement is checked in the simulator's tests.
+propensities).  The rules' own arithmetic is one copy: the batch gate runs it on arrays,
+the kernel compiles the same functions (docs/gates.md, "Writing a gate").
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from __future__ import annotations
 import importlib
 import math
 import re
-import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -266,40 +271,146 @@ def test_running_statistics_are_built_merged_and_saved_alike(config: str, gate: 
         assert_same(gate.judge(stats), batch, (config, name))
 
 
-def _guide_example() -> str:
+def _guide_blocks() -> list[str]:
     guide = (ROOT / "docs" / "gates.md").read_text(encoding="utf-8")
     after = guide.split("<!-- writing-a-gate-example -->", 1)[1]
-    match = re.search(r"```python\n(.*?)```", after, flags=re.S)
-    assert match is not None
-    return match.group(1)
+    return re.findall(r"```python\n(.*?)```", after, flags=re.S)
 
 
-def test_the_guides_example_gate_passes_the_common_check(tmp_path: Path) -> None:
-    """docs/gates.md, "Writing a gate": its module as written, registered by its one line,
-    is then in the registry, and the common check covers it (batch = streaming at every
-    step on every generated ledger; evaluate = judge(statistics); a save and a load)."""
-    module = "cogstats_test_margin_lift"
-    (tmp_path / f"{module}.py").write_text(_guide_example(), encoding="utf-8")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        mod = importlib.import_module(module)
-        assert "margin_lift" in GATES and GATES["margin_lift"].cls is mod.MarginLift
-        configs = [(c, g) for c, g in gate_configs() if c.startswith("margin_lift")]
-        assert [c for c, _ in configs] == ["margin_lift"]
-        for config, gate in configs:
-            test_evaluate_is_judge_of_statistics(config, gate)
-            test_batch_equals_streaming_at_every_step(config, gate)
-        gate = mod.MarginLift(min_trials=2, margin=0.05)
-        sg = check_streaming(gate, ledger_runs("plain", 11), "margin_lift")
-        assert set(sg.report().to_frame()["decision"]) >= {"promote", "evict"}  # it decides
-        back = StreamingGate.load(sg.save(tmp_path / "state.npz"))
-        assert back.gate == gate
-        assert_same(back.report(), sg.report(), "loaded")
-    finally:
-        sys.path.remove(str(tmp_path))
-        if "margin_lift" in GATES:
-            GATES.unregister("margin_lift")
-        sys.modules.pop(module, None)
+def test_the_guides_example_gate_is_the_module_the_checks_run() -> None:
+    """docs/gates.md, "Writing a gate": the two blocks shown are the gate's module and its
+    kernel piece exactly, and the gate is registered by its one registry line, names its
+    piece there, and the kernel's run loop dispatches its code (one line): so the common
+    check covers it, batch = streaming at every step and = compiled."""
+    from cogstats.sim import _kernel, _kernel_margin_lift
+    from cogstats.sim.engine import KERNEL_GATES
+
+    gate_block, piece_block = _guide_blocks()[:2]
+    module = importlib.import_module("cogstats.gates.margin_lift")
+    assert gate_block == Path(module.__file__).read_text(encoding="utf-8")
+    assert piece_block == Path(_kernel_margin_lift.__file__).read_text(encoding="utf-8")
+    assert GATES.builtin["margin_lift"] == "cogstats.gates.margin_lift"
+    assert GATES["margin_lift"].kernel == "cogstats.sim._kernel_margin_lift"
+    assert KERNEL_GATES["margin_lift"] is _kernel_margin_lift.PIECE
+    loop = Path(_kernel.__file__).read_text(encoding="utf-8")
+    assert loop.count("gate == KML.CODE") == 1
+    assert {c for c, _ in CONFIGS} >= {"margin_lift"}
+    assert {c for c, _ in COMPILED} >= {"margin_lift", "margin_lift[1]"}
+
+
+def test_the_guides_example_gate_decides_streams_and_saves(tmp_path: Path) -> None:
+    """The example decides both ways on the generated ledgers, and a streaming gate of it
+    saves and loads."""
+    from cogstats.gates.margin_lift import MarginLift
+
+    gate = MarginLift(min_trials=2, margin=0.05)
+    sg = check_streaming(gate, ledger_runs("plain", 11), "margin_lift")
+    assert set(sg.report().to_frame()["decision"]) >= {"promote", "evict"}  # it decides
+    back = StreamingGate.load(sg.save(tmp_path / "state.npz"))
+    assert back.gate == gate
+    assert_same(back.report(), sg.report(), "loaded")
+
+
+# ---------------------------------------------------------------- batch = compiled
+#: more settings of the compiled gates, for the compiled check (beyond CONFIGS' defaults)
+COMPILED_VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "cycgraph": [
+        {"min_trials": 2},
+        {"decision_rule": "margin", "min_trials": 2, "max_trials": 5},
+        {
+            "min_trials": 2,
+            "multiple_comparison": "none",
+            "sequential_control": "none",
+            "max_baseline_runs": 12,
+        },
+    ],
+    "evidence": [
+        {"method": "welch", "hold_unidentifiable": False, "min_trials": 2},
+        {
+            "method": "lift",
+            "hold_unidentifiable": False,
+            "multiplicity": "bonferroni",
+            "max_trials": 8,
+        },
+        {
+            "method": "welch",
+            "hold_unidentifiable": False,
+            "sequential": "group",
+            "min_trials": 2,
+            "max_trials": 10,
+        },
+    ],
+    "audit": [{"min_hits": 3, "min_win_rate": 0.5}],
+    "recommended": [{"min_trials": 2, "max_information": 6.0}],
+    "margin_lift": [{"min_trials": 2, "margin": 0.05}],
+}
+SCENARIO: dict[str, Any] = {
+    "runs": 30,
+    "lessons": {
+        "listed": [
+            {"id": "good", "effect": 0.15, "arrives_at_run": 1},
+            {"id": "meh", "effect": 0.0, "kind": "neutral", "arrives_at_run": 2},
+        ],
+        "streams": [
+            {
+                "kind": "genuine",
+                "per_run": 2,
+                "from_run": 1,
+                "to_run": 8,
+                "effect": {"dist": "uniform", "low": -0.05, "high": 0.1},
+            },
+        ],
+        "poison": [{"after_run": 3, "count": 3, "effect": -0.2}],
+    },
+    "difficulty": {"model": "iid", "sd": 0.1, "proxy_corr": 0.8},
+    "score": {"base": 0.55, "noise_sd": 0.05},
+    "retrieval": {"policy": "randomized", "max_facts": 6, "candidate_slots": 3},
+}
+
+
+def compiled_configs() -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every gate with a kernel piece: its defaults, then the variants (scenario gate specs)."""
+    for name in GATES:
+        if not GATES[name].compiled:
+            continue
+        options = [{}, *VARIANTS.get(name, []), *COMPILED_VARIANTS.get(name, [])]
+        for k, opts in enumerate(options):
+            yield (name if k == 0 else f"{name}[{k}]"), {"type": name, **opts}
+
+
+COMPILED = list(compiled_configs())
+
+
+def test_the_compiled_check_covers_every_compiled_gate() -> None:
+    from cogstats.sim.engine import KERNEL_GATES
+
+    assert {c.split("[")[0] for c, _ in COMPILED} == set(KERNEL_GATES)
+    assert {n for n in GATES if GATES[n].compiled} == set(KERNEL_GATES)
+
+
+@pytest.mark.parametrize(("config", "spec"), COMPILED, ids=[c for c, _ in COMPILED])
+def test_compiled_kernel_equals_the_batch_rule(config: str, spec: dict[str, Any]) -> None:
+    """The kernel (the rule compiled) and the reference engine (``gate.evaluate``) decide
+    alike, lesson for lesson and run for run; a setting the piece does not cover says why."""
+    from cogstats.sim import Scenario
+    from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
+    from cogstats.sim.engine import fast_support, run_fast
+    from cogstats.sim.reference import run_reference
+
+    s = Scenario.from_dict({**SCENARIO, "gate": spec})
+    reason = fast_support(s)
+    if reason is not None:
+        assert spec["type"] in reason or "compiled engine" in reason, reason
+        pytest.skip(reason)
+    lessons = scenario_lessons(s)
+    lay = layout(s)
+    prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(17), 0, 4, lay), lay)
+    fast = run_fast(s, lessons, prep)
+    ref = run_reference(s, lessons, prep)
+    assert fast.differences(ref) == [], config
+    if "[" not in config:  # the defaults of every compiled gate really decide here
+        decided = (fast.promote_run > 0) | (fast.evict_run > 0) | (fast.retire_run > 0)
+        assert decided.any(), config
 
 
 def test_the_check_can_fail() -> None:

@@ -183,3 +183,36 @@ def test_dask_worker_with_a_third_of_the_memory(tmp_path: Path) -> None:
     assert remote.extras["executor"] == "dask"
     pairs = remote.to_frame()["trials"].sum()  # 10 ids a run, a repeat in a run counting once
     assert pairs < 100 * 20_000 * 10 and math.isclose(pairs, 100 * 20_000 * 10, rel_tol=0.02)
+
+
+def test_partitions_fill_and_merge_the_shared_statistics(tmp_path: Path) -> None:
+    """The first pass is the shared statistics (cogstats.stats.GroupMoments) filled per
+    partition as a ledger fills them and merged: equal to the whole ledger's (1e-12), in
+    any grouping of the merges; the second pass's cross-products merge by adding."""
+    from cogstats.estimators import partitioned as P
+    from cogstats.stats import CrossProductSums, GroupMoments
+    from cogstats.stats.groups import fact_arrays
+
+    ledger = _write_partitions(tmp_path, n_parts=3, runs=60)
+    files = dataset_files(tmp_path)
+    parts = [P._scan(f, (), True) for f in files]
+    left = P._merge(P._merge(parts[0], parts[1]), parts[2])
+    right = P._merge(parts[0], P._merge(parts[1], parts[2]))
+    fa = ledger._fact_arrays()
+    whole = GroupMoments.from_fact_arrays(fa)
+    order = [ledger.fact_ids.index(f) for f in left.ids]
+    assert left.ids == right.ids == list(ledger.fact_ids)
+    for got in (left.moments, right.moments):
+        assert isinstance(got, GroupMoments)
+        np.testing.assert_array_equal(got.n, whole.n[order])
+        np.testing.assert_allclose(got.mean, whole.mean[order], rtol=1e-12)
+        np.testing.assert_allclose(got.m2, whole.m2[order], rtol=1e-12)
+        assert got.runs == whole.runs
+        assert math.isclose(got.total_m2, whole.total_m2, rel_tol=1e-12)
+    one = fact_arrays(fa.y[:5], fa.rows[fa.rows < 5], fa.cols[fa.rows < 5], len(fa.trials))
+    assert GroupMoments.from_fact_arrays(one).runs == 5
+    cols = P._Columns((), (), {f: j for j, f in enumerate(left.ids)}, None)
+    sums = [P._cross_products(f, cols) for f in files]
+    assert all(isinstance(x, CrossProductSums) for x in sums)
+    total = sums[0].merge(sums[1]).merge(sums[2])
+    assert total.xtx[0, 0] == len(ledger)

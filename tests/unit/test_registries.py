@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -43,7 +44,14 @@ def test_every_entry_is_complete(registry: Registry) -> None:
 
 
 def test_public_lookups() -> None:
-    assert set(GATES.builtin) == {"audit", "cycgraph", "evidence", "recommended", "recommended_v1"}
+    assert set(GATES.builtin) == {
+        "audit",
+        "cycgraph",
+        "evidence",
+        "margin_lift",
+        "recommended",
+        "recommended_v1",
+    }
     assert set(GATES.builtin) <= set(GATES)
     assert get_gate("evidence").cls is EvidenceGate
     gate = make_gate("cycgraph", decision_rule="margin", min_trials=2)
@@ -148,15 +156,58 @@ def test_registries_load_lazily() -> None:
     assert "cogstats.gates.evidence" in listed  # listing completes the registry
 
 
-def test_kernel_spec_and_registries_agree() -> None:
-    """The compiled engine's adapters cover exactly the parts registered as compiled, and
-    the kernel's policy codes name every compiled policy."""
+def test_compiled_is_derived_from_the_kernel_piece() -> None:
+    """A part compiles iff its entry names a kernel piece (``Entry.kernel``; ``compiled`` is
+    a read-only property of it, no second flag): the engine's pieces are derived from the
+    entries, a gate's piece is its module's ``PIECE`` with a dispatch code derived from the
+    block's name (distinct, never the no-gate code), and the kernel's policy codes name
+    every compiled policy."""
+    import dataclasses
+
+    from cogstats._registry import ENGINE_PIECES, Entry
     from cogstats.sim.engine import KERNEL_GATES, KERNEL_POLICIES
 
-    assert {n for n, e in GATES.items() if e.compiled} == set(KERNEL_GATES)
-    assert {n for n, e in RETRIEVAL_POLICIES.items() if e.compiled} == set(KERNEL_POLICIES)
+    assert {n for n, e in GATES.items() if e.kernel is not None} == set(KERNEL_GATES)
+    assert {n for n, e in RETRIEVAL_POLICIES.items() if e.kernel is not None} == set(
+        KERNEL_POLICIES
+    )
+    assert "compiled" not in {f.name for f in dataclasses.fields(Entry)}
+    entry = GATES["cycgraph"]
+    assert entry.compiled and entry.kernel == "cogstats.sim._kernel_cycgraph"
+    with pytest.raises(AttributeError):
+        entry.compiled = False  # type: ignore[misc]
+    codes = [KERNEL_GATES[n].code for n in KERNEL_GATES]
+    assert len(set(codes)) == len(codes) and C.GATE_NONE not in codes
+    assert KERNEL_GATES["cycgraph"].code == C.gate_code("cycgraph") == C.GATE_CYCGRAPH
+    # the older spelling: compiled=True means the engine holds the piece by the part's name
+    assert all(RETRIEVAL_POLICIES[n].kernel == ENGINE_PIECES for n in KERNEL_POLICIES)
     assert set(KERNEL_POLICIES) == set(C.POLICY_CODES)
     assert len(set(C.POLICY_CODES.values())) == len(C.POLICY_CODES)
+
+
+def test_a_gate_naming_a_kernel_piece_compiles_and_a_bad_one_is_refused() -> None:
+    """``register_gate(kernel=...)`` is the one place a gate says it compiles."""
+    from dataclasses import dataclass
+
+    from cogstats.gates import register_gate
+    from cogstats.sim.engine import KERNEL_GATES
+
+    @dataclass(frozen=True)
+    class Borrowed:
+        def evaluate(self, ledger: Any, candidates: Any = None, *, rng: Any = None) -> Any:
+            raise NotImplementedError
+
+    register_gate("borrowed_piece_test", description="x", kernel="cogstats.sim._kernel_audit")(
+        Borrowed
+    )
+    try:
+        assert GATES["borrowed_piece_test"].compiled
+        assert "borrowed_piece_test" in KERNEL_GATES
+    finally:
+        GATES.unregister("borrowed_piece_test")
+    assert "borrowed_piece_test" not in KERNEL_GATES
+    with pytest.raises(RuntimeError, match="kernel must be the import path"):
+        register_gate("bad_piece_test", description="x", kernel="not a module")(Borrowed)
 
 
 def test_codes_are_consistent() -> None:

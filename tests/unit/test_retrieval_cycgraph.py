@@ -12,7 +12,7 @@ from cogstats.retrieval import (
     NewestFirst,
     RetrievalPolicy,
     Selection,
-    lesson_table,
+    live_lesson_table,
 )
 
 STORE = [
@@ -95,5 +95,5 @@ def test_candidate_slots_clamped() -> None:
 )
 def test_lesson_table_errors(rows: list, field: str) -> None:
     with pytest.raises(LedgerError) as err:
-        lesson_table(rows)
+        live_lesson_table(rows)
     assert err.value.field == field

@@ -393,7 +393,8 @@ def test_gauss_jordan_into_gives_the_estimators_bits() -> None:
 
 def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
     """A gate compiles by having a kernel piece: its adapter fills every slot of the
-    piece's block by name, and nothing else; no two gates share a block."""
+    piece's block by name, and nothing else; no two gates share a block or a dispatch
+    code (derived from the block's name)."""
     from cogstats._validation import ParameterError
     from cogstats.sim import _kernel as K
     from cogstats.sim.engine import KERNEL_GATES, fast_support, params
@@ -404,9 +405,11 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
         "recommended_v1": {"type": "recommended_v1"},
         "recommended": {"type": "recommended"},
+        "margin_lift": {"type": "margin_lift"},
     }
     assert set(gates) == set(KERNEL_GATES)
     assert len({id(p.block) for p in KERNEL_GATES.values()}) == len(KERNEL_GATES)
+    assert len({p.code for p in KERNEL_GATES.values()} - {0}) == len(KERNEL_GATES)
     for name, gate in gates.items():
         s = _variant(gate=gate)
         assert fast_support(s) is None, name
@@ -414,7 +417,7 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         ip, _fp, _pi, _pf, gi, gf = params(s)
         assert (gi.dtype, gf.dtype) == (np.int64, np.float64)
         assert (len(gi), len(gf)) == (len(piece.block.ints), len(piece.block.floats))
-        assert ip[K.IP_RUNS] == s.runs and ip[K.IP_GATE] == piece.code(s.gate.build())
+        assert ip[K.IP_RUNS] == s.runs and ip[K.IP_GATE] == piece.code
     block = KERNEL_GATES["audit"].block
     with pytest.raises(ParameterError, match="missing \\['min_win_rate'\\], unknown \\['x'\\]"):
         block.pack({"min_hits": 1, "x": 2})

@@ -1,0 +1,196 @@
+"""Each gate's rule is written once (issue 17 item 1): plain functions of the gate's module.
+
+The batch gate and StreamingGate call them on numpy arrays of candidates (vectorised);
+the simulator's kernel pieces compile the very same function objects with numba and call
+them lesson by lesson.  Checked here: the pieces compile the gates' functions (no copy of
+their own), the gates' modules import no numba, and each function gives the same outcome
+per lesson on arrays (numpy) as compiled on scalars (numba), on random inputs with ties
+and edge cases.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cogstats import numerics
+from cogstats.estimators import debiased_ridge
+from cogstats.gates import cycgraph, evidence, margin_lift, recommended
+from cogstats.sim import (
+    _kernel_common,
+    _kernel_cycgraph,
+    _kernel_evidence,
+    _kernel_margin_lift,
+    _kernel_recommended,
+)
+
+#: (kernel piece, the names it compiles, the module that owns them)
+PIECES = [
+    (
+        _kernel_cycgraph,
+        ("margin_outcome", "inference_outcome", "spending_factor", "spent_pvalue"),
+        cycgraph,
+    ),
+    (_kernel_evidence, ("evidence_outcome", "group_sides", "side_alpha"), evidence),
+    (_kernel_recommended, ("information_look", "ridge_outcome"), recommended),
+    (_kernel_recommended, ("lesson_inference", "suspect_penalties"), debiased_ridge),
+    (_kernel_margin_lift, ("margin_lift_rule",), margin_lift),
+]
+
+
+@pytest.mark.parametrize(("piece", "names", "owner"), PIECES)
+def test_the_kernel_compiles_the_gates_own_functions(piece: Any, names: Any, owner: Any) -> None:
+    for name in names:
+        compiled = getattr(piece, name)
+        assert compiled.py_func is getattr(owner, name), (piece.__name__, name)
+        rel = Path(inspect.getsourcefile(owner) or "").resolve()
+        assert rel.relative_to(_kernel_common.PACKAGE).as_posix() in _kernel_common.COMPILED_SOURCES
+    assert _kernel_common.welch_evidence.py_func is numerics.welch_evidence
+    assert _kernel_common.bh_reject.py_func.__module__ == "cogstats.estimators.multiplicity"
+
+
+@pytest.mark.parametrize("owner", [cycgraph, evidence, recommended, margin_lift, debiased_ridge])
+def test_the_rules_modules_import_no_numba(owner: Any) -> None:
+    tree = ast.parse(Path(inspect.getsourcefile(owner) or "").read_text(encoding="utf-8"))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert not [m for m in names if m.split(".")[0] == "numba"]
+
+
+def _random(rng: np.random.Generator, k: int) -> dict[str, np.ndarray]:
+    n = rng.integers(0, 12, k)
+    return {
+        "n": n,
+        "n_b": rng.integers(0, 12, k),
+        "lift": np.round(rng.normal(0, 0.1, k), 2),
+        "up": rng.random(k) < 0.3,
+        "down": rng.random(k) < 0.3,
+        "p": np.round(rng.random(k), 2),
+        "t": np.where(rng.random(k) < 0.1, np.nan, np.round(rng.normal(0, 3, k), 1)),
+        "info": np.where(rng.random(k) < 0.1, np.nan, rng.uniform(-1, 30, k)),
+    }
+
+
+def _same(batch: Any, piece: Any, args: list[Any], scalar: list[bool]) -> None:
+    """``batch(*args)`` on arrays equals ``piece`` compiled, lesson by lesson."""
+    want = batch(*args)
+    k = len(next(a for a, s in zip(args, scalar, strict=True) if not s))
+    for i in range(k):
+        one = [a if s else a[i] for a, s in zip(args, scalar, strict=True)]
+        got = piece(*one)
+        if isinstance(want, tuple):
+            for w, g in zip(want, got, strict=True):
+                np.testing.assert_equal(np.asarray(w)[i], g)
+        else:
+            np.testing.assert_equal(np.asarray(want)[i], got)
+
+
+def test_cycgraph_rules_on_arrays_equal_the_compiled_rules() -> None:
+    rng = np.random.default_rng(1)
+    r = _random(rng, 400)
+    for mt in (0, 6):
+        _same(
+            cycgraph.margin_outcome,
+            _kernel_cycgraph.margin_outcome,
+            [r["n"], r["n_b"], r["lift"], 3, mt, 0.05, 0.05],
+            [False, False, False, True, True, True, True],
+        )
+        _same(
+            cycgraph.inference_outcome,
+            _kernel_cycgraph.inference_outcome,
+            [r["n"], r["n_b"], r["up"], r["down"], 2, mt, 9],
+            [False, False, False, False, True, True, True],
+        )
+    _same(
+        cycgraph.spending_factor, _kernel_cycgraph.spending_factor, [r["n_b"], True], [False, True]
+    )
+    _same(cycgraph.spent_pvalue, _kernel_cycgraph.spent_pvalue, [r["p"], 4.0], [False, True])
+    # the doubling bracket is cycgraph's frexp bracket exactly
+    nb = np.arange(0, 5000)
+    expect = np.ldexp(1.0, np.frexp(np.maximum(nb, 1).astype(float))[1] - 1)
+    np.testing.assert_array_equal(cycgraph.spending_factor(nb, True), expect)
+
+
+def test_evidence_and_ridge_rules_on_arrays_equal_the_compiled_rules() -> None:
+    rng = np.random.default_rng(2)
+    r = _random(rng, 400)
+    _same(
+        evidence.evidence_outcome,
+        _kernel_evidence.evidence_outcome,
+        [r["n"], r["n_b"], r["up"], r["down"], 3, 8, 10],
+        [False, False, False, False, True, True, True],
+    )
+    se = np.where(rng.random(400) < 0.1, 0.0, rng.uniform(0.01, 0.2, 400))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        _same(
+            evidence.group_sides,
+            _kernel_evidence.group_sides,
+            [r["lift"], se, 1.5, 0.01, 0.02],
+            [False, False, True, True, True],
+        )
+    look = recommended.information_look(r["info"], 25.0, 100)
+    _same(
+        recommended.information_look,
+        _kernel_recommended.information_look,
+        [r["info"], 25.0, 100],
+        [False, True, True],
+    )
+    _same(
+        recommended.ridge_outcome,
+        _kernel_recommended.ridge_outcome,
+        [r["n"], r["up"] | r["down"], r["t"], r["p"], 1 - r["p"], 0.3, look, 100, 3, 9],
+        [False, False, False, False, False, True, False, True, True, True],
+    )
+    k = 200
+    mjj = np.where(rng.random(k) < 0.1, 0.0, rng.uniform(0.001, 0.5, k))
+    pen = np.where(rng.random(k) < 0.3, 0.0, 40.0)
+    args = [
+        rng.normal(0, 0.1, k),
+        mjj,
+        pen,
+        rng.normal(0, 0.01, k),
+        rng.uniform(0, 0.01, k),
+        2.0,
+        np.full(k, 3.0)[0],
+        30,
+        0.0,
+        0.0,
+    ]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        _same(
+            debiased_ridge.lesson_inference,
+            _kernel_recommended.lesson_inference,
+            args,
+            [False, False, False, False, False, True, True, True, True, True],
+        )
+    with np.errstate(invalid="ignore"):
+        _same(
+            debiased_ridge.suspect_penalties,
+            _kernel_recommended.suspect_penalties,
+            [r["up"], r["t"], r["info"], r["n"].astype(float), 2.5, 0.3, 40.0],
+            [False, False, False, False, True, True, True],
+        )
+
+
+def test_the_check_can_fail() -> None:
+    """A rule that differs from its compiled copy in one lesson is caught."""
+
+    def off_by_one(*args: Any) -> Any:
+        out = np.asarray(cycgraph.margin_outcome(*args)).copy()
+        out[3] = 9
+        return out
+
+    rng = np.random.default_rng(1)
+    r = _random(rng, 10)
+    with pytest.raises(AssertionError):
+        _same(
+            off_by_one,
+            _kernel_cycgraph.margin_outcome,
+            [r["n"], r["n_b"], r["lift"], 3, 0, 0.05, 0.05],
+            [False, False, False, True, True, True, True],
+        )
