@@ -535,7 +535,7 @@ def _gate_report(name: str, frame: pl.DataFrame, settings: Mapping[str, Any]) ->
     "recommended",
     description="lesson lifecycle on the pooled debiased ridge: suspend fast, convict on "
     "two tiers, admit on non-inferiority, retire for no lift on futility only",
-    compiled=True,
+    kernel="cogstats.sim._kernel_lifecycle",
 )
 @dataclass(frozen=True)
 class LifecycleGate:

@@ -450,7 +450,7 @@ def run_chunk(
                     evict_reason,
                     gibuf,
                 )
-            elif gate == KLC.GATE_LIFECYCLE:
+            elif gate == KLC.CODE:
                 KLC.lifecycle_gate(
                     gi,
                     gf,

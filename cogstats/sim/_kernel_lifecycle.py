@@ -22,6 +22,7 @@ The gate's parameters are its own block :data:`BLOCK`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -33,14 +34,20 @@ from cogstats._codes import (
     STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
-from cogstats.sim._kernel_common import Block, gauss_jordan_into
+from cogstats.sim import _kernel_recommended as KREC
+from cogstats.sim._kernel_common import Block, KernelGate, gauss_jordan_into
 from cogstats.sim._tdist import t_cdf, t_ppf
 
-__all__ = ["BLOCK", "EVIDENCE_ROWS", "GATE_LIFECYCLE", "judge", "lifecycle_gate", "rule"]
-
-#: the run loop's dispatch code of the lifecycle gate (``cogstats._codes.GATE_LIFECYCLE``
-#: when the shared codes have it; 6 follows GATE_RECOMMENDED = 5)
-GATE_LIFECYCLE: int = int(getattr(C, "GATE_LIFECYCLE", C.GATE_RECOMMENDED + 1))
+__all__ = [
+    "BLOCK",
+    "CODE",
+    "EVIDENCE_ROWS",
+    "GATE_LIFECYCLE",
+    "PIECE",
+    "judge",
+    "lifecycle_gate",
+    "rule",
+]
 
 #: the gate's parameters (filled by name by cogstats.sim.engine's adapter)
 BLOCK = Block(
@@ -66,6 +73,25 @@ BLOCK = Block(
         "futility_min_information",
     ),
 )
+
+
+def _values(gate: Any) -> dict[str, float]:
+    """Return the block's slots from the gate's options (same names)."""
+    return {name: getattr(gate, name) for name in BLOCK.ints + BLOCK.floats}
+
+
+def _loop(gate: Any) -> dict[str, float]:
+    return {"gram": 1}  # the run loop keeps the Gram matrix of [1, covariates, lessons]
+
+
+#: the piece as the simulator runs it (named by the gate's registry entry): the ridge
+#: gates' covariate support (the difficulty proxy only), and status events written
+PIECE = KernelGate(BLOCK, _values, KREC.support, _loop, events=True)
+#: its dispatch code in the run loop (derived from the block's name)
+CODE = PIECE.code
+#: the older name of :data:`CODE`
+GATE_LIFECYCLE = CODE
+
 MIN_TRIALS = BLOCK.i("min_trials")
 PASSES = BLOCK.i("passes")
 CRATER_MAX_TRIALS = BLOCK.i("crater_max_trials")

@@ -31,7 +31,6 @@ from cogstats.gates import GATES
 from cogstats.retrieval import RETRIEVAL_POLICIES
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
-from cogstats.sim import _kernel_lifecycle as KLC
 from cogstats.sim import _kernel_policies as KPOL
 from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import Block, KernelGate
@@ -120,10 +119,6 @@ class _Pieces(Registry[Any]):
         return super().entry(name)
 
 
-def _lifecycle_values(gate: Any) -> dict[str, float]:
-    return {name: getattr(gate, name) for name in KLC.BLOCK.ints + KLC.BLOCK.floats}
-
-
 def _kernel_covariates(s: Scenario) -> int:
     """Covariate columns the compiled ridge gates use (the proxy, when present)."""
     gate = s.gate.build()
@@ -135,16 +130,11 @@ def _kernel_covariates(s: Scenario) -> int:
 #: Gate registry name -> its compiled piece (a :class:`KernelGate`), derived from the
 #: gates' registry entries: a gate compiles by naming its piece's module there
 #: (``register_gate(..., kernel="cogstats.sim._kernel_<gate>")``), with the one dispatch
-#: line of its code in ``cogstats.sim._kernel.run_chunk``.  The lifecycle gate (registered
-#: with the older ``compiled=True``) has its piece held here.
+#: line of its code in ``cogstats.sim._kernel.run_chunk``.
 KERNEL_GATES: Registry[KernelGate] = _Pieces(
     "compiled gate",
     GATES,
-    {  # the lifecycle gate, by class (its registry name is changing)
-        "cogstats.gates.lifecycle:LifecycleGate": KernelGate(
-            KLC.BLOCK, _lifecycle_values, KREC.support, lambda g: {"gram": 1}, events=True
-        ),
-    },
+    {},
     param="gate",
 )
 
