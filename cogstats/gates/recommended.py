@@ -287,7 +287,12 @@ class RecommendedGate:
         ('difficulty',)
         >>> RecommendedGate(covariates=()).covariate_choice(ledger).columns
         ()
+        >>> RecommendedGate(covariates=("d",)).covariate_choice(Ledger()).columns  # no run yet
+        ()
         """
+        runs = len(ledger) if isinstance(ledger, Ledger) else getattr(ledger, "n_runs", None)
+        if runs == 0:  # no run yet: nothing to adjust for, and no column is missing yet
+            return CovariateChoice(())
         return choose_covariates(self.covariates, ledger.covariates, default=_DEFAULT_COVARIATES)
 
     def covariates_in(self, ledger: Ledger) -> tuple[str, ...]:

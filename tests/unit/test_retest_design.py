@@ -198,3 +198,18 @@ def test_a_state_saved_as_recommended_v2_loads_as_recommended(tmp_path: Path) ->
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert isinstance(StreamingGate.load(today).gate, LifecycleGate)
+
+
+def test_a_streaming_gate_with_named_covariates_reports_before_its_first_run() -> None:
+    """No run yet: nothing to adjust for and nothing missing (both recommended gates); a
+    named covariate the first run lacks is refused, with 'did you mean'."""
+    from cogstats._validation import ParameterError
+
+    for gate in (RecommendedGate(covariates=("d",)), LifecycleGate(covariates=("d",))):
+        sg = StreamingGate(gate)
+        assert sg.report().to_frame().height == 0
+        sg.record("r1", 0.5, ["a"], d=0.3)
+        assert sg.report().to_frame()["fact_id"].to_list() == ["a"]
+    typo = StreamingGate(RecommendedGate(covariates=("dd",)))
+    with pytest.raises(ParameterError, match="did you mean 'd'"):
+        typo.record("r1", 0.5, ["a"], d=0.3)  # refused at the door
