@@ -298,6 +298,54 @@ class LifecycleStatistics:
         )
         return LifecycleStatistics(ridge, ss)
 
+    def merge(self, other: LifecycleStatistics) -> LifecycleStatistics:
+        """Return the statistics of both sets of runs (``self``'s first): sums added.
+
+        The lesson columns are ``self``'s, then ``other``'s new ones, in order (as one
+        ledger of the runs in that order lists them); the covariate columns must agree.
+
+        Examples
+        --------
+        >>> a = LifecycleStatistics.empty().add_run("r1", 0.9, ["x"])
+        >>> b = LifecycleStatistics.empty().add_run("r2", 0.5, ["y", "x"])
+        >>> both = a.merge(b)
+        >>> both.ridge.fact_ids, both.ridge.runs, both.ridge.trials.tolist()
+        (('x', 'y'), 2, [2, 1])
+        """
+        a, b = self.ridge, other.ridge
+        if a.covariates != b.covariates or a.n_fixed != b.n_fixed:
+            raise ParameterError(
+                "statistics merge only with the same covariate columns; got "
+                f"{list(a.covariates)} and {list(b.covariates)}"
+            )
+        ids = list(a.fact_ids)
+        pos = {f: i for i, f in enumerate(ids)}
+        for f in b.fact_ids:
+            if f not in pos:
+                pos[f] = len(ids)
+                ids.append(f)
+        nf = a.n_fixed
+        p = nf + len(ids)
+        gram = np.zeros((p, p))
+        zty = np.zeros(p)
+        ss = np.zeros(len(ids))
+        for st, with_ss in ((a, self.with_ss), (b, other.with_ss)):
+            at = np.array([pos[f] for f in st.fact_ids], dtype=np.int64)
+            idx = np.concatenate([np.arange(nf), nf + at])
+            gram[np.ix_(idx, idx)] += st.gram
+            zty[idx] += st.zty
+            ss[at] += with_ss
+        ridge = RidgeStatistics(
+            gram=gram,
+            zty=zty,
+            yty=a.yty + b.yty,
+            runs=a.runs + b.runs,
+            n_fixed=nf,
+            fact_ids=tuple(ids),
+            covariates=a.covariates,
+        )
+        return LifecycleStatistics(ridge, ss)
+
     def to_arrays(self) -> dict[str, Any]:
         """Return the statistics as plain arrays and values (:meth:`from_arrays` inverts)."""
         r = self.ridge
