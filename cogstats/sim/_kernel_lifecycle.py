@@ -38,7 +38,7 @@ from cogstats._codes import (
 )
 from cogstats.gates import lifecycle_rule as LR
 from cogstats.sim import _kernel_recommended as KREC
-from cogstats.sim._kernel_common import Block, KernelGate, compile_rule, gauss_jordan_into
+from cogstats.sim._kernel_common import Block, KernelGate, compile_rule
 from cogstats.sim._tdist import t_cdf, t_ppf
 
 __all__ = [
@@ -187,70 +187,29 @@ def _pass(
 ) -> bool:
     """One pass of ``debiased_ridge._one_pass``, the same operations in the same order.
 
-    Writes each lesson's t, df, info, estimate, se and sigma into ``x``'s rows (NaN where
-    undefined); False when singular (every row NaN).
+    The solve is the recommended piece's
+    (:func:`cogstats.sim._kernel_recommended.ridge_solve`), each lesson's inference the
+    estimator's own :func:`~cogstats.estimators.debiased_ridge.lesson_inference` (no noise
+    prior).  Writes each lesson's t, df, info, estimate, se and sigma into ``x``'s rows
+    (NaN where undefined); False when singular (every row NaN).
     """
     for i in range(p - f):
         for r in range(6):
             x[r, i] = math.nan
-    for i in range(p):
-        for c in range(p):
-            a[i, c] = gram[i, c]
-    for i in range(f, p):
-        a[i, i] = a[i, i] + pen[i - f]
-    if not gauss_jordan_into(a, p, aug, m):
+    ok, rss, trace = KREC.ridge_solve(gram, zty, yty, f, p, pen, a, aug, m, b, gb)
+    if not ok:
         return False
-    for i in range(p):
-        acc = 0.0
-        for c in range(p):
-            acc += m[i, c] * zty[c]
-        b[i] = acc
-    for i in range(p):
-        acc = 0.0
-        for c in range(p):
-            acc += gram[i, c] * b[c]
-        gb[i] = acc
-    bg = 0.0
-    for i in range(p):
-        bg += b[i] * zty[i]
-    bgb = 0.0
-    for i in range(p):
-        bgb += b[i] * gb[i]
-    rss = yty - 2.0 * bg + bgb
-    trace = 0.0
-    for i in range(p):
-        ri = 0.0
-        for c in range(p):
-            ri += m[i, c] * gram[c, i]
-        trace += ri
     for i in range(f, p):
-        k = pen[i - f]
-        mjj = m[i, i]
-        if mjj > 0.0:
-            x[_INFO, i - f] = 1.0 / mjj - k
-        own = 1.0 - k * mjj
-        if not (own > 0.0 and mjj > 0.0):
-            continue
-        mkb = 0.0
-        mkm = 0.0
-        for c in range(f, p):
-            mkb += m[i, c] * (pen[c - f] * b[c])
-            mkm += (m[i, c] * m[i, c]) * pen[c - f]
-        cj = k * b[i] / own
-        gap = mjj - mkm
-        rss_j = rss - 2.0 * cj * mkb + cj * cj * gap
-        df = runs - (trace + k * gap / own)
-        if not df >= 1.0:
-            continue
-        s2 = max(rss_j, 0.0) / df
-        est = b[i] / own
-        se = math.sqrt(s2 * mjj / own)
+        mkb, mkm = KREC.penalty_row(m, b, pen, f, p, i)
+        est, se, t, info, df, s2 = KREC.lesson_inference(
+            b[i], m[i, i], pen[i - f], mkb, mkm, rss, trace, runs, 0.0, 0.0
+        )
+        x[_T, i - f] = t
         x[_DF, i - f] = df
+        x[_INFO, i - f] = info
         x[_EST, i - f] = est
         x[_SE, i - f] = se
         x[_SIGMA, i - f] = math.sqrt(s2)
-        if se > 0.0:
-            x[_T, i - f] = est / se
     return True
 
 
@@ -286,16 +245,9 @@ def judge(
     for i in range(n):
         for r in range(x.shape[0]):
             x[r, i] = math.nan
-    # lessons that share an inclusion pattern are one column, their group's
-    # (debiased_ridge.duplicate_groups): rep[i] is the group's first column
-    rep = np.arange(n)
-    for i in range(n):
-        di = gram[f + i, f + i]
-        if rep[i] != i or di >= runs or di <= 0:
-            continue
-        for k in range(i + 1, n):
-            if rep[k] == k and gram[f + k, f + k] == di and gram[f + i, f + k] == di:
-                rep[k] = i
+    # lessons that share an inclusion pattern are one column, their group's: rep[i] is the
+    # group's first column (the estimator's own debiased_ridge.duplicate_groups)
+    rep = KREC.duplicate_groups(gram, f, runs)
     pos = np.zeros(n, dtype=np.int64)
     size = np.zeros(n, dtype=np.int64)
     nr = 0
@@ -317,15 +269,14 @@ def judge(
         zr[r] = zty[sel[r]]
         for c in range(pr):
             gr[r, c] = gram[sel[r], sel[c]]
-    # not identifiable in the reduced problem: in every run, or in none
-    ir = np.empty(nr, dtype=np.bool_)
-    for i in range(nr):
-        di = gr[f + i, f + i]
-        ir[i] = not (di >= runs or di <= 0)
+    # not identifiable in the reduced problem (in every run, or in none: no two columns
+    # share a pattern there), as ridge_fit holds it (debiased_ridge.not_identifiable)
+    ir = np.logical_not(KREC.not_identifiable(gr, f, runs))
     # the ridge's passes, on the reduced columns
     xr = np.empty((6, nr))
     k_pen = gf[PENALTY]
     pen = np.full(nr, k_pen)
+    nxt = np.empty(nr)
     a = np.empty((pr, pr))
     aug = np.empty((pr, 2 * pr))
     mm = np.empty((pr, pr))
@@ -339,17 +290,18 @@ def judge(
         ok = _pass(gr, zr, yty, runs, f, pr, pen, a, aug, mm, b, gb, xr)
         if not ok or step == passes - 1:
             break
+        # the next pass's penalties (the estimator's own debiased_ridge.suspect_penalties)
         same = True
         for i in range(nr):
-            strong = ir[i] and xr[_T, i] < -susz and xr[_INFO, i] >= share * gr[f + i, f + i]
-            new = 0.0 if strong else k_pen
-            if new != pen[i]:
+            nxt[i] = KREC.suspect_penalties(
+                ir[i], xr[_T, i], xr[_INFO, i], gr[f + i, f + i], susz, share, k_pen
+            )
+            if nxt[i] != pen[i]:
                 same = False
         if same:
             break
         for i in range(nr):
-            strong = ir[i] and xr[_T, i] < -susz and xr[_INFO, i] >= share * gr[f + i, f + i]
-            pen[i] = 0.0 if strong else k_pen
+            pen[i] = nxt[i]
     for i in range(nr):
         if not ok:
             for r in range(6):

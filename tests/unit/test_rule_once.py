@@ -40,6 +40,7 @@ PIECES = [
     (_kernel_evidence, ("evidence_outcome", "group_sides", "side_alpha"), evidence),
     (_kernel_recommended, ("information_look", "ridge_outcome"), recommended),
     (_kernel_recommended, ("lesson_inference", "suspect_penalties"), debiased_ridge),
+    (_kernel_recommended, ("not_identifiable", "duplicate_groups"), debiased_ridge),
     (_kernel_margin_lift, ("margin_lift_rule",), margin_lift),
     (
         _kernel_lifecycle,
@@ -260,6 +261,29 @@ def test_lifecycle_rule_on_arrays_equals_the_compiled_rule() -> None:
         [info2, 25.0, 20],
         [False, True, True],
     )
+
+
+def test_duplicate_groups_compiled_equal_the_estimators() -> None:
+    """The estimator's identifiability check and duplicate groups = compiled, on Gram
+    matrices of random 0/1 designs with repeated, empty and full columns."""
+    rng = np.random.default_rng(4)
+    seen_groups = False
+    for _ in range(200):
+        runs = int(rng.integers(1, 12))
+        k = int(rng.integers(1, 9))
+        x = (rng.random((runs, k)) < rng.uniform(0.1, 0.9)).astype(float)
+        for j in range(1, k):
+            if rng.random() < 0.3:
+                x[:, j] = x[:, int(rng.integers(0, j))]
+        z = np.column_stack([np.ones(runs), rng.normal(size=runs), x])
+        gram = np.ascontiguousarray(z.T @ z)
+        for fn in ("not_identifiable", "duplicate_groups"):
+            want = getattr(debiased_ridge, fn)(gram, 2, runs)
+            got = getattr(_kernel_recommended, fn)(gram, 2, runs)
+            assert want.tolist() == got.tolist(), (fn, gram)
+        rep = debiased_ridge.duplicate_groups(gram, 2, runs)
+        seen_groups |= bool((rep != np.arange(k)).any())
+    assert seen_groups
 
 
 def test_the_check_can_fail() -> None:
