@@ -115,9 +115,10 @@ PIECE = KernelGate(BLOCK, _values, support, _loop)
 
 lesson_inference = compile_rule(ridge.lesson_inference)
 suspect_penalties = compile_rule(ridge.suspect_penalties)
-#: the estimator's identifiability check and duplicate groups, compiled (cached)
-not_identifiable = compile_rule(ridge.not_identifiable, inline=False)
-duplicate_groups = compile_rule(ridge.duplicate_groups, inline=False)
+#: the estimator's identifiability check and duplicate groups, compiled (inlined: a
+#: separately compiled call returning an array cost S2 about a fifth of its time)
+not_identifiable = compile_rule(ridge.not_identifiable)
+duplicate_groups = compile_rule(ridge.duplicate_groups)
 information_look = compile_rule(rule.information_look)
 ridge_outcome = compile_rule(rule.ridge_outcome)
 #: its dispatch code in the run loop (derived from the block's name)
