@@ -44,7 +44,8 @@ E = TypeVar("E")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+#: a kernel piece: a module (its ``PIECE``) or ``module:ATTR``
+_KERNEL = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?$")
 
 #: the ``kernel`` of a part registered with the older ``compiled=True``: the simulator's
 #: engine holds its piece under the part's name
@@ -71,8 +72,10 @@ class Entry:
     kernel : str or None
         Where the simulator's compiled kernel has the part's piece: the import path of
         the module holding it (its ``PIECE``, e.g. ``"cogstats.sim._kernel_cycgraph"``),
-        or None (the part runs in the reference engine).  Named once, by the part's
-        registration (``register_gate(..., kernel=...)``).
+        or ``"module:ATTR"`` for a module that holds the pieces of several parts (the
+        retrieval policies', ``"cogstats.sim._kernel_policies:POOL_PIECE"``), or None
+        (the part runs in the reference engine).  Named once, by the part's registration
+        (``register_gate(..., kernel=...)``, ``register_policy(..., kernel=...)``).
     kind : str
         What the registry holds ("gate", "retrieval policy", "spending function").
     """
@@ -249,8 +252,9 @@ class Registry(Mapping[str, E], Generic[E]):
             dataclass).
         kernel : str, optional
             The import path of the module holding the part's compiled piece (its
-            ``PIECE``), when the simulator's kernel covers it: then
-            :attr:`Entry.compiled` is True.
+            ``PIECE``), or ``"module:ATTR"`` (the piece is the module's attribute
+            ``ATTR``), when the simulator's kernel covers it: then :attr:`Entry.compiled`
+            is True.
         compiled : bool
             The older spelling, for a part whose piece the simulator's engine holds by
             the part's name (today's retrieval policies): ``kernel`` becomes
@@ -283,10 +287,11 @@ class Registry(Mapping[str, E], Generic[E]):
             complaint = self._check(obj)
             if complaint:
                 raise RuntimeError(f"{where}: {complaint}")
-        if kernel is not None and not (isinstance(kernel, str) and _MODULE.match(kernel)):
+        if kernel is not None and not (isinstance(kernel, str) and _KERNEL.match(kernel)):
             raise RuntimeError(
                 f"{where}: kernel must be the import path of the module holding its compiled "
-                f"piece, e.g. 'cogstats.sim._kernel_cycgraph'; got {kernel!r}"
+                "piece, e.g. 'cogstats.sim._kernel_cycgraph' (its PIECE), or 'module:ATTR'; "
+                f"got {kernel!r}"
             )
         return Entry(name, obj, opts, description.strip(), kernel, self.kind)
 

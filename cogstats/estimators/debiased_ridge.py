@@ -73,6 +73,7 @@ __all__ = [
     "debiased_ridge",
     "duplicate_groups",
     "lesson_inference",
+    "not_identifiable",
     "ridge_fit",
     "ridge_statistics",
     "suspect_penalties",
@@ -248,10 +249,22 @@ def ridge_statistics(ledger: Ledger, covariates: Sequence[str] = ()) -> RidgeSta
     )
 
 
-def _duplicates(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
-    """Lessons held as not identifiable: in every run, or sharing a pattern."""
+def not_identifiable(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
+    """Per lesson column, whether it is held as not identifiable.
+
+    A lesson in every run or in none, or one sharing its inclusion pattern with another
+    lesson (``G_jj = G_kk = G_jk`` in the Gram matrix), has no effect of its own.  Plain
+    numpy and loops, so that the simulator's kernel compiles this very function
+    (:mod:`cogstats.sim._kernel_recommended`, :mod:`cogstats.sim._kernel_lifecycle`).
+
+    Examples
+    --------
+    >>> g = np.array([[4.0, 2, 2, 1], [2, 2, 2, 1], [2, 2, 2, 1], [1, 1, 1, 1]])
+    >>> not_identifiable(g, 1, 4).tolist()
+    [True, True, False]
+    """
     m = gram.shape[0] - f
-    bad = np.zeros(m, dtype=bool)
+    bad = np.zeros(m, dtype=np.bool_)
     diag = np.diag(gram)[f:]
     for i in range(m):
         if diag[i] >= runs or diag[i] <= 0:
@@ -269,7 +282,8 @@ def duplicate_groups(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
 
     Two lesson columns share a pattern when their runs are the same (``G_jj = G_kk =
     G_jk`` in the Gram matrix); a lesson in every run or in none is its own group (it is
-    not identifiable whatever is merged).
+    not identifiable whatever is merged).  Plain numpy and loops, so that the simulator's
+    kernel compiles this very function (:mod:`cogstats.sim._kernel_lifecycle`).
 
     Examples
     --------
@@ -537,7 +551,7 @@ def ridge_fit(
     m = stats.gram.shape[0] - f
     prior_runs = float(noise_prior_runs)
     prior_ss = 0.0 if noise_prior_sd is None else prior_runs * float(noise_prior_sd) ** 2
-    ident = ~_duplicates(stats.gram, f, stats.runs)
+    ident = ~not_identifiable(stats.gram, f, stats.runs)
     pen = np.full(m, k)
     raw_info = np.diag(stats.gram)[f:] if m else np.zeros(0)
     out = None

@@ -40,8 +40,10 @@ status each leads to is ``OUTCOME_STATUS``), by the lesson's status (``statuses`
 
 Convictions and promotions do not depend on the status, so the error of each tier holds
 whatever the retrieval did with suspects.  The arithmetic is :func:`lifecycle_rule`,
-vectorised over lessons; docs/recommended.md ("Second version") says how each number was
-chosen and what the rule achieves.
+vectorised over lessons, and the crater test's :func:`crater_test`: plain functions of
+:mod:`cogstats.gates.lifecycle_rule` that the simulator's kernel compiles as they are
+(:mod:`cogstats.sim._kernel_lifecycle`); docs/recommended.md ("Second version") says how
+each number was chosen and what the rule achieves.
 
 Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons)
 and O(lessons) for the rule.
@@ -78,6 +80,17 @@ from cogstats.gates._report import (
     report_frame,
     report_schema,
 )
+from cogstats.gates.lifecycle_rule import (
+    LIFECYCLE_WHY,
+    RULE_ADMITTED,
+    RULE_CANDIDATE,
+    RULE_INACTIVE,
+    RULE_SUSPENDED,
+    RULE_VERIFIED,
+    crater_t,
+    lifecycle_look,
+    lifecycle_rule,
+)
 from cogstats.ledger import Ledger
 
 __all__ = [
@@ -88,38 +101,9 @@ __all__ = [
     "lifecycle_rule",
 ]
 
-# ------------------------------------------------------------------ why words
-WHY_HARM_MARGIN = "harm_margin"
-WHY_PROMOTE_MARGIN = "promote_margin"
-WHY_FUTILITY = "futility"
-WHY_NON_INFERIOR = "non_inferior"
-WHY_SUSPECT = "suspect"
-WHY_CRATER = "crater"
-WHY_CLEARED = "cleared"
-WHY_SUSPENDED = "suspended"
-
-#: The ``why`` words of the lifecycle gate, in code order (``lifecycle_rule``'s ``why``
-#: array indexes this tuple).
-LIFECYCLE_WHY: tuple[str, ...] = (
-    C.WHY_MIN_TRIALS,  # 0
-    C.WHY_NOT_IDENTIFIABLE,  # 1
-    C.WHY_NO_ESTIMATE,  # 2
-    C.WHY_INSUFFICIENT_EVIDENCE,  # 3
-    WHY_HARM_MARGIN,  # 4  tier 1 conviction
-    C.WHY_HARM_EVIDENCE,  # 5  tier 2 conviction
-    WHY_PROMOTE_MARGIN,  # 6
-    C.WHY_PROMOTE_EVIDENCE,  # 7
-    WHY_SUSPECT,  # 8
-    WHY_CRATER,  # 9
-    WHY_CLEARED,  # 10
-    WHY_FUTILITY,  # 11
-    WHY_NON_INFERIOR,  # 12
-    C.WHY_INACTIVE,  # 13
-    WHY_SUSPENDED,  # 14 held while suspended
-)
-
-# status codes of the rule (the store statuses it reads)
-_ST_CANDIDATE, _ST_ADMITTED, _ST_VERIFIED, _ST_SUSPENDED, _ST_INACTIVE = range(5)
+# status codes of the rule (the store statuses it reads; gates/lifecycle_rule.py)
+_ST_CANDIDATE, _ST_ADMITTED, _ST_VERIFIED = RULE_CANDIDATE, RULE_ADMITTED, RULE_VERIFIED
+_ST_SUSPENDED, _ST_INACTIVE = RULE_SUSPENDED, RULE_INACTIVE
 _STATUS_CODE = {
     C.CANDIDATE: _ST_CANDIDATE,
     C.ADMITTED: _ST_ADMITTED,
@@ -394,161 +378,13 @@ def crater_test(stats: LifecycleStatistics) -> tuple[np.ndarray, np.ndarray, np.
     """
     r = stats.ridge
     f = r.n_fixed
-    n = np.diag(r.gram)[f:].astype(float)
-    big = float(r.runs)
-    m = big - n
-    sw = r.zty[f:]
-    so = r.zty[0] - sw
-    sw2 = stats.with_ss
-    so2 = r.yty - sw2
-    df = big - 2.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ok = (n > 0) & (m > 0) & (df >= 1.0)
-        ss = np.maximum(sw2 - sw * sw / n, 0.0) + np.maximum(so2 - so * so / m, 0.0)
-        s2 = ss / df
-        diff = sw / n - so / m
-        se = np.sqrt(s2 * (1.0 / n + 1.0 / m))
-        t = np.where(ok & (se > 0), diff / se, np.nan)
-    dfa = np.full(n.shape, df if df >= 1 else np.nan)
+    t = crater_t(
+        np.diag(r.gram)[f:].astype(float), r.runs, r.zty[f:], r.zty[0], stats.with_ss, r.yty
+    )
+    df = float(r.runs) - 2.0
+    dfa = np.full(t.shape, df if df >= 1 else np.nan)
     p = np.where(np.isfinite(t), special.stdtr(np.where(np.isfinite(dfa), dfa, 1.0), t), np.nan)
     return t, dfa, p
-
-
-def lifecycle_rule(
-    t: np.ndarray,
-    df: np.ndarray,
-    info: np.ndarray,
-    estimate: np.ndarray,
-    se: np.ndarray,
-    sigma: np.ndarray,
-    trials: np.ndarray,
-    identifiable: np.ndarray,
-    crater_p: np.ndarray,
-    status: np.ndarray,
-    level: np.ndarray,
-    *,
-    min_trials: int,
-    margin: float,
-    margin_level: float,
-    margin_min_df: float,
-    margin_min_information: float,
-    margin_max_information: float,
-    suspect_t: float,
-    release_t: float,
-    release_min_trials: int,
-    crater_level: float,
-    crater_max_trials: int,
-    admit_margin: float,
-    admit_level: float,
-    futility_margin: float,
-    futility_level: float,
-    futility_min_information: float,
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Apply the lifecycle rule, vectorised over lessons: outcome codes, why codes, statistics.
-
-    Every input array is aligned on lessons.  ``status`` holds the rule's status codes
-    (0 candidate, 1 admitted, 2 verified, 3 suspended, 4 evicted or retired); ``level``
-    tier 2's one-sided level at each lesson's look.  Returns the outcome codes
-    (``cogstats._codes.OUTCOME_CODES``), indices into :data:`LIFECYCLE_WHY`, and the
-    derived statistics (``margin_harm``, ``margin_promote``, ``margin_bound``,
-    ``p_promote``, ``p_evict``, ``ci_low``, ``ci_high``).  The first matching rule wins,
-    in the order of the module docstring (conviction, promotion, suspension, release,
-    futility, admission).
-
-    Examples
-    --------
-    >>> one = lambda v: np.array([v], dtype=float)
-    >>> out, why, _ = lifecycle_rule(
-    ...     one(-6.0), one(20.0), one(5.0), one(-0.3), one(0.05), one(0.1), one(10),
-    ...     np.array([True]), one(np.nan), np.array([0]), one(1e-4), min_trials=3,
-    ...     margin=1.0, margin_level=0.05, margin_min_df=8, margin_min_information=2.0,
-    ...     margin_max_information=6.0,
-    ...     suspect_t=2.0, release_t=1.0, release_min_trials=2,
-    ...     crater_level=0.05, crater_max_trials=2, admit_margin=0.05, admit_level=0.1,
-    ...     futility_margin=0.02, futility_level=0.01, futility_min_information=5.0)
-    >>> C.outcome_of_code(int(out[0])), LIFECYCLE_WHY[int(why[0])]
-    (('evict', 'eval-gate:harmful'), 'harm_margin')
-    """
-    k = t.shape[0]
-    out = np.full(k, C.OUTCOME_HOLD, dtype=np.int64)
-    why = np.full(k, 0, dtype=np.int64)
-    done = np.zeros(k, dtype=bool)
-
-    def put(mask: np.ndarray, code: int, w: int) -> None:
-        sel = mask & ~done
-        out[sel] = code
-        why[sel] = w
-        done[sel] = True
-
-    dfs = np.where(np.isfinite(df) & (df >= 1.0), df, np.nan)
-    dfq = np.where(np.isfinite(dfs), dfs, 1.0)
-    finite = np.isfinite(t) & np.isfinite(dfs) & np.isfinite(se) & (se > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m_harm = np.where(finite, (estimate + margin * sigma) / se, np.nan)
-        m_prom = np.where(finite, (estimate - margin * sigma) / se, np.nan)
-        tier1 = (
-            finite
-            & (dfs >= margin_min_df)
-            & (info >= margin_min_information)
-            & (info <= margin_max_information)
-        )
-        m_bound = np.where(tier1, special.stdtrit(dfq, 1.0 - margin_level), np.nan)
-        p_prom = np.where(finite, special.stdtr(dfq, -t), np.nan)
-        p_evict = np.where(finite, special.stdtr(dfq, t), np.nan)
-        ci_low = np.where(finite, estimate - special.stdtrit(dfq, 1.0 - admit_level) * se, np.nan)
-        ci_high = np.where(
-            finite, estimate + special.stdtrit(dfq, 1.0 - futility_level) * se, np.nan
-        )
-    inactive = status == _ST_INACTIVE
-    suspended = status == _ST_SUSPENDED
-    open_ = (status == _ST_CANDIDATE) | (status == _ST_ADMITTED)
-    enough = trials >= min_trials
-    judged = enough & identifiable & finite & ~inactive
-    cmp = np.where(np.isfinite(m_bound), m_bound, np.inf)
-    put(inactive, C.OUTCOME_HOLD, 13)
-    # convictions: any status but inactive
-    put(judged & (m_harm < -cmp), C.OUTCOME_EVICT_HARMFUL, 4)
-    put(judged & (level > 0) & (p_evict <= level), C.OUTCOME_EVICT_HARMFUL, 5)
-    # promotions: candidates and admitted lessons
-    put(judged & open_ & (m_prom > cmp), C.OUTCOME_PROMOTE, 6)
-    put(judged & open_ & (level > 0) & (p_prom <= level), C.OUTCOME_PROMOTE, 7)
-    # suspension: a fast lenient test (the ridge t, or the crater of a fresh lesson)
-    # (a lesson that shares its pattern with others carries its group's t)
-    sus_t = open_ & (trials >= 2) & np.isfinite(t) & (t < -suspect_t)
-    put(sus_t, C.OUTCOME_SUSPEND, 8)
-    # the crater test judges a fresh lesson, and one whose effect the regression cannot
-    # separate from the lessons it ran with (not identifiable, or no t): its marginal
-    # test is the test of the group it always ran with
-    apart = identifiable & np.isfinite(t)
-    fresh = open_ & (trials >= 1) & ((trials <= crater_max_trials) | ~apart)
-    put(fresh & np.isfinite(crater_p) & (crater_p <= crater_level), C.OUTCOME_SUSPEND, 9)
-    # futility (no lift on evidence): candidates, admitted and suspended lessons
-    fut = judged & (open_ | suspended) & (info >= futility_min_information)
-    # (and harm beyond the admission margin excluded: a lesson that may be harmful stays
-    # under test until it is convicted or cleared)
-    put(fut & (ci_high < futility_margin) & (ci_low > -admit_margin), C.OUTCOME_EVICT_NO_LIFT, 11)
-    # release of a re-tested suspect
-    usable = identifiable & finite & ~inactive
-    again = trials >= release_min_trials
-    put(usable & again & suspended & (t >= -release_t), C.OUTCOME_RELEASE, 10)
-    # admission: a non-inferiority bound
-    put(judged & (status == _ST_CANDIDATE) & (ci_low > -admit_margin), C.OUTCOME_ADMIT, 12)
-    # holds, with the reason nothing was decided
-    put(~enough, C.OUTCOME_HOLD, 0)
-    put(~identifiable, C.OUTCOME_HOLD, 1)
-    put(~finite, C.OUTCOME_HOLD, 2)
-    put(suspended, C.OUTCOME_HOLD, 14)
-    put(np.ones(k, dtype=bool), C.OUTCOME_HOLD, 3)
-    stats = {
-        "margin_harm": m_harm,
-        "margin_promote": m_prom,
-        "margin_bound": m_bound,
-        "p_promote": p_prom,
-        "p_evict": p_evict,
-        "ci_low": ci_low,
-        "ci_high": ci_high,
-    }
-    return out, why, stats
 
 
 def _status_of(value: Any, fact_id: str) -> str:
@@ -868,13 +704,8 @@ class LifecycleGate:
         (0.0, True)
         """
         info = np.asarray(info, dtype=float)
-        levels = self.nominal_levels()
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(info) & (info > 0)
-            look = np.where(
-                ok, np.minimum(np.floor(info / self.max_information * self.looks), self.looks), 0
-            ).astype(np.int64)
-        return np.where(ok, levels[look], 0.0)
+        look = np.asarray(lifecycle_look(info, self.max_information, self.looks), dtype=np.int64)
+        return self.nominal_levels()[look]  # look 0 (no information yet) is level 0
 
     def fit(self, stats: LifecycleStatistics | RidgeStatistics) -> RidgeFit:
         """Fit the debiased ridge on the statistics (the noise pooled over the ledger)."""

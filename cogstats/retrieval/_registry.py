@@ -34,7 +34,7 @@ def _check_policy(obj: Any) -> str | None:
 
 
 #: The retrieval policies: name -> :class:`~cogstats._registry.Entry` (``.name``,
-#: ``.cls``, ``.options``, ``.description``, ``.compiled``).
+#: ``.cls``, ``.options``, ``.description``, ``.kernel``, ``.compiled``).
 RETRIEVAL_POLICIES: Registry = Registry(
     "retrieval policy",
     {
@@ -51,14 +51,29 @@ RETRIEVAL_POLICIES: Registry = Registry(
 
 
 def register_policy(
-    name: str, *, description: str, options: type | None = None, compiled: bool = False
+    name: str,
+    *,
+    description: str,
+    options: type | None = None,
+    kernel: str | None = None,
+    compiled: bool = False,
 ) -> Any:
     """Class decorator adding a retrieval policy to :data:`RETRIEVAL_POLICIES`.
 
-    See :func:`cogstats.gates.register_gate`; the same arguments.
+    The same arguments as :func:`cogstats.gates.register_gate`: ``kernel`` names the
+    policy's compiled piece (a :class:`cogstats.sim._kernel_common.KernelPolicy`), as
+    ``"package.module"`` (its ``PIECE``) or ``"package.module:ATTR"`` (a module holding
+    the pieces of several policies, e.g. ``"cogstats.sim._kernel_policies:POOL_PIECE"``);
+    the entry's ``compiled`` is derived from it.  ``compiled=True`` is the older spelling
+    (the engine holds the piece by the policy's name); prefer ``kernel``.
+
+    Examples
+    --------
+    >>> get_policy("randomized").kernel
+    'cogstats.sim._kernel_policies:POOL_PIECE'
     """
     return RETRIEVAL_POLICIES.register(
-        name, description=description, options=options, compiled=compiled
+        name, description=description, options=options, kernel=kernel, compiled=compiled
     )
 
 

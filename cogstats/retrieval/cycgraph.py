@@ -178,7 +178,7 @@ class _Gated(ABC):
 @register_policy(
     "in_progress_first",
     description="cycgraph's retrieval: candidates with most trials first, rest bench",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:ORDER_PIECE",
 )
 @dataclass(frozen=True)
 class InProgressFirst(_Gated):
@@ -267,7 +267,7 @@ class InProgressFirst(_Gated):
 @register_policy(
     "newest_first",
     description="candidates newest first (cycgraph's earlier ordering; churns)",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:ORDER_PIECE",
 )
 @dataclass(frozen=True)
 class NewestFirst(_Gated):
@@ -290,7 +290,7 @@ class NewestFirst(_Gated):
 @register_policy(
     "fewest_trials_first",
     description="candidates with fewest trials first (cycgraph's earlier ordering; starves)",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:ORDER_PIECE",
 )
 @dataclass(frozen=True)
 class FewestTrialsFirst(_Gated):

@@ -228,7 +228,7 @@ def bernoulli_capped_propensity(n: int, slots: int, p: float) -> float:
 @register_policy(
     "randomized",
     description="random candidate sample from the active pool, propensities logged",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:POOL_PIECE",
 )
 @dataclass(frozen=True)
 class Randomized(_Pooled):
@@ -312,7 +312,7 @@ class Randomized(_Pooled):
 @register_policy(
     "designed",
     description="paired balanced schedule: a random half of the pool, then its complement",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:POOL_PIECE",
 )
 @dataclass(frozen=True)
 class Designed(_Pooled):

@@ -96,7 +96,7 @@ def _sums(ledger: Ledger | None) -> tuple[dict[str, tuple[int, float, float]], i
 @register_policy(
     "suspect_first",
     description="randomized candidate inclusion, suspects first (the recommended preset's)",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:SUSPECT_PIECE",
 )
 @dataclass(frozen=True)
 class SuspectFirst:

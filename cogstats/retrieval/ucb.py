@@ -23,7 +23,7 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.ledger import Ledger
-from cogstats.retrieval._base import Selection, lesson_table
+from cogstats.retrieval._base import Selection, live_lesson_table
 from cogstats.retrieval._registry import register_policy
 
 __all__ = ["UCB1"]
@@ -32,7 +32,7 @@ __all__ = ["UCB1"]
 @register_policy(
     "ucb1",
     description="UCB1 over live lessons (evolving cognition), optional epsilon exploration",
-    compiled=True,
+    kernel="cogstats.sim._kernel_policies:UCB_PIECE",
 )
 @dataclass(frozen=True)
 class UCB1:
@@ -95,7 +95,7 @@ class UCB1:
         self, lessons: pl.DataFrame | Any, ledger: Ledger | None, family: str | None
     ) -> pl.DataFrame:
         """Compute the UCB1 score of every lesson, with its parts (similarity, win rate, bonus)."""
-        table = lesson_table(lessons).sort(["created_at", "id"], maintain_order=True)
+        table = live_lesson_table(lessons).sort(["created_at", "id"], maintain_order=True)
         ids = table["id"].to_list()
         applies = (
             table["applies_to"].to_list() if "applies_to" in table.columns else [None] * len(ids)
@@ -133,7 +133,7 @@ class UCB1:
         context: Mapping[str, Any] | None = None,
     ) -> Selection:
         """Top ``max_facts`` by UCB score (or a random subset with probability epsilon)."""
-        n = lesson_table(lessons).height
+        n = live_lesson_table(lessons).height
         u = np.random.default_rng(rng).random(n + 2)
         return self.select_with_uniforms(lessons, ledger, u, context=context)
 

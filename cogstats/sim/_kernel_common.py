@@ -10,7 +10,9 @@ adapter, ``PIECE`` (a :class:`KernelGate`: how a gate's options fill the block, 
 piece does not cover); the gate names the piece's module in its one registry line
 (``register_gate(..., kernel="cogstats.sim._kernel_<gate>")``), and its dispatch code is
 derived from the block's name (:func:`cogstats._codes.gate_code`).  No gate reads
-another's slots.  Retrieval policies have their blocks too (``_kernel_policies``).  The
+another's slots.  Retrieval policies have their blocks and pieces too
+(:class:`KernelPolicy`, in ``_kernel_policies``, named by ``register_policy(...,
+kernel="cogstats.sim._kernel_policies:POOL_PIECE")``).  The
 run loop's own parameters (score model, prompt size, gate cadence) are the block
 :data:`COMMON`.
 
@@ -176,6 +178,28 @@ class KernelGate:
     def pack(self, gate: Any) -> tuple[np.ndarray, np.ndarray]:
         """Return the block's int and float arrays for ``gate``."""
         return self.block.pack(self.values(gate))
+
+
+@dataclass(frozen=True)
+class KernelPolicy:
+    """A retrieval policy's compiled piece, as the simulator runs it.
+
+    ``block`` is its own block in :mod:`cogstats.sim._kernel_policies`, ``values(policy)``
+    fills it by name, and ``loop(policy)`` names the run loop's common slots the policy
+    sets (UCB1's win threshold).  A policy compiles exactly when its registry entry names
+    its piece (``register_policy(..., kernel="module:ATTR")``; the built-in pieces are
+    ``ORDER_PIECE``, ``POOL_PIECE``, ``SUSPECT_PIECE`` and ``UCB_PIECE`` of
+    :mod:`cogstats.sim._kernel_policies`); its dispatch code is
+    ``cogstats._codes.POLICY_CODES``.
+    """
+
+    block: Block
+    values: _Values
+    loop: _Values | None = None
+
+    def pack(self, policy: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Return the block's int and float arrays for ``policy``."""
+        return self.block.pack(self.values(policy))
 
 
 # ---------------------------------------------------------------------- compiling a rule

@@ -4,17 +4,19 @@ The same statistics and rule as :meth:`LifecycleGate.decide`, on the run loop's 
 sums: the debiased ridge (:func:`cogstats.estimators.debiased_ridge.ridge_fit`, its
 passes, the noise pooled over the ledger) on the Gram matrix of [1, covariates, lessons]
 (a covariate constant so far left out, as ``covariate_design`` leaves it out), the crater
-test (:func:`cogstats.gates.lifecycle.crater_test`: the per-lesson sums of squares of the
-scores of runs with the lesson), tier 2's level at each lesson's look (the gate's
-``nominal_levels``, computed in Python and passed in) and the rule in the order of
-:func:`cogstats.gates.lifecycle.lifecycle_rule`, one lesson at a time.  The t CDF and
-quantiles are :mod:`cogstats.sim._tdist` (scipy's in production: the two agree to about
-1e-13, tests/unit/test_kernel_lifecycle.py).
+test, tier 2's level at each lesson's look (the gate's ``nominal_levels``, computed in
+Python and passed in) and the rule, one lesson at a time.  The rule and the crater test
+are written once, in :mod:`cogstats.gates.lifecycle_rule` (``rule_evidence``,
+``lifecycle_bounds``, ``lifecycle_outcome``, ``crater_t``, ``lifecycle_look``), and
+compiled here as they are; this piece's own are the loops over lessons and the special
+functions: the t CDF and quantiles are :mod:`cogstats.sim._tdist` (scipy's in
+production: the two agree to about 1e-13, tests/unit/test_kernel_lifecycle.py),
+evaluated only where the rule reads them.
 
 Outcomes are applied through :data:`cogstats._codes.OUTCOME_SIM_STATUS` (the generated
 outcome -> status table, no copy here) and every status change is written to the event
 buffer: (chunk replicate, run, lesson, from status, to status, outcome code, why code),
-the why code an index into :data:`cogstats.gates.lifecycle.LIFECYCLE_WHY`;
+the why code an index into :data:`cogstats.gates.lifecycle_rule.LIFECYCLE_WHY`;
 :mod:`cogstats.sim.engine` turns the buffer into the reference engine's status events.
 The gate's parameters are its own block :data:`BLOCK`.
 """
@@ -34,8 +36,9 @@ from cogstats._codes import (
     STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
+from cogstats.gates import lifecycle_rule as LR
 from cogstats.sim import _kernel_recommended as KREC
-from cogstats.sim._kernel_common import Block, KernelGate, gauss_jordan_into
+from cogstats.sim._kernel_common import Block, KernelGate, compile_rule
 from cogstats.sim._tdist import t_cdf, t_ppf
 
 __all__ = [
@@ -136,16 +139,15 @@ EVIDENCE_ROWS: tuple[str, ...] = (
 _T, _DF, _INFO, _EST, _SE, _SIGMA, _CT, _CP, _LEVEL = range(9)
 _MH, _MP, _MB, _PP, _PE, _CIL, _CIH = range(9, 16)
 
-# the rule's status codes (lifecycle.py: 0 candidate, 1 admitted, 2 verified, 3 suspended,
-# 4 evicted or retired), from the simulator's status codes
-_R_CAND, _R_ADM, _R_VER, _R_SUS, _R_INACTIVE = range(5)
+# the rule's status codes (gates/lifecycle_rule.py: RULE_CANDIDATE ... RULE_INACTIVE), by
+# the simulator's status code
 _RULE_STATUS = tuple(
     {
-        C.STATUS_CANDIDATE: _R_CAND,
-        C.STATUS_ADMITTED: _R_ADM,
-        C.STATUS_VERIFIED: _R_VER,
-        C.STATUS_SUSPENDED: _R_SUS,
-    }.get(code, _R_INACTIVE)
+        C.STATUS_CANDIDATE: LR.RULE_CANDIDATE,
+        C.STATUS_ADMITTED: LR.RULE_ADMITTED,
+        C.STATUS_VERIFIED: LR.RULE_VERIFIED,
+        C.STATUS_SUSPENDED: LR.RULE_SUSPENDED,
+    }.get(code, LR.RULE_INACTIVE)
     for code in range(len(C.STATUS_NAMES))
 )
 #: per outcome code: the simulator status it leads to (-1 unchanged), generated in _codes
@@ -155,14 +157,16 @@ _REASON_CODE = tuple(
     C.evict_reason_code(reason) if name == C.EVICT else 0
     for (name, reason), _ in sorted(C.OUTCOME_CODES.items(), key=lambda kv: kv[1])
 )
-_O_HOLD = C.OUTCOME_HOLD
-_O_PROMOTE = C.OUTCOME_PROMOTE
 _O_HARMFUL = C.OUTCOME_EVICT_HARMFUL
 _O_NO_LIFT = C.OUTCOME_EVICT_NO_LIFT
 _O_RETIRE = C.OUTCOME_RETIRE
-_O_ADMIT = C.OUTCOME_ADMIT
-_O_SUSPEND = C.OUTCOME_SUSPEND
-_O_RELEASE = C.OUTCOME_RELEASE
+
+#: the rule, written once in :mod:`cogstats.gates.lifecycle_rule`, compiled (inlined)
+rule_evidence = compile_rule(LR.rule_evidence)
+lifecycle_bounds = compile_rule(LR.lifecycle_bounds)
+lifecycle_outcome = compile_rule(LR.lifecycle_outcome)
+crater_t = compile_rule(LR.crater_t)
+lifecycle_look = compile_rule(LR.lifecycle_look)
 
 
 @njit(cache=True)
@@ -183,70 +187,29 @@ def _pass(
 ) -> bool:
     """One pass of ``debiased_ridge._one_pass``, the same operations in the same order.
 
-    Writes each lesson's t, df, info, estimate, se and sigma into ``x``'s rows (NaN where
-    undefined); False when singular (every row NaN).
+    The solve is the recommended piece's
+    (:func:`cogstats.sim._kernel_recommended.ridge_solve`), each lesson's inference the
+    estimator's own :func:`~cogstats.estimators.debiased_ridge.lesson_inference` (no noise
+    prior).  Writes each lesson's t, df, info, estimate, se and sigma into ``x``'s rows
+    (NaN where undefined); False when singular (every row NaN).
     """
     for i in range(p - f):
         for r in range(6):
             x[r, i] = math.nan
-    for i in range(p):
-        for c in range(p):
-            a[i, c] = gram[i, c]
-    for i in range(f, p):
-        a[i, i] = a[i, i] + pen[i - f]
-    if not gauss_jordan_into(a, p, aug, m):
+    ok, rss, trace = KREC.ridge_solve(gram, zty, yty, f, p, pen, a, aug, m, b, gb)
+    if not ok:
         return False
-    for i in range(p):
-        acc = 0.0
-        for c in range(p):
-            acc += m[i, c] * zty[c]
-        b[i] = acc
-    for i in range(p):
-        acc = 0.0
-        for c in range(p):
-            acc += gram[i, c] * b[c]
-        gb[i] = acc
-    bg = 0.0
-    for i in range(p):
-        bg += b[i] * zty[i]
-    bgb = 0.0
-    for i in range(p):
-        bgb += b[i] * gb[i]
-    rss = yty - 2.0 * bg + bgb
-    trace = 0.0
-    for i in range(p):
-        ri = 0.0
-        for c in range(p):
-            ri += m[i, c] * gram[c, i]
-        trace += ri
     for i in range(f, p):
-        k = pen[i - f]
-        mjj = m[i, i]
-        if mjj > 0.0:
-            x[_INFO, i - f] = 1.0 / mjj - k
-        own = 1.0 - k * mjj
-        if not (own > 0.0 and mjj > 0.0):
-            continue
-        mkb = 0.0
-        mkm = 0.0
-        for c in range(f, p):
-            mkb += m[i, c] * (pen[c - f] * b[c])
-            mkm += (m[i, c] * m[i, c]) * pen[c - f]
-        cj = k * b[i] / own
-        gap = mjj - mkm
-        rss_j = rss - 2.0 * cj * mkb + cj * cj * gap
-        df = runs - (trace + k * gap / own)
-        if not df >= 1.0:
-            continue
-        s2 = max(rss_j, 0.0) / df
-        est = b[i] / own
-        se = math.sqrt(s2 * mjj / own)
+        mkb, mkm = KREC.penalty_row(m, b, pen, f, p, i)
+        est, se, t, info, df, s2 = KREC.lesson_inference(
+            b[i], m[i, i], pen[i - f], mkb, mkm, rss, trace, runs, 0.0, 0.0
+        )
+        x[_T, i - f] = t
         x[_DF, i - f] = df
+        x[_INFO, i - f] = info
         x[_EST, i - f] = est
         x[_SE, i - f] = se
         x[_SIGMA, i - f] = math.sqrt(s2)
-        if se > 0.0:
-            x[_T, i - f] = est / se
     return True
 
 
@@ -282,16 +245,9 @@ def judge(
     for i in range(n):
         for r in range(x.shape[0]):
             x[r, i] = math.nan
-    # lessons that share an inclusion pattern are one column, their group's
-    # (debiased_ridge.duplicate_groups): rep[i] is the group's first column
-    rep = np.arange(n)
-    for i in range(n):
-        di = gram[f + i, f + i]
-        if rep[i] != i or di >= runs or di <= 0:
-            continue
-        for k in range(i + 1, n):
-            if rep[k] == k and gram[f + k, f + k] == di and gram[f + i, f + k] == di:
-                rep[k] = i
+    # lessons that share an inclusion pattern are one column, their group's: rep[i] is the
+    # group's first column (the estimator's own debiased_ridge.duplicate_groups)
+    rep = KREC.duplicate_groups(gram, f, runs)
     pos = np.zeros(n, dtype=np.int64)
     size = np.zeros(n, dtype=np.int64)
     nr = 0
@@ -313,15 +269,14 @@ def judge(
         zr[r] = zty[sel[r]]
         for c in range(pr):
             gr[r, c] = gram[sel[r], sel[c]]
-    # not identifiable in the reduced problem: in every run, or in none
-    ir = np.empty(nr, dtype=np.bool_)
-    for i in range(nr):
-        di = gr[f + i, f + i]
-        ir[i] = not (di >= runs or di <= 0)
+    # not identifiable in the reduced problem (in every run, or in none: no two columns
+    # share a pattern there), as ridge_fit holds it (debiased_ridge.not_identifiable)
+    ir = np.logical_not(KREC.not_identifiable(gr, f, runs))
     # the ridge's passes, on the reduced columns
     xr = np.empty((6, nr))
     k_pen = gf[PENALTY]
     pen = np.full(nr, k_pen)
+    nxt = np.empty(nr)
     a = np.empty((pr, pr))
     aug = np.empty((pr, 2 * pr))
     mm = np.empty((pr, pr))
@@ -335,17 +290,18 @@ def judge(
         ok = _pass(gr, zr, yty, runs, f, pr, pen, a, aug, mm, b, gb, xr)
         if not ok or step == passes - 1:
             break
+        # the next pass's penalties (the estimator's own debiased_ridge.suspect_penalties)
         same = True
         for i in range(nr):
-            strong = ir[i] and xr[_T, i] < -susz and xr[_INFO, i] >= share * gr[f + i, f + i]
-            new = 0.0 if strong else k_pen
-            if new != pen[i]:
+            nxt[i] = KREC.suspect_penalties(
+                ir[i], xr[_T, i], xr[_INFO, i], gr[f + i, f + i], susz, share, k_pen
+            )
+            if nxt[i] != pen[i]:
                 same = False
         if same:
             break
         for i in range(nr):
-            strong = ir[i] and xr[_T, i] < -susz and xr[_INFO, i] >= share * gr[f + i, f + i]
-            pen[i] = 0.0 if strong else k_pen
+            pen[i] = nxt[i]
     for i in range(nr):
         if not ok:
             for r in range(6):
@@ -367,35 +323,18 @@ def judge(
         if not alone:
             x[_EST, i] = math.nan
             x[_SE, i] = math.nan
-    # the crater test: the pooled two-sample t of the raw scores with the lesson against without
-    big = float(runs)
-    cdf = big - 2.0
+    # the crater test: the pooled two-sample t of the raw scores with the lesson against
+    # without (lifecycle_rule.crater_t), its t tail on runs - 2 degrees of freedom
+    cdf = float(runs) - 2.0
     for i in range(n):
-        nw = gram[f + i, f + i]
-        mo = big - nw
-        if not (nw > 0 and mo > 0 and cdf >= 1.0):
-            continue
-        sw = zty[f + i]
-        so = zty[0] - sw
-        so2 = yty - with_ss[i]
-        ss = max(with_ss[i] - sw * sw / nw, 0.0) + max(so2 - so * so / mo, 0.0)
-        s2 = ss / cdf
-        diff = sw / nw - so / mo
-        se = math.sqrt(s2 * (1.0 / nw + 1.0 / mo))
-        if se > 0:
-            ct = diff / se
-            if math.isfinite(ct):
-                x[_CT, i] = ct
-                x[_CP, i] = t_cdf(ct, cdf)
-    # tier 2's level at each lesson's look (LifecycleGate.levels_at)
+        ct = crater_t(gram[f + i, f + i], runs, zty[f + i], zty[0], with_ss[i], yty)
+        if math.isfinite(ct):
+            x[_CT, i] = ct
+            x[_CP, i] = t_cdf(ct, cdf)
+    # tier 2's level at each lesson's look (LifecycleGate.levels_at; levels[0] is 0)
     top = levels.shape[0] - 1
     for i in range(n):
-        info = x[_INFO, i]
-        level = 0.0
-        if math.isfinite(info) and info > 0:
-            look = min(math.floor(info / gf[MAX_INFORMATION] * top), top)
-            level = levels[int(look)]
-        x[_LEVEL, i] = level
+        x[_LEVEL, i] = levels[int(lifecycle_look(x[_INFO, i], gf[MAX_INFORMATION], top))]
     for i in range(n):
         o, w = rule(gi, gf, x, i, gram[f + i, f + i], ident[i], status[i])
         out[i] = o
@@ -412,40 +351,42 @@ def rule(
     ident: bool,
     status: int,
 ) -> tuple[int, int]:
-    """Return (outcome code, why code) of lesson ``i``: ``lifecycle_rule``'s checks in order.
+    """Return (outcome code, why code) of lesson ``i``: the lifecycle rule, compiled.
 
-    Also writes the rule's statistics into ``x``'s rows (margin statistics, bounds,
-    p-values, the two one-sided bounds).
+    The functions of :mod:`cogstats.gates.lifecycle_rule` on lesson ``i``'s statistics
+    (``x``'s rows): :func:`~cogstats.gates.lifecycle_rule.rule_evidence`, the t tails and
+    quantiles (:mod:`cogstats.sim._tdist`, evaluated only where the rule reads them),
+    :func:`~cogstats.gates.lifecycle_rule.lifecycle_bounds` and
+    :func:`~cogstats.gates.lifecycle_rule.lifecycle_outcome`.  Also writes the rule's
+    statistics into ``x``'s rows (margin statistics, bounds, p-values, the two one-sided
+    bounds).
     """
     t = x[_T, i]
-    df = x[_DF, i]
     info = x[_INFO, i]
-    est = x[_EST, i]
-    se = x[_SE, i]
-    sigma = x[_SIGMA, i]
-    crater_p = x[_CP, i]
-    level = x[_LEVEL, i]
-    trials = int(trials_f + 0.5)
-    dfs = df if (math.isfinite(df) and df >= 1.0) else math.nan
-    dfq = dfs if math.isfinite(dfs) else 1.0
-    finite = math.isfinite(t) and math.isfinite(dfs) and math.isfinite(se) and se > 0
-    margin = gf[MARGIN]
-    m_harm = math.nan
-    m_prom = math.nan
-    m_bound = math.nan
-    p_prom = math.nan
-    p_evict = math.nan
-    ci_low = math.nan
-    ci_high = math.nan
+    _, dfq, finite, tier1 = rule_evidence(
+        t, x[_DF, i], x[_SE, i], info, gf[MARGIN_MIN_DF], gf[MARGIN_MIN_INFO], gf[MARGIN_MAX_INFO]
+    )
+    # the special functions, where the rule reads them (scipy's on every lesson in the gate)
+    q_margin = t_ppf(1.0 - gf[MARGIN_LEVEL], dfq) if tier1 else math.nan
+    q_admit = q_futility = p_up = p_down = math.nan
     if finite:
-        m_harm = (est + margin * sigma) / se
-        m_prom = (est - margin * sigma) / se
-        if dfs >= gf[MARGIN_MIN_DF] and info >= gf[MARGIN_MIN_INFO] and info <= gf[MARGIN_MAX_INFO]:
-            m_bound = t_ppf(1.0 - gf[MARGIN_LEVEL], dfq)
-        p_prom = t_cdf(-t, dfq)
-        p_evict = t_cdf(t, dfq)
-        ci_low = est - t_ppf(1.0 - gf[ADMIT_LEVEL], dfq) * se
-        ci_high = est + t_ppf(1.0 - gf[FUTILITY_LEVEL], dfq) * se
+        p_up = t_cdf(-t, dfq)
+        p_down = t_cdf(t, dfq)
+        q_admit = t_ppf(1.0 - gf[ADMIT_LEVEL], dfq)
+        q_futility = t_ppf(1.0 - gf[FUTILITY_LEVEL], dfq)
+    m_harm, m_prom, m_bound, p_prom, p_evict, ci_low, ci_high = lifecycle_bounds(
+        finite,
+        tier1,
+        x[_EST, i],
+        x[_SE, i],
+        x[_SIGMA, i],
+        gf[MARGIN],
+        q_margin,
+        q_admit,
+        q_futility,
+        p_up,
+        p_down,
+    )
     x[_MH, i] = m_harm
     x[_MP, i] = m_prom
     x[_MB, i] = m_bound
@@ -453,50 +394,32 @@ def rule(
     x[_PE, i] = p_evict
     x[_CIL, i] = ci_low
     x[_CIH, i] = ci_high
-    inactive = status == _R_INACTIVE
-    suspended = status == _R_SUS
-    open_ = status in (_R_CAND, _R_ADM)
-    enough = trials >= gi[MIN_TRIALS]
-    judged = enough and ident and finite and not inactive
-    cmp = m_bound if math.isfinite(m_bound) else math.inf
-    if inactive:
-        return _O_HOLD, 13
-    if judged and m_harm < -cmp:
-        return _O_HARMFUL, 4
-    if judged and level > 0 and p_evict <= level:
-        return _O_HARMFUL, 5
-    if judged and open_ and m_prom > cmp:
-        return _O_PROMOTE, 6
-    if judged and open_ and level > 0 and p_prom <= level:
-        return _O_PROMOTE, 7
-    if open_ and trials >= 2 and math.isfinite(t) and t < -gf[SUSPECT_T]:
-        return _O_SUSPEND, 8
-    apart = ident and math.isfinite(t)
-    fresh = open_ and trials >= 1 and (trials <= gi[CRATER_MAX_TRIALS] or not apart)
-    if fresh and math.isfinite(crater_p) and crater_p <= gf[CRATER_LEVEL]:
-        return _O_SUSPEND, 9
-    if (
-        judged
-        and (open_ or suspended)
-        and info >= gf[FUTILITY_MIN_INFO]
-        and ci_high < gf[FUTILITY_MARGIN]
-        and ci_low > -gf[ADMIT_MARGIN]
-    ):
-        return _O_NO_LIFT, 11
-    usable = ident and finite and not inactive
-    if usable and suspended and trials >= gi[RELEASE_MIN_TRIALS] and t >= -gf[RELEASE_T]:
-        return _O_RELEASE, 10
-    if judged and status == _R_CAND and ci_low > -gf[ADMIT_MARGIN]:
-        return _O_ADMIT, 12
-    if not enough:
-        return _O_HOLD, 0
-    if not ident:
-        return _O_HOLD, 1
-    if not finite:
-        return _O_HOLD, 2
-    if suspended:
-        return _O_HOLD, 14
-    return _O_HOLD, 3
+    return lifecycle_outcome(
+        status,
+        int(trials_f + 0.5),
+        ident,
+        finite,
+        t,
+        info,
+        x[_CP, i],
+        x[_LEVEL, i],
+        m_harm,
+        m_prom,
+        m_bound,
+        p_prom,
+        p_evict,
+        ci_low,
+        ci_high,
+        gi[MIN_TRIALS],
+        gf[SUSPECT_T],
+        gf[RELEASE_T],
+        gi[RELEASE_MIN_TRIALS],
+        gf[CRATER_LEVEL],
+        gi[CRATER_MAX_TRIALS],
+        gf[ADMIT_MARGIN],
+        gf[FUTILITY_MARGIN],
+        gf[FUTILITY_MIN_INFO],
+    )
 
 
 @njit(cache=True)

@@ -4,13 +4,18 @@ Array re-implementations of :mod:`cogstats.retrieval` (the cycgraph orderings wi
 rest bench, randomized and designed pools, UCB1, suspect-first), reading the run loop's
 block :data:`cogstats.sim._kernel_common.COMMON` (max_facts, pool size) and each policy's
 own block (:data:`ORDER_BLOCK`, :data:`POOL_BLOCK`, :data:`SUSPECT_BLOCK`,
-:data:`UCB_BLOCK`).  The suspect-first statistic is
-:func:`cogstats.numerics.welch_z`, compiled.
+:data:`UCB_BLOCK`) and its piece (:data:`ORDER_PIECE`, :data:`POOL_PIECE`,
+:data:`SUSPECT_PIECE`, :data:`UCB_PIECE`: a :class:`~cogstats.sim._kernel_common.KernelPolicy`,
+how the policy's options fill its block), which the policy's registry entry names
+(``register_policy(..., kernel="cogstats.sim._kernel_policies:POOL_PIECE")``; one module
+holds several pieces, so each is named by its attribute).  The suspect-first statistic
+is :func:`cogstats.numerics.welch_z`, compiled.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -28,11 +33,21 @@ from cogstats._codes import (
     STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
-from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, welch_z
+from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, KernelPolicy, welch_z
 
-__all__ = ["ORDER_BLOCK", "POOL_BLOCK", "SUSPECT_BLOCK", "UCB_BLOCK", "select"]
+__all__ = [
+    "ORDER_BLOCK",
+    "ORDER_PIECE",
+    "POOL_BLOCK",
+    "POOL_PIECE",
+    "SUSPECT_BLOCK",
+    "SUSPECT_PIECE",
+    "UCB_BLOCK",
+    "UCB_PIECE",
+    "select",
+]
 
-#: the policies' own parameter blocks (filled by name by cogstats.sim.engine's adapters);
+#: the policies' own parameter blocks (filled by name by their pieces, below);
 #: every candidate-block policy has its slot count first
 SLOTS = 0
 #: and the re-test slot's options (``retest_window`` 0: no window) second and third
@@ -86,6 +101,73 @@ UCB_MINF = UCB_BLOCK.i("min_facts")
 UCB_EPS = UCB_BLOCK.f("epsilon")
 UCB_XSIM = UCB_BLOCK.f("cross_similarity")
 UCB_EXPL = UCB_BLOCK.f("exploration")
+
+
+# ---------------------------------------------------------------------- the policies' pieces
+# how a policy's options fill its block (by slot name); each policy's registry entry names
+# its piece here (register_policy(..., kernel="cogstats.sim._kernel_policies:ORDER_PIECE"))
+def _slots(policy: Any) -> int:
+    return int(min(policy.candidate_slots, policy.max_facts))
+
+
+def _retest_values(policy: Any) -> dict[str, float]:
+    """Return the re-test slot's options (``retest_window`` None is 0 in the kernel)."""
+    return {
+        "slots": _slots(policy),
+        "retest_window": policy.retest_window or 0,
+        "retest_prob": policy.retest_prob,
+        "retest_order": int(getattr(policy, "retest_order", "random") == "likely_innocent"),
+        "retest_floor": float(getattr(policy, "retest_floor", 1.5)),
+        "fill_empty": int(getattr(policy, "fill_empty", False)),
+    }
+
+
+def _order_values(policy: Any) -> dict[str, float]:
+    return {
+        **_retest_values(policy),
+        "rest": policy.rest_after_trials or 0,
+    }
+
+
+def _pooled_values(policy: Any) -> dict[str, float]:
+    bernoulli = getattr(policy, "inclusion", "fixed") == "bernoulli"
+    return {
+        **_retest_values(policy),
+        "bernoulli": int(bernoulli),
+        "inclusion_prob": policy.inclusion_prob if bernoulli else 0.0,
+    }
+
+
+def _suspect_first_values(policy: Any) -> dict[str, float]:
+    return {
+        **_retest_values(policy),
+        "fresh": policy.fresh_trials,
+        "inclusion_prob": policy.inclusion_prob,
+        "suspect_z": policy.suspect_z,
+    }
+
+
+def _ucb_values(policy: Any) -> dict[str, float]:
+    return {
+        "min_facts": policy.max_facts if policy.min_facts is None else policy.min_facts,
+        "epsilon": policy.epsilon,
+        "cross_similarity": policy.cross_similarity,
+        "exploration": policy.exploration,
+    }
+
+
+def _ucb_loop(policy: Any) -> dict[str, float]:
+    return {"win_threshold": policy.win_threshold}  # wins are counted by the run loop
+
+
+#: in_progress_first, newest_first, fewest_trials_first (cycgraph's orderings)
+ORDER_PIECE = KernelPolicy(ORDER_BLOCK, _order_values)
+#: randomized, designed
+POOL_PIECE = KernelPolicy(POOL_BLOCK, _pooled_values)
+#: suspect_first
+SUSPECT_PIECE = KernelPolicy(SUSPECT_BLOCK, _suspect_first_values)
+#: ucb1
+UCB_PIECE = KernelPolicy(UCB_BLOCK, _ucb_values, _ucb_loop)
 
 
 @njit(cache=True)

@@ -5,12 +5,13 @@ matrix of [1, covariates, lessons] (filled by the run loop), its passes, and the
 against the level spent at each lesson's information.  Written once and compiled here:
 the inverse (:func:`cogstats.numerics.gauss_jordan_into`), each lesson's inference and the
 passes' penalties (:func:`~cogstats.estimators.debiased_ridge.lesson_inference`,
-:func:`~cogstats.estimators.debiased_ridge.suspect_penalties`) and the rule
+:func:`~cogstats.estimators.debiased_ridge.suspect_penalties`), the identifiability check
+(:func:`~cogstats.estimators.debiased_ridge.not_identifiable`) and the rule
 (:func:`cogstats.gates.recommended.information_look`,
 :func:`cogstats.gates.recommended.ridge_outcome`); this piece's own are the pass's matrix
-products in elementwise loops (the estimator's order of operations), the identifiability
-check and the t tail (:mod:`cogstats.sim._tdist`).  The gate's parameters are its own
-block :data:`BLOCK`.
+products in elementwise loops (the estimator's order of operations, :func:`ridge_solve`,
+shared with the lifecycle piece) and the t tail (:mod:`cogstats.sim._tdist`).  The gate's
+parameters are its own block :data:`BLOCK`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,17 @@ from cogstats.sim._kernel_common import (
 )
 from cogstats.sim._tdist import t_cdf
 
-__all__ = ["BLOCK", "CODE", "PIECE", "PROXY", "recommended_gate", "ridge_pass", "support"]
+__all__ = [
+    "BLOCK",
+    "CODE",
+    "PIECE",
+    "PROXY",
+    "penalty_row",
+    "recommended_gate",
+    "ridge_pass",
+    "ridge_solve",
+    "support",
+]
 
 #: the gate's parameters (filled by name by :data:`PIECE`)
 BLOCK = Block(
@@ -104,10 +115,78 @@ PIECE = KernelGate(BLOCK, _values, support, _loop)
 
 lesson_inference = compile_rule(ridge.lesson_inference)
 suspect_penalties = compile_rule(ridge.suspect_penalties)
+#: the estimator's identifiability check and duplicate groups, compiled (inlined: a
+#: separately compiled call returning an array cost S2 about a fifth of its time)
+not_identifiable = compile_rule(ridge.not_identifiable)
+duplicate_groups = compile_rule(ridge.duplicate_groups)
 information_look = compile_rule(rule.information_look)
 ridge_outcome = compile_rule(rule.ridge_outcome)
 #: its dispatch code in the run loop (derived from the block's name)
 CODE = PIECE.code
+
+
+@njit(cache=True)
+def ridge_solve(
+    gram: np.ndarray,
+    zty: np.ndarray,
+    yty: float,
+    f: int,
+    p: int,
+    pen: np.ndarray,
+    a: np.ndarray,
+    aug: np.ndarray,
+    m: np.ndarray,
+    b: np.ndarray,
+    gb: np.ndarray,
+) -> tuple[bool, float, float]:
+    """Solve one pass of the debiased ridge: ``(ok, RSS, trace of the hat matrix)``.
+
+    The ridge inverse ``M`` into ``m`` and the coefficients into ``b`` (``gb`` = G b),
+    the operations of ``debiased_ridge._one_pass`` in its order (elementwise, sequential
+    sums); ``ok`` False when singular.  Shared by this piece and the lifecycle piece.
+    """
+    for i in range(p):
+        for c in range(p):
+            a[i, c] = gram[i, c]
+    for i in range(f, p):
+        a[i, i] = a[i, i] + pen[i - f]
+    if not gauss_jordan_into(a, p, aug, m):
+        return False, math.nan, math.nan
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += m[i, c] * zty[c]
+        b[i] = acc
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += gram[i, c] * b[c]
+        gb[i] = acc
+    bg = 0.0
+    for i in range(p):
+        bg += b[i] * zty[i]
+    bgb = 0.0
+    for i in range(p):
+        bgb += b[i] * gb[i]
+    rss = yty - 2.0 * bg + bgb
+    trace = 0.0
+    for i in range(p):
+        ri = 0.0
+        for c in range(p):
+            ri += m[i, c] * gram[c, i]
+        trace += ri
+    return True, rss, trace
+
+
+@njit(cache=True)
+def penalty_row(m: np.ndarray, b: np.ndarray, pen: np.ndarray, f: int, p: int, i: int) -> tuple:
+    """Return ``((M K b)_i, (M K M)_ii)`` of column ``i`` (sequential sums, in order)."""
+    mkb = 0.0
+    mkm = 0.0
+    for c in range(f, p):
+        mkb += m[i, c] * (pen[c - f] * b[c])
+        mkm += (m[i, c] * m[i, c]) * pen[c - f]
+    return mkb, mkm
 
 
 @njit(cache=True)
@@ -133,50 +212,19 @@ def ridge_pass(
     """Run one pass of the debiased ridge (:func:`cogstats.estimators.ridge_fit`'s pass).
 
     The pass runs on the compact statistics (``p`` columns, ``f`` fixed), the same
-    operations in the same order, each lesson's inference by the estimator's own
-    :func:`~cogstats.estimators.debiased_ridge.lesson_inference`, compiled; writes each
-    lesson's t, info and df (NaN where undefined); False when singular.
+    operations in the same order (:func:`ridge_solve`), each lesson's inference by the
+    estimator's own :func:`~cogstats.estimators.debiased_ridge.lesson_inference`, compiled;
+    writes each lesson's t, info and df (NaN where undefined); False when singular.
     """
-    for i in range(p):
-        for c in range(p):
-            a[i, c] = gram[i, c]
-    for i in range(f, p):
-        a[i, i] = a[i, i] + pen[i - f]
     for i in range(p - f):
         t_out[i] = math.nan
         info[i] = math.nan
         df_out[i] = math.nan
-    if not gauss_jordan_into(a, p, aug, m):
+    ok, rss, trace = ridge_solve(gram, zty, yty, f, p, pen, a, aug, m, b, gb)
+    if not ok:
         return False
-    for i in range(p):
-        acc = 0.0
-        for c in range(p):
-            acc += m[i, c] * zty[c]
-        b[i] = acc
-    for i in range(p):
-        acc = 0.0
-        for c in range(p):
-            acc += gram[i, c] * b[c]
-        gb[i] = acc
-    bg = 0.0
-    for i in range(p):
-        bg += b[i] * zty[i]
-    bgb = 0.0
-    for i in range(p):
-        bgb += b[i] * gb[i]
-    rss = yty - 2.0 * bg + bgb
-    trace = 0.0
-    for i in range(p):
-        ri = 0.0
-        for c in range(p):
-            ri += m[i, c] * gram[c, i]
-        trace += ri
     for i in range(f, p):
-        mkb = 0.0
-        mkm = 0.0
-        for c in range(f, p):
-            mkb += m[i, c] * (pen[c - f] * b[c])
-            mkm += (m[i, c] * m[i, c]) * pen[c - f]
+        mkb, mkm = penalty_row(m, b, pen, f, p, i)
         _, _, t, li, df, _ = lesson_inference(
             b[i], m[i, i], pen[i - f], mkb, mkm, rss, trace, runs, prior_runs, prior_ss
         )
@@ -241,17 +289,8 @@ def recommended_gate(
         for c in range(p):
             cc = c if c < f else f + cols[c - f]
             gram[r, c] = gram_full[rr, cc]
-    # not identifiable: in every run, or sharing an inclusion pattern
-    ident = np.ones(m_act, dtype=np.bool_)
-    for i in range(m_act):
-        di = gram[f + i, f + i]
-        if di >= runs or di <= 0:
-            ident[i] = False
-            continue
-        for k in range(i + 1, m_act):
-            if gram[f + k, f + k] == di and gram[f + i, f + k] == di:
-                ident[i] = False
-                ident[k] = False
+    # not identifiable: in every run, or sharing an inclusion pattern (the estimator's own)
+    ident = np.logical_not(not_identifiable(gram, f, runs))
     k_pen = gf[PENALTY]
     pen = np.full(m_act, k_pen)
     new = np.empty(m_act)

@@ -6,16 +6,15 @@ plain-Python reference engine (:mod:`cogstats.sim.reference`) runs any registere
 imported gate and policy through the library's objects.  ``engine="auto"`` (the default)
 takes the compiled one when it covers the scenario, else the reference one, and records
 the choice on the result.  Which parts the kernel covers, and how a part's options become
-the kernel's parameter vectors, is one adapter per registry name below
-(:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`).
+the kernel's parameter vectors, is each part's compiled piece, named by its registry entry
+(``Entry.kernel``) and held beside its compiled code; :data:`KERNEL_GATES` and
+:data:`KERNEL_POLICIES` are the views of them by registry name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,9 +30,8 @@ from cogstats.gates import GATES
 from cogstats.retrieval import RETRIEVAL_POLICIES
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
-from cogstats.sim import _kernel_policies as KPOL
 from cogstats.sim import _kernel_recommended as KREC
-from cogstats.sim._kernel_common import Block, KernelGate
+from cogstats.sim._kernel_common import KernelGate, KernelPolicy
 from cogstats.sim.draws import (
     LessonTable,
     Prepared,
@@ -50,18 +48,17 @@ from cogstats.sim.spec import Scenario
 
 __all__ = ["ENGINES", "KernelGate", "KernelPolicy", "as_seed_sequence", "fast_support", "simulate"]
 
-_Values = Callable[[Any], dict[str, float]]
-
 
 # ---------------------------------------------------------------------- kernel adapters
 class _Pieces(Registry[Any]):
     """The compiled pieces of a registry's parts, derived from the parts' entries.
 
     A part compiles exactly when its entry names a kernel piece (``Entry.kernel``: the
-    module holding its ``PIECE``); nothing else is kept.  Parts registered with the older
-    ``compiled=True`` (``kernel`` :data:`cogstats._registry.ENGINE_PIECES`) have their
-    piece held here (``held``), under their name or their class's import path
-    (``"package.module:Class"``, which a renaming of the registry name leaves alone).
+    module holding its ``PIECE``, or ``"module:ATTR"``); nothing else is kept.  Parts
+    registered with the older ``compiled=True`` (``kernel``
+    :data:`cogstats._registry.ENGINE_PIECES`) have their piece held here (``held``), under
+    their name or their class's import path (``"package.module:Class"``, which a renaming
+    of the registry name leaves alone); the built-in parts hold none.
     """
 
     def __init__(self, kind: str, parts: Registry[Any], held: dict[str, Any], param: str):
@@ -87,11 +84,13 @@ class _Pieces(Registry[Any]):
                         f"{parts.kind} {name!r} is registered compiled, but the engine holds "
                         "no piece of that name: name its kernel module (kernel=...)"
                     )
-            else:
-                piece = getattr(importlib.import_module(entry.kernel), "PIECE", None)
+            else:  # "module" (its PIECE) or "module:ATTR"
+                module, _, attr = entry.kernel.partition(":")
+                attr = attr or "PIECE"
+                piece = getattr(importlib.import_module(module), attr, None)
                 if piece is None:
                     raise ParameterError(
-                        f"{parts.kind} {name!r}: its kernel module {entry.kernel!r} has no PIECE"
+                        f"{parts.kind} {name!r}: its kernel module {module!r} has no {attr}"
                     )
             self._entries[name] = piece
         return piece
@@ -139,97 +138,16 @@ KERNEL_GATES: Registry[KernelGate] = _Pieces(
 )
 
 
-@dataclass(frozen=True)
-class KernelPolicy:
-    """A retrieval policy's compiled piece, as the simulator runs it.
-
-    ``block`` is its own block in ``_kernel_policies``, ``values(policy)`` fills it by
-    name, and ``loop(policy)`` names the run loop's common slots the policy sets (UCB1's
-    win threshold).  A policy compiles exactly when it has an entry in
-    :data:`KERNEL_POLICIES` (its dispatch code is ``cogstats._codes.POLICY_CODES``).
-    """
-
-    block: Block
-    values: _Values
-    loop: _Values | None = None
-
-    def pack(self, policy: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Return the block's int and float arrays for ``policy``."""
-        return self.block.pack(self.values(policy))
-
-
-def _slots(policy: Any) -> int:
-    return int(min(policy.candidate_slots, policy.max_facts))
-
-
-def _retest_values(policy: Any) -> dict[str, float]:
-    """Return the re-test slot's options (``retest_window`` None is 0 in the kernel)."""
-    return {
-        "slots": _slots(policy),
-        "retest_window": policy.retest_window or 0,
-        "retest_prob": policy.retest_prob,
-        "retest_order": int(getattr(policy, "retest_order", "random") == "likely_innocent"),
-        "retest_floor": float(getattr(policy, "retest_floor", 1.5)),
-        "fill_empty": int(getattr(policy, "fill_empty", False)),
-    }
-
-
-def _order_values(policy: Any) -> dict[str, float]:
-    return {
-        **_retest_values(policy),
-        "rest": policy.rest_after_trials or 0,
-    }
-
-
-def _pooled_values(policy: Any) -> dict[str, float]:
-    bernoulli = getattr(policy, "inclusion", "fixed") == "bernoulli"
-    return {
-        **_retest_values(policy),
-        "bernoulli": int(bernoulli),
-        "inclusion_prob": policy.inclusion_prob if bernoulli else 0.0,
-    }
-
-
-def _suspect_first_values(policy: Any) -> dict[str, float]:
-    return {
-        **_retest_values(policy),
-        "fresh": policy.fresh_trials,
-        "inclusion_prob": policy.inclusion_prob,
-        "suspect_z": policy.suspect_z,
-    }
-
-
-def _ucb_values(policy: Any) -> dict[str, float]:
-    return {
-        "min_facts": policy.max_facts if policy.min_facts is None else policy.min_facts,
-        "epsilon": policy.epsilon,
-        "cross_similarity": policy.cross_similarity,
-        "exploration": policy.exploration,
-    }
-
-
-def _ucb_loop(policy: Any) -> dict[str, float]:
-    return {"win_threshold": policy.win_threshold}
-
-
-_ORDER = KernelPolicy(KPOL.ORDER_BLOCK, _order_values)
-_POOLED = KernelPolicy(KPOL.POOL_BLOCK, _pooled_values)
-
-#: Retrieval policy registry name -> its compiled piece, derived from the policies'
-#: registry entries (their codes are ``cogstats._codes.POLICY_CODES``); the built-in
-#: policies, registered with ``compiled=True``, have their pieces held here.
+#: Retrieval policy registry name -> its compiled piece (a :class:`KernelPolicy`), derived
+#: from the policies' registry entries as :data:`KERNEL_GATES` is: a policy compiles by
+#: naming its piece there (``register_policy(...,
+#: kernel="cogstats.sim._kernel_policies:POOL_PIECE"``; the built-in policies' pieces are
+#: attributes of :mod:`cogstats.sim._kernel_policies`, beside their blocks), and its
+#: dispatch code is ``cogstats._codes.POLICY_CODES``.
 KERNEL_POLICIES: Registry[KernelPolicy] = _Pieces(
     "compiled retrieval policy",
     RETRIEVAL_POLICIES,
-    {
-        "in_progress_first": _ORDER,
-        "newest_first": _ORDER,
-        "fewest_trials_first": _ORDER,
-        "randomized": _POOLED,
-        "designed": _POOLED,
-        "ucb1": KernelPolicy(KPOL.UCB_BLOCK, _ucb_values, _ucb_loop),
-        "suspect_first": KernelPolicy(KPOL.SUSPECT_BLOCK, _suspect_first_values),
-    },
+    {},
     param="retrieval",
 )
 

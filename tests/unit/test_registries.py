@@ -179,8 +179,18 @@ def test_compiled_is_derived_from_the_kernel_piece() -> None:
     codes = [KERNEL_GATES[n].code for n in KERNEL_GATES]
     assert len(set(codes)) == len(codes) and C.GATE_NONE not in codes
     assert KERNEL_GATES["cycgraph"].code == C.gate_code("cycgraph") == C.GATE_CYCGRAPH
-    # the older spelling: compiled=True means the engine holds the piece by the part's name
-    assert all(RETRIEVAL_POLICIES[n].kernel == ENGINE_PIECES for n in KERNEL_POLICIES)
+    # a policy names its piece as a gate does: "module:ATTR" in _kernel_policies, beside
+    # its block (none is held by the engine under the older compiled=True any more)
+    from cogstats.sim import _kernel_policies as KPOL
+    from cogstats.sim._kernel_common import KernelPolicy
+
+    for n in KERNEL_POLICIES:
+        kernel = RETRIEVAL_POLICIES[n].kernel
+        assert kernel != ENGINE_PIECES and kernel.startswith("cogstats.sim._kernel_policies:")
+        piece = KERNEL_POLICIES[n]
+        assert isinstance(piece, KernelPolicy) and piece is getattr(KPOL, kernel.split(":")[1])
+    assert KERNEL_POLICIES["designed"] is KERNEL_POLICIES["randomized"] is KPOL.POOL_PIECE
+    assert KERNEL_POLICIES["ucb1"].block is KPOL.UCB_BLOCK
     assert set(KERNEL_POLICIES) == set(C.POLICY_CODES)
     assert len(set(C.POLICY_CODES.values())) == len(C.POLICY_CODES)
 
@@ -208,6 +218,36 @@ def test_a_gate_naming_a_kernel_piece_compiles_and_a_bad_one_is_refused() -> Non
     assert "borrowed_piece_test" not in KERNEL_GATES
     with pytest.raises(RuntimeError, match="kernel must be the import path"):
         register_gate("bad_piece_test", description="x", kernel="not a module")(Borrowed)
+
+
+def test_a_policy_naming_its_piece_compiles_and_a_missing_one_is_refused() -> None:
+    """``register_policy(kernel="module:ATTR")`` names a piece as ``register_gate`` does."""
+    from dataclasses import dataclass
+
+    from cogstats.retrieval import register_policy
+    from cogstats.sim import _kernel_policies as KPOL
+    from cogstats.sim.engine import KERNEL_POLICIES
+
+    @dataclass(frozen=True)
+    class Borrowed:
+        def select(self, lessons: Any, ledger: Any = None, *, rng: Any = None) -> Any:
+            raise NotImplementedError
+
+    kernel = "cogstats.sim._kernel_policies:ORDER_PIECE"
+    register_policy("borrowed_policy_test", description="x", kernel=kernel)(Borrowed)
+    missing = "cogstats.sim._kernel_policies:NO_SUCH_PIECE"
+    register_policy("missing_policy_test", description="x", kernel=missing)(Borrowed)
+    try:
+        assert RETRIEVAL_POLICIES["borrowed_policy_test"].compiled
+        assert KERNEL_POLICIES["borrowed_policy_test"] is KPOL.ORDER_PIECE
+        with pytest.raises(ParameterError, match="has no NO_SUCH_PIECE"):
+            KERNEL_POLICIES["missing_policy_test"]
+    finally:
+        RETRIEVAL_POLICIES.unregister("borrowed_policy_test")
+        RETRIEVAL_POLICIES.unregister("missing_policy_test")
+    assert "borrowed_policy_test" not in KERNEL_POLICIES
+    with pytest.raises(RuntimeError, match="kernel must be the import path"):
+        register_policy("bad_policy_test", description="x", kernel="a.b:c:d")(Borrowed)
 
 
 def test_codes_are_consistent() -> None:

@@ -20,11 +20,12 @@ import pytest
 
 from cogstats import numerics
 from cogstats.estimators import debiased_ridge
-from cogstats.gates import cycgraph, evidence, margin_lift, recommended
+from cogstats.gates import cycgraph, evidence, lifecycle, lifecycle_rule, margin_lift, recommended
 from cogstats.sim import (
     _kernel_common,
     _kernel_cycgraph,
     _kernel_evidence,
+    _kernel_lifecycle,
     _kernel_margin_lift,
     _kernel_recommended,
 )
@@ -39,7 +40,13 @@ PIECES = [
     (_kernel_evidence, ("evidence_outcome", "group_sides", "side_alpha"), evidence),
     (_kernel_recommended, ("information_look", "ridge_outcome"), recommended),
     (_kernel_recommended, ("lesson_inference", "suspect_penalties"), debiased_ridge),
+    (_kernel_recommended, ("not_identifiable", "duplicate_groups"), debiased_ridge),
     (_kernel_margin_lift, ("margin_lift_rule",), margin_lift),
+    (
+        _kernel_lifecycle,
+        ("rule_evidence", "lifecycle_bounds", "lifecycle_outcome", "crater_t", "lifecycle_look"),
+        lifecycle_rule,
+    ),
 ]
 
 
@@ -54,7 +61,10 @@ def test_the_kernel_compiles_the_gates_own_functions(piece: Any, names: Any, own
     assert _kernel_common.bh_reject.py_func.__module__ == "cogstats.estimators.multiplicity"
 
 
-@pytest.mark.parametrize("owner", [cycgraph, evidence, recommended, margin_lift, debiased_ridge])
+@pytest.mark.parametrize(
+    "owner",
+    [cycgraph, evidence, recommended, margin_lift, debiased_ridge, lifecycle, lifecycle_rule],
+)
 def test_the_rules_modules_import_no_numba(owner: Any) -> None:
     tree = ast.parse(Path(inspect.getsourcefile(owner) or "").read_text(encoding="utf-8"))
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
@@ -175,6 +185,105 @@ def test_evidence_and_ridge_rules_on_arrays_equal_the_compiled_rules() -> None:
             [r["up"], r["t"], r["info"], r["n"].astype(float), 2.5, 0.3, 40.0],
             [False, False, False, False, True, True, True],
         )
+
+
+def test_lifecycle_rule_on_arrays_equals_the_compiled_rule() -> None:
+    """The lifecycle gate's rule (gates/lifecycle_rule.py) on arrays = compiled, lesson by
+    lesson: every outcome and why code taken, NaNs and ties on every comparison."""
+    rng = np.random.default_rng(3)
+    k = 3000
+
+    def some_nan(v: np.ndarray, share: float = 0.08) -> np.ndarray:
+        return np.where(rng.random(k) < share, np.nan, v)
+
+    t = some_nan(np.round(rng.normal(0.0, 3.0, k), 1))
+    df = some_nan(rng.choice([0.5, 1.0, 3.0, 8.0, 20.0], k))
+    se = some_nan(np.where(rng.random(k) < 0.05, 0.0, rng.uniform(0.005, 0.08, k)))
+    info = some_nan(rng.choice([0.0, 2.0, 5.0, 6.0, 9.0], k))
+    scalar5 = [False, False, False, False, True, True, True]
+    _same(
+        lifecycle_rule.rule_evidence,
+        _kernel_lifecycle.rule_evidence,
+        [t, df, se, info, 8.0, 2.0, 6.0],
+        scalar5,
+    )
+    _, _, finite, tier1 = lifecycle_rule.rule_evidence(t, df, se, info, 8.0, 2.0, 6.0)
+    est = np.where(np.isfinite(t * se), t * se, np.nan)
+    sigma = rng.uniform(0.02, 0.1, k)
+    tails = [np.where(rng.random(k) < 0.1, np.nan, rng.uniform(-3, 3, k)) for _ in range(3)]
+    p = [np.round(rng.random(k), 3) for _ in range(2)]
+    with np.errstate(invalid="ignore"):
+        _same(
+            lifecycle_rule.lifecycle_bounds,
+            _kernel_lifecycle.lifecycle_bounds,
+            [finite, tier1, est, se, sigma, 1.0, *tails, *p],
+            [False] * 5 + [True] + [False] * 5,
+        )
+        bounds = lifecycle_rule.lifecycle_bounds(finite, tier1, est, se, sigma, 1.0, *tails, *p)
+    status = rng.integers(0, 5, k)
+    trials = rng.integers(0, 10, k)
+    ident = rng.random(k) < 0.85
+    crater_p = np.where(rng.random(k) < 0.5, np.nan, np.round(rng.uniform(0, 0.1, k), 2))
+    level = np.where(rng.random(k) < 0.4, 0.0, np.round(rng.uniform(0, 0.8, k), 1))
+    args = [status, trials, ident, finite, t, info, crater_p, level, *bounds]
+    options = [3, 2.0, 1.0, 2, 0.05, 2, 0.05, 0.5, 5.0]
+    with np.errstate(invalid="ignore"):
+        _same(
+            lifecycle_rule.lifecycle_outcome,
+            _kernel_lifecycle.lifecycle_outcome,
+            args + options,
+            [False] * len(args) + [True] * len(options),
+        )
+        _, why = lifecycle_rule.lifecycle_outcome(*args, *options)
+    assert set(np.asarray(why).tolist()) == set(range(len(lifecycle_rule.LIFECYCLE_WHY)))
+    # the crater test's t and the look
+    n = rng.integers(0, 8, k).astype(float)
+    runs = 8
+    sw = np.round(rng.uniform(0, 1, k) * n, 2)
+    ssw = np.where(rng.random(k) < 0.1, sw * sw / np.maximum(n, 1), sw * 0.8)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        _same(
+            lifecycle_rule.crater_t,
+            _kernel_lifecycle.crater_t,
+            [n, runs, sw, 4.0, ssw, 3.0],
+            [False, True, False, True, False, True],
+        )
+        _same(
+            lifecycle_rule.crater_t,
+            _kernel_lifecycle.crater_t,
+            [n, 2, sw, 4.0, ssw, 3.0],
+            [False, True, False, True, False, True],
+        )
+    info2 = np.concatenate([info, [np.inf, -np.inf, 25.0, 1e9]])
+    _same(
+        lifecycle_rule.lifecycle_look,
+        _kernel_lifecycle.lifecycle_look,
+        [info2, 25.0, 20],
+        [False, True, True],
+    )
+
+
+def test_duplicate_groups_compiled_equal_the_estimators() -> None:
+    """The estimator's identifiability check and duplicate groups = compiled, on Gram
+    matrices of random 0/1 designs with repeated, empty and full columns."""
+    rng = np.random.default_rng(4)
+    seen_groups = False
+    for _ in range(200):
+        runs = int(rng.integers(1, 12))
+        k = int(rng.integers(1, 9))
+        x = (rng.random((runs, k)) < rng.uniform(0.1, 0.9)).astype(float)
+        for j in range(1, k):
+            if rng.random() < 0.3:
+                x[:, j] = x[:, int(rng.integers(0, j))]
+        z = np.column_stack([np.ones(runs), rng.normal(size=runs), x])
+        gram = np.ascontiguousarray(z.T @ z)
+        for fn in ("not_identifiable", "duplicate_groups"):
+            want = getattr(debiased_ridge, fn)(gram, 2, runs)
+            got = getattr(_kernel_recommended, fn)(gram, 2, runs)
+            assert want.tolist() == got.tolist(), (fn, gram)
+        rep = debiased_ridge.duplicate_groups(gram, 2, runs)
+        seen_groups |= bool((rep != np.arange(k)).any())
+    assert seen_groups
 
 
 def test_the_check_can_fail() -> None:
