@@ -1,0 +1,92 @@
+"""Large-ledger reading paths: CSV's first pass a block at a time.
+
+The CSV reader's first pass checks a block of rows a column at a time (``map`` loops in
+C) and falls back to row by row for any block that is not plain; both must learn the
+same layout and raise the same first error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogstats import Ledger
+from cogstats import _ledger_io as io_module
+from cogstats._validation import LedgerError, LedgerWarning
+
+CELLS = [
+    "1",
+    " 2 ",
+    "-3",
+    "0.5",
+    "1e3",
+    "nan",
+    "true",
+    "False",
+    "x",
+    "",
+    "  ",
+    "7" * 4400,
+    "a b",
+    "a;b",
+    "a, b",
+    "[1]",
+    " c ",
+    "d e f",
+]
+
+
+def _layout(block: list[list[str]]) -> io_module._CsvLayout:
+    return io_module._CsvLayout(["run_id", "score", "fact_ids", "c1", "c2"], 1, ",")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_block_pass_learns_what_the_row_pass_learns(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pool = CELLS[: int(rng.integers(3, len(CELLS) + 1))]
+    block = [
+        [f"r{i}", "0.5", str(rng.choice(pool)), str(rng.choice(pool)), str(rng.choice(pool))]
+        for i in range(int(rng.integers(1, 40)))
+    ]
+    by_block, by_row = _layout(block), _layout(block)
+    by_block.see_rows(block, 11, 5, [], "f.csv")
+    for b, cells in enumerate(block):
+        by_row.see(11 + b, cells)
+    assert by_block.types == by_row.types
+    assert by_block.too_long == by_row.too_long
+    assert by_block.splits == by_row.splits
+
+
+def _write(path: Path, rows: list[str]) -> Path:
+    path.write_text("run_id,score,fact_ids,d\n" + "".join(r + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("block", [1, 3, 4, 1000])
+def test_blocks_give_the_same_ledger_warnings_and_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    monkeypatch.setattr(io_module, "_CSV_BLOCK", block)
+    rows = [f"r{i},0.{i},a b c,{i}" for i in range(9)]
+    rows[4] = "r4,0.4,x;y,1.5"  # split on ';' after cells split on whitespace
+    rows[6] = ",,,"  # a row of empty cells: no run
+    path = _write(tmp_path / "a.csv", rows)
+    with pytest.warns(LedgerWarning, match=r"split on ';' \(first at row 5\).*6 more row"):
+        ledger = Ledger.read(path)
+    assert len(ledger) == 8 and ledger.covariate("d").to_list()[:5] == [0, 1, 2, 3, 1.5]
+    assert ledger.run_ids[4] == "r4" and ledger.to_records()[4]["fact_ids"] == ["x", "y"]
+    # the first bad row is named, whatever the block it falls in
+    bad = [f"r{i},0.5,a,{i}" for i in range(9)]
+    bad[5] = "r5,0.5,a"  # too few fields
+    bad[7] = 'r7,0.5,"a"b,1'  # malformed quoting, later
+    with pytest.raises(LedgerError, match="row 6.*has 3 fields"):
+        Ledger.read(_write(tmp_path / "b.csv", bad))
+    bad[2] = 'r2,0.5,"a"b,1'  # malformed quoting first
+    with pytest.raises(LedgerError, match="row 3.*malformed CSV"):
+        Ledger.read(_write(tmp_path / "c.csv", bad))
+    long = [f"r{i},0.5,a,{i}" for i in range(9)]
+    long[8] = "r8,0.5,a," + "9" * 4400
+    with pytest.raises(LedgerError, match="row 9.*4400 digits"):
+        Ledger.read(_write(tmp_path / "d.csv", long))
