@@ -420,14 +420,11 @@ def read_records(
     src = str(path)
     if fmt == "parquet":
         return _parquet_records(path, src, mapping)
-    if fmt == "jsonl" and not mapping:
-        return _jsonl_stream(path, src)
+    if fmt == "jsonl":
+        return _jsonl_stream(path, src, mapping)
     if fmt == "csv":
         return csv_records(path, src, delimiter, mapping)
-    text = decode(path.read_bytes(), src)
-    if fmt == "jsonl":
-        return _jsonl_records(text, src, mapping)
-    return _json_records(text, src, mapping)
+    return _json_records(decode(path.read_bytes(), src), src, mapping)
 
 
 def _parquet_records(path: Path, src: str, mapping: Mapping[str, str]) -> Records:
@@ -524,17 +521,23 @@ def check_text_file(path: Path, src: str) -> None:
         )
 
 
-def _jsonl_stream(path: Path, src: str) -> Records:
+def _jsonl_stream(path: Path, src: str, mapping: Mapping[str, str]) -> Records:
     """JSON Lines read line by line in bounded memory: the same checks, rows and messages.
 
     The whole file is checked as :func:`decode` checks it first (in chunks), then each
     line goes through the bounded parser as the ledger asks for it; nothing but the line
     being read is held (the ledger stores each distinct lesson id once).
+
+    With a column mapping, a first pass parses every line (the first malformed line
+    raises, as before any record is read) and gathers every key, so that the mapping is
+    checked against the file's keys (:func:`rename_plan`) before the first record; the
+    second pass renames each record's keys as the ledger reads it.  Memory stays one
+    line; the lines are parsed twice.
     """
     check_text_file(path, src)
     rows = array("q")  # filled as the records are produced (the ledger reads it lazily)
 
-    def lines() -> Iterator[dict[str, Any]]:
+    def lines() -> Iterator[tuple[int, dict[str, Any]]]:
         with open(path, "rb") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 line = raw.decode("utf-8")
@@ -542,11 +545,22 @@ def _jsonl_stream(path: Path, src: str) -> Records:
                     line = line[1:]
                 if not line or line.isspace():
                     continue
-                rec = parse_json_record(line.rstrip("\n"), row=lineno, src=src)
-                rows.append(lineno)
-                yield rec
+                yield lineno, parse_json_record(line.rstrip("\n"), row=lineno, src=src)
 
-    return _paused_gc(lines()), rows, False
+    def records(plan: Mapping[str, str]) -> Iterator[dict[str, Any]]:
+        for lineno, rec in lines():
+            rows.append(lineno)
+            yield {plan.get(k, k): v for k, v in rec.items()} if plan else rec
+
+    plan: dict[str, str] = {}
+    if mapping:
+        keys: dict[str, None] = {}
+        with _gc_off():
+            for _, rec in lines():
+                keys.update(dict.fromkeys(rec))
+        if keys:  # (no record: nothing to map)
+            plan = rename_plan(list(keys), mapping, src, "key")
+    return _paused_gc(records(plan)), rows, False
 
 
 def _json_records(text: str, src: str, mapping: Mapping[str, str]) -> Records:
