@@ -59,8 +59,8 @@ __all__ = [
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 #: longest run (in lesson ids) for which in-run duplicates are found by shifted compares
 _SHIFT_LIMIT = 32
-#: inclusion pairs per block of :func:`fact_arrays`' in-place pass (8 MB of float64)
-_BLOCK = 1 << 20
+#: inclusion pairs per block of :func:`fact_arrays` (2 MB of float64 scores)
+_BLOCK = 1 << 18
 
 
 def facts_index(
@@ -164,22 +164,27 @@ class FactArrays:
 def fact_arrays(y: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_facts: int) -> FactArrays:
     """With-lesson and total statistics; cost O(runs x lessons-per-run + lessons).
 
-    Memory: one float64 array the size of the inclusion pairs beside ``rows`` and
-    ``cols`` (the pairs' scores, turned into squared deviations in place, a block at a
-    time); the values are those of ``dev = y[rows] - means[cols]; dev * dev``.
+    Memory: nothing the size of the inclusion pairs beside ``rows`` and ``cols``.  The
+    sums are accumulated a block of pairs at a time with ``np.add.at``, which adds each
+    pair's term to its lesson's sum one after the other in pair order: the sequence of
+    additions ``np.bincount(cols, weights=...)`` makes over the whole arrays, so the
+    values are bit for bit those of ``bincount(cols, y[rows])`` and of
+    ``bincount(cols, (y[rows] - means[cols]) ** 2)``.
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     trials = np.bincount(cols, minlength=n_facts).astype(np.int64)
-    work = y[rows]  # the pairs' scores
-    sums = np.bincount(cols, weights=work, minlength=n_facts)  # run order: sequential adds
+    sums = np.zeros(trials.size)
+    for a in range(0, cols.size, _BLOCK):  # run order: sequential adds
+        np.add.at(sums, cols[a : a + _BLOCK], y[rows[a : a + _BLOCK]])
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(trials > 0, sums / np.maximum(trials, 1), 0.0)
-    for a in range(0, work.size, _BLOCK):  # deviations, then their squares, in place
-        seg = work[a : a + _BLOCK]
-        seg -= means[cols[a : a + _BLOCK]]
-        np.multiply(seg, seg, out=seg)
-    ss = np.bincount(cols, weights=work, minlength=n_facts)
-    del work
+    ss = np.zeros(trials.size)
+    for a in range(0, cols.size, _BLOCK):
+        c = cols[a : a + _BLOCK]
+        dev = y[rows[a : a + _BLOCK]]
+        dev -= means[c]
+        np.multiply(dev, dev, out=dev)
+        np.add.at(ss, c, dev)
     n = y.size
     total_sum = float(np.cumsum(y)[-1]) if n else 0.0
     total_mean = total_sum / n if n else 0.0

@@ -47,8 +47,8 @@ _SHIFT = SHIFT
 #: a variance inflation factor this many times the threshold is an exact dependency in
 #: the batch's decomposition too (there: infinite)
 _VIF_CLEAR = 1e6
-#: inclusion pairs added to the per-lesson sums at a time (8 MB of float64 scores)
-_BLOCK = 1 << 20
+#: inclusion pairs added to the per-lesson sums at a time (2 MB of float64 scores)
+_BLOCK = 1 << 18
 
 
 class StreamingStats:

@@ -145,10 +145,11 @@ def test_large_random_ledger_matches(rule: str) -> None:
 def test_fact_arrays_in_blocks_equal_the_whole_array_formula(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The in-place, blocked squared deviations are bit for bit ``(y[rows] - means[cols])**2``.
+    """Sums added a block at a time (``np.add.at``) are bit for bit the whole-array ones.
 
-    Blocks of 7 pairs (the default is a million) cut runs and lessons at every boundary;
-    the reference is the former whole-array computation.
+    Blocks of 7 pairs (the default is 262,144) cut runs and lessons at every boundary;
+    the reference is the former whole-array computation (``np.bincount`` of ``y[rows]``
+    and of ``(y[rows] - means[cols])**2``).
     """
     from cogstats.stats import groups
 
