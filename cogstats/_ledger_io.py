@@ -484,9 +484,10 @@ def check_text_file(path: Path, src: str) -> bool:
     """:func:`decode`'s checks and messages, on a file read in line-aligned chunks.
 
     Returns whether the file is *plain* for the CSV reader: no double quote, no carriage
-    return and no line over half the csv module's field size limit (each half-limit
-    window of bytes holds a line break).  A plain file's records are its lines split on
-    the delimiter, exactly as ``csv.reader`` splits them (:func:`_csv_reader`).
+    return but in CRLF line ends, and no line over half the csv module's field size
+    limit (each half-limit window of bytes holds a line break).  A plain file's records
+    are its lines split on the delimiter, exactly as ``csv.reader`` splits them
+    (:func:`_csv_reader`).
     """
     refused = (
         *(m for m, _ in _MAGIC),
@@ -501,7 +502,9 @@ def check_text_file(path: Path, src: str) -> bool:
     with open(path, "rb") as fh:
         while chunk := fh.read(CHUNK_BYTES):
             chunk += fh.readline()  # whole lines: no character spans two chunks
-            plain = plain and not (b'"' in chunk or b"\r" in chunk)
+            plain = plain and b'"' not in chunk
+            if plain and b"\r" in chunk:  # CRLF line ends only
+                plain = chunk.count(b"\r") == chunk.count(b"\r\n")
             if plain and len(chunk) > window:
                 ends = range(window, len(chunk) + 1, window)  # full windows only
                 plain = all(chunk.find(b"\n", end - window, end) >= 0 for end in ends)
@@ -916,16 +919,17 @@ def _check_row(
 
 
 def _csv_reader(path: Path, src: str, delim: str, plain: bool) -> tuple[Any, _CsvRows]:
-    """Open the file; return it and its records (a plain file's: its lines split).
+    r"""Open the file; return it and its records (a plain file's: its lines split).
 
-    Without a quote or a carriage return, ``csv.reader`` ends a record at each line
-    feed and splits it at each delimiter, nothing else (no field reaches the size
-    limit, :func:`check_text_file`); ``str.split`` does the same in 60% of the time.
-    An empty line is ``[""]`` here and ``[]`` there: both are blank rows.
+    Without a quote, ``csv.reader`` ends a record at each line end (``\n`` or
+    ``\r\n``; no other carriage return) and splits it at each delimiter, nothing else
+    (no field reaches the size limit, :func:`check_text_file`); ``str.split`` does the
+    same in 60% of the time.  An empty line is ``[""]`` here and ``[]`` there: both are
+    blank rows.
     """
     fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115  (closed by the caller)
     if plain:
-        lines = map(methodcaller("rstrip", "\n"), fh)  # (one line feed ends each line)
+        lines = map(methodcaller("rstrip", "\r\n"), fh)  # (one line end ends each line)
         return fh, _CsvRows(map(methodcaller("split", delim), lines), src)
     return fh, _CsvRows(csv.reader(fh, delimiter=delim, strict=True), src)
 

@@ -185,7 +185,7 @@ def test_mapped_json_lines_read_in_bounded_memory(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_plain_files_split_as_the_csv_module_reads_them(tmp_path: Path, seed: int) -> None:
-    """A file without quotes or carriage returns: its lines split == ``csv.reader``'s records."""
+    """A file without quotes (line ends LF or CRLF): its lines split == ``csv.reader``'s."""
     rng = np.random.default_rng(seed)
     delim = str(rng.choice([",", "\t", ";", "|"]))
     pieces = ["a", " b ", "", "  ", "é", "x y", "\u2028", "\x0b", "[1, 2]", "'q'", "1e3", ",", ";"]
@@ -193,9 +193,10 @@ def test_plain_files_split_as_the_csv_module_reads_them(tmp_path: Path, seed: in
     for _ in range(int(rng.integers(0, 30))):
         width = int(rng.integers(0, 6))
         lines.append(delim.join(str(rng.choice(pieces)) for _ in range(width)))
-    text = "\n".join(lines) + ("\n" if rng.random() < 0.5 else "")
+    end = "\r\n" if rng.random() < 0.3 else "\n"
+    text = end.join(lines) + (end if rng.random() < 0.5 else "")
     path = tmp_path / "f.csv"
-    path.write_text(("\ufeff" if rng.random() < 0.3 else "") + text, encoding="utf-8")
+    path.write_text(("\ufeff" if rng.random() < 0.3 else "") + text, encoding="utf-8", newline="")
     assert io_module.check_text_file(path, "f.csv")
     got, want = [], []
     for plain, out in ((True, got), (False, want)):
@@ -207,7 +208,7 @@ def test_plain_files_split_as_the_csv_module_reads_them(tmp_path: Path, seed: in
 
 def test_files_that_are_not_plain(tmp_path: Path) -> None:
     header = "run_id,score,fact_ids\n"
-    for body in ('r1,0.5,"a b"\n', "r1,0.5,a\r\n", "r1,0.5," + "x" * 140_000 + "\n"):
+    for body in ('r1,0.5,"a b"\n', "r1,0.5,a\rb\n", "r1,0.5," + "x" * 140_000 + "\n"):
         path = tmp_path / "f.csv"
         path.write_text(header + body * 3, newline="")
         assert not io_module.check_text_file(path, "f.csv")
