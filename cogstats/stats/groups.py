@@ -465,7 +465,9 @@ def exact_stats_of(
     True
     """
     want = np.asarray(js, dtype=np.int64)
-    hits = np.flatnonzero(np.isin(fa.cols, want))
+    wanted = np.zeros(fa.trials.size, dtype=bool)  # a lookup table (np.isin sorts the pairs)
+    wanted[want] = True
+    hits = np.flatnonzero(wanted[fa.cols])
     codes = fa.cols[hits]
     order = np.argsort(codes, kind="stable")  # by lesson; run order within one
     codes, runs = codes[order], fa.rows[hits][order]

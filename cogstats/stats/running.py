@@ -373,8 +373,10 @@ class StreamingStats:
         want = np.asarray(js, dtype=np.int64)
         if want.size == 1:
             hits = np.flatnonzero(flat == want[0])
-        else:
-            hits = np.flatnonzero(np.isin(flat, want))
+        else:  # a lookup table (np.isin would sort the pairs)
+            wanted = np.zeros(len(self._lesson_ids), dtype=bool)
+            wanted[want] = True
+            hits = np.flatnonzero(wanted[flat])
         rows = np.searchsorted(indptr, hits, side="right") - 1  # the run of each hit
         if want.size == 1:
             return [rows.astype(np.int64)]
