@@ -210,7 +210,7 @@ def _validate_id_list(
         return []
     if ids is not None and type(value) is list:
         try:  # every id validated before: the stored strings
-            return [ids[f] for f in value]
+            return list(map(ids.__getitem__, value))
         except (KeyError, TypeError):  # a new id (or not a string): check them
             pass
     if type(value) is list and all(
