@@ -74,8 +74,8 @@ def test_sums_added_in_blocks_equal_one_run_at_a_time(monkeypatch: pytest.Monkey
     stats = StreamingStats()
     for k, (r, y, ids) in enumerate(runs):
         stats.add_run(r, y, ids)
-        if k % 97 == 0:  # a look now and then: sums added up to here, then more runs
-            stats.trials()
+        if k % 97 == 0 or 200 <= k < 220:  # looks now and then (after 1 to 97 runs):
+            stats.trials()  # the runs since the last look added, a run or a block at a time
     _check(stats, runs)
 
 
