@@ -31,6 +31,7 @@ __all__ = ["column_kind", "validate_record", "value_kind", "warn_repeated"]
 
 #: fields a record must hold, with and without ``fact_ids`` required
 _NEEDED = {False: ("run_id", "score"), True: ("run_id", "score", "fact_ids")}
+_NEEDED_SET = {k: frozenset(v) for k, v in _NEEDED.items()}
 _PROPENSITY = frozenset(("eligible_ids", "propensities"))
 #: most distinct lesson ids an id cache holds (a ledger of more distinct ids than this is
 #: validated as before, id by id, without sharing the rest: the cache stays bounded)
@@ -108,7 +109,8 @@ def validate_record(
         raise LedgerError(
             f"a run must be a mapping; got {type(rec).__name__}", row=row, source=source
         )
-    for name in _NEEDED[bool(fact_ids_required)]:
+    needed = bool(fact_ids_required)
+    for name in () if rec.keys() >= _NEEDED_SET[needed] else _NEEDED[needed]:
         if name not in rec:
             raise LedgerError(
                 f"missing required field; the record has {list(rec)}"
@@ -208,7 +210,7 @@ def _validate_id_list(
         return []
     if ids is not None and type(value) is list:
         try:  # every id validated before: the stored strings
-            return [ids[f] for f in value]
+            return list(map(ids.__getitem__, value))
         except (KeyError, TypeError):  # a new id (or not a string): check them
             pass
     if type(value) is list and all(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cogstats import _ledger_io, _lesson_io
+from cogstats import _ledger_csv_write, _ledger_io, _lesson_io
 from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-exported
     FORMATS,  # noqa: F401
     PROPENSITY_COLUMNS,  # noqa: F401
@@ -461,7 +461,7 @@ class Ledger:
 
     def _csv_text(self, delimiter: str) -> str:
         """Return the ledger as CSV text, every cell checked to read back (see :meth:`write`)."""
-        return _ledger_io.csv_text(
+        return _ledger_csv_write.csv_text(
             self._run_ids, self._scores, self._fact_ids, self._covariates, delimiter
         )
 
@@ -825,14 +825,22 @@ class Ledger:
         passed: dict[str, set[type]] = {}  # value types each column has accepted
         known: dict[str, str] = {}  # lesson ids validated so far (raw -> stored)
         index = self._index
+        add_id, add_score, add_facts = ids.append, scores.append, facts_of.append
         for k, rec in enumerate(records):
             row = row_numbers[k] if row_numbers is not None else row_offset + k + 1
             run_id, score, facts, covs = validate_record(
                 rec, row=row, source=source, fact_ids_required=fact_ids_required, ids=known
             )
-            if run_id in where or run_id in index:
+            if run_id in where or (index and run_id in index):
                 raise self._duplicate(run_id, where, k, row, source, row_numbers, row_offset)
             where[run_id] = k
+            add_id(run_id)
+            add_score(score)
+            add_facts(facts)
+            if len(facts) > 1 and len(set(facts)) != len(facts):
+                repeated.append((row, run_id, facts))
+            if not covs and not columns:
+                continue
             for name, value in covs.items():
                 seen = passed.get(name)
                 if seen is None or type(value) not in seen:
@@ -846,11 +854,6 @@ class Ledger:
                 for col in columns.values():
                     if len(col) == k:
                         col.append(None)
-            if len(facts) > 1 and len(set(facts)) != len(facts):
-                repeated.append((row, run_id, facts))
-            ids.append(run_id)
-            scores.append(score)
-            facts_of.append(facts)
         if repeated:
             warn_repeated(repeated, source)
         # all rows valid: commit

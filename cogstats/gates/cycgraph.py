@@ -367,10 +367,12 @@ class CycgraphGate:
                 k: getattr(g, k).copy()
                 for k in ("n_a", "mean_a", "var_a", "n_b", "mean_b", "var_b")
             }
-            for k, j in zip(fragile.tolist(), cols.tolist(), strict=True):
-                if j < 0:
-                    continue  # absent lesson: nothing to test, and its baseline is exact
-                exact = _ledger_stats.exact_stats(fa, j)
+            # an absent lesson (-1): nothing to test, and its baseline is exact
+            present = [
+                (k, j) for k, j in zip(fragile.tolist(), cols.tolist(), strict=True) if j >= 0
+            ]
+            exact_all = _ledger_stats.exact_stats_of(fa, [j for _, j in present])
+            for (k, _), exact in zip(present, exact_all, strict=True):
                 for name, value in zip(fields, exact, strict=True):
                     fields[name][k] = value
             exact_mask = g.exact.copy()

@@ -24,11 +24,13 @@ class _Running(Protocol):
     """
 
     _lesson_ids: list[str]
-    _y: Any
-    _cols: list[Any]
     _covariates: dict[str, list[Any]]
 
     def _lesson(self, f: str) -> int: ...
+
+    def score(self, i: int) -> float: ...
+
+    def run_lessons(self, i: int) -> np.ndarray: ...
 
 
 __all__ = ["ConfseqSums"]
@@ -114,8 +116,8 @@ class ConfseqSums:
         L = len(stats._lesson_ids)
         self.fit(L)
         a = self.a
-        y = float(stats._y[i])
-        cols = stats._cols[i]
+        y = float(stats.score(i))
+        cols = stats.run_lessons(i)
         # case (b): each lesson's clock starts at its first injection
         a["started"][cols] = True
         inrun = np.zeros(L, dtype=bool)

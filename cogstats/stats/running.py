@@ -18,9 +18,9 @@ keeps one per gate.  See docs/production.md, "Streaming gates", for the exactnes
 
 from __future__ import annotations
 
-import bisect
 import math
 import warnings
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,8 @@ _SHIFT = SHIFT
 #: a variance inflation factor this many times the threshold is an exact dependency in
 #: the batch's decomposition too (there: infinite)
 _VIF_CLEAR = 1e6
+#: inclusion pairs added to the per-lesson sums at a time (2 MB of float64 scores)
+_BLOCK = 1 << 18
 
 
 class StreamingStats:
@@ -55,10 +57,18 @@ class StreamingStats:
     It holds the runs as a :class:`~cogstats.ledger.Ledger` would (ids, scores, the listed
     lesson ids, covariate columns), the lesson table (every lesson id seen, in the order
     first seen, with its trials, its sum of scores in run order, ``sum (y - 1/2)`` and
-    ``sum (y - 1/2)^2``, and the positions of its runs), the totals, and, where an adapter
-    asks for them, the regression cross-products (:meth:`regression`) and confseq's running
-    sums (:attr:`confseq`).  Gates read it; :meth:`add_run` changes it (a
-    :class:`~cogstats.gates.StreamingGate` calls it for every run).
+    ``sum (y - 1/2)^2``), the totals, and, where an adapter asks for them, the regression
+    cross-products (:meth:`regression`) and confseq's running sums (:attr:`confseq`).
+    Gates read it; :meth:`add_run` changes it (a :class:`~cogstats.gates.StreamingGate`
+    calls it for every run).
+
+    Memory: beside what a ledger of the same runs holds (without its float objects: the
+    scores are one array), each run's lessons as internal indices in one growing
+    ``array('i')`` (4 bytes a lesson of a run) and where each run's start (8 bytes a run);
+    a lesson's runs are found there when a near tie asks for them (:meth:`positions`).  A
+    run's lessons are added to the per-lesson sums when the sums are next read, a block
+    of runs at a time in run order (``np.add.at``: each sum is the same sequence of
+    additions as one run at a time).
 
     Parameters
     ----------
@@ -95,10 +105,12 @@ class StreamingStats:
         # runs, as the ledger holds them
         self._run_ids: list[str] = []
         self._index: dict[str, int] = {}
-        self._scores: list[float] = []
-        self._y = np.zeros(16)
+        self._y = array("d")  # the scores, in run order
         self._facts: list[list[str]] = []
-        self._cols: list[np.ndarray] = []
+        # each run's lessons (internal indices, once each, in listed order), run after
+        # run: run i's are _flat[_indptr[i]:_indptr[i + 1]]
+        self._flat = array("i")
+        self._indptr = array("q", [0])
         self._covariates: dict[str, list[Any]] = {}
         self._kinds: dict[str, str | None] = {}
         # lessons
@@ -108,7 +120,8 @@ class StreamingStats:
         self._sums = np.zeros(16)
         self._sumc = np.zeros(16)
         self._sumsq = np.zeros(16)
-        self._positions: list[list[int]] = []
+        self._seen = bytearray()  # lesson j is in a run (trials > 0 once flushed)
+        self._flushed = 0  # the runs whose lessons the per-lesson sums hold
         # totals
         self.total_sum = 0.0
         self.total_sumc = 0.0
@@ -175,7 +188,7 @@ class StreamingStats:
         """Yield every run as ``(run_id, score, fact_ids, covariates)``, in run order."""
         for i, run_id in enumerate(self._run_ids):
             covs = {k: v[i] for k, v in self._covariates.items() if v[i] is not None}
-            yield run_id, self._scores[i], list(self._facts[i]), covs
+            yield run_id, self._y[i], list(self._facts[i]), covs
 
     def add_run(
         self,
@@ -285,7 +298,11 @@ class StreamingStats:
 
     def scores(self) -> np.ndarray:
         """Scores in ledger order (a fresh float64 array, as :attr:`Ledger.scores`)."""
-        return np.array(self._y[: self.n_runs])
+        return np.frombuffer(self._y, dtype=np.float64).copy()
+
+    def score(self, i: int) -> float:
+        """Return the score of run ``i``."""
+        return self._y[i]
 
     @property
     def fact_ids(self) -> tuple[str, ...]:
@@ -332,6 +349,7 @@ class StreamingStats:
 
     def trials(self, fact_ids: Sequence[str] | None = None) -> np.ndarray:
         """Return the runs carrying each lesson (table order, or ``fact_ids``; 0 if unknown)."""
+        self._flush()
         if fact_ids is None:
             return self._trials[: len(self._lesson_ids)].copy()
         pos = self._lpos
@@ -342,12 +360,36 @@ class StreamingStats:
         )
 
     def positions(self, j: int) -> np.ndarray:
-        """Run positions (0-based, in run order) of the runs carrying lesson ``j``."""
-        return np.asarray(self._positions[j], dtype=np.int64)
+        """Run positions (0-based, in run order) of the runs carrying lesson ``j``.
+
+        Cost O(runs x lessons a run): a scan of every run's lessons.
+        """
+        return self._runs_of([j])[0]
+
+    def _runs_of(self, js: Sequence[int]) -> list[np.ndarray]:
+        """:meth:`positions` of each lesson of ``js``, in one scan (int64 arrays)."""
+        flat = np.frombuffer(self._flat, dtype=np.intc)
+        indptr = np.frombuffer(self._indptr, dtype=np.int64)
+        want = np.asarray(js, dtype=np.int64)
+        if want.size == 1:
+            hits = np.flatnonzero(flat == want[0])
+        else:  # a lookup table (np.isin would sort the pairs)
+            wanted = np.zeros(len(self._lesson_ids), dtype=bool)
+            wanted[want] = True
+            hits = np.flatnonzero(wanted[flat])
+        rows = np.searchsorted(indptr, hits, side="right") - 1  # the run of each hit
+        if want.size == 1:
+            return [rows.astype(np.int64)]
+        codes = flat[hits]
+        order = np.argsort(codes, kind="stable")  # by lesson, in run order within one
+        codes, rows = codes[order], rows[order].astype(np.int64)
+        lo = np.searchsorted(codes, want, side="left")
+        hi = np.searchsorted(codes, want, side="right")
+        return [rows[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
 
     def run_lessons(self, i: int) -> np.ndarray:
         """Return the internal indices of the lessons of run ``i`` (once each, listed order)."""
-        return self._cols[i]
+        return np.array(self._flat[self._indptr[i] : self._indptr[i + 1]], dtype=np.int64)
 
     def run_covariates(self, i: int) -> dict[str, Any]:
         """Return the covariates of run ``i``."""
@@ -362,7 +404,7 @@ class StreamingStats:
 
         ledger = Ledger()
         ledger._run_ids = list(self._run_ids)
-        ledger._scores = list(self._scores)
+        ledger._scores = self._y.tolist()
         ledger._fact_ids = [list(f) for f in self._facts]
         ledger._covariates = {k: list(v) for k, v in self._covariates.items()}
         ledger._index = dict(self._index)
@@ -375,7 +417,7 @@ class StreamingStats:
             j = len(self._lesson_ids)
             self._lpos[f] = j
             self._lesson_ids.append(f)
-            self._positions.append([])
+            self._seen.append(0)
             size = j + 1
             self._trials = grow(self._trials, size)
             self._sums = grow(self._sums, size)
@@ -386,75 +428,146 @@ class StreamingStats:
     def _ensure_order(self) -> None:
         if self._order is not None:
             return
-        seen: dict[int, None] = {}
-        for cols in self._cols:
-            for j in cols.tolist():
-                seen.setdefault(j, None)
-        self._order = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        self._order_ids = tuple(self._lesson_ids[j] for j in seen)
+        flat = np.frombuffer(self._flat, dtype=np.intc)
+        first = np.full(len(self._lesson_ids), flat.size, dtype=np.int64)
+        for a in range(0, flat.size, _BLOCK):  # each lesson's first pair
+            b = min(a + _BLOCK, flat.size)
+            np.minimum.at(first, flat[a:b], np.arange(a, b, dtype=np.int64))
+        present = np.flatnonzero(first < flat.size)
+        self._order = present[np.argsort(first[present], kind="stable")]
+        self._order_ids = tuple(self._lesson_ids[j] for j in self._order.tolist())
+
+    def _flush(self) -> None:
+        """Add the lessons of the runs not yet in the per-lesson sums (O(their pairs)).
+
+        In run order, a block of runs at a time: ``np.add.at`` adds each pair's term to
+        its lesson's sum one after the other, so every sum is the sequence of additions
+        that adding one run at a time makes (bit for bit).
+        """
+        n = len(self._run_ids)
+        start = self._flushed
+        if start >= n:
+            return
+        if n - start <= 4:  # a look after each record(): a run at a time, as added
+            for i in range(start, n):
+                cols = self.run_lessons(i)  # (each lesson once)
+                score = self._y[i]
+                yc = score - _SHIFT
+                self._trials[cols] += 1
+                self._sums[cols] += score
+                self._sumc[cols] += yc
+                self._sumsq[cols] += yc * yc
+            self._flushed = n
+            return
+        flat = np.frombuffer(self._flat, dtype=np.intc)
+        indptr = np.frombuffer(self._indptr, dtype=np.int64)
+        y = np.frombuffer(self._y, dtype=np.float64)
+        while start < n:
+            stop = int(np.searchsorted(indptr, indptr[start] + _BLOCK, side="right")) - 1
+            stop = min(max(stop, start + 1), n)
+            cols = flat[indptr[start] : indptr[stop]]
+            if cols.size:
+                w = np.repeat(y[start:stop], np.diff(indptr[start : stop + 1]))
+                np.add.at(self._trials, cols, 1)
+                np.add.at(self._sums, cols, w)
+                w -= _SHIFT
+                np.add.at(self._sumc, cols, w)
+                w *= w
+                np.add.at(self._sumsq, cols, w)
+            start = stop
+        self._flushed = n
 
     # ------------------------------------------------------------------ mutation
-    def _dedup(self, facts: list[str]) -> np.ndarray:
-        out: dict[int, None] = {}
-        for f in facts:
-            out.setdefault(self._lesson(f), None)
-        return np.fromiter(out, dtype=np.int64, count=len(out))
+    def _columns(self, facts: list[str]) -> list[int]:
+        """Return the internal indices of a run's lessons (once each; new ones added)."""
+        lpos = self._lpos
+        try:
+            cols = [lpos[f] for f in facts]
+        except KeyError:  # a lesson seen for the first time
+            cols = [self._lesson(f) for f in facts]
+        if len(cols) > 1 and len(set(cols)) != len(cols):
+            cols = list(dict.fromkeys(cols))
+        return cols
+
+    def _unpin(self, i: int) -> None:
+        """Continue the run buffers in copies (a numpy view of one pins its size)."""
+        end = self._indptr[i]
+        self._y = array("d", self._y[:i])
+        self._flat = array("i", self._flat[:end])
+        self._indptr = array("q", self._indptr[: i + 1])
 
     def _append(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> int:
         i = len(self._run_ids)
+        cols = self._columns(facts)
+        try:
+            self._y.append(score)
+            self._flat.extend(cols)
+            self._indptr.append(len(self._flat))
+        except BufferError:  # a view of a buffer is still held (an exception's frame)
+            self._unpin(i)
+            self._y.append(score)
+            self._flat.extend(cols)
+            self._indptr.append(len(self._flat))
         self._index[run_id] = i
         self._run_ids.append(run_id)
-        self._scores.append(score)
         self._facts.append(facts)
-        for values in self._covariates.values():
-            values.append(None)
-        for name, value in covs.items():
-            if name not in self._covariates:
-                self._covariates[name] = [None] * (i + 1)
-            self._covariates[name][i] = value
-        self._y = grow(self._y, i + 1)
-        self._y[i] = score
-        cols = self._dedup(facts)
-        self._cols.append(cols)
-        fresh = cols[self._trials[cols] == 0] if cols.size else cols
-        self._trials[cols] += 1
-        self._sums[cols] += score  # run order: one add per lesson, as np.bincount does
+        columns = self._covariates
+        for name, values in columns.items():
+            values.append(covs.get(name))
+        if len(covs) > len(columns) or not columns.keys() >= covs.keys():
+            for name, value in covs.items():
+                if name not in columns:
+                    columns[name] = [None] * i + [value]
+        seen = self._seen
+        fresh = [j for j in cols if not seen[j]]
+        for j in fresh:
+            seen[j] = 1
         yc = score - _SHIFT
-        self._sumc[cols] += yc
-        self._sumsq[cols] += yc * yc
-        for j in cols.tolist():
-            self._positions[j].append(i)
         self.total_sum += score
         self.total_sumc += yc
         self.total_sumsq += yc * yc
-        self.y_min = min(self.y_min, score)
-        self.y_max = max(self.y_max, score)
-        if fresh.size and self._order is not None:
+        if score < self.y_min:
+            self.y_min = score
+        if score > self.y_max:
+            self.y_max = score
+        if fresh and self._order is not None:
             # lessons appearing for the first time (or again): last in first-appearance order
-            self._order = np.concatenate([self._order, fresh])
+            self._order = np.concatenate([self._order, np.asarray(fresh, dtype=np.int64)])
             self._order_ids = (*(self._order_ids or ()), *(self._lesson_ids[j] for j in fresh))
         if self._reg is not None:
-            self._reg.add(cols, covs, score, 1.0)
+            c = np.asarray(cols, dtype=np.int64)
+            self._reg.add(c, covs, score, 1.0)
             self._reg.note_levels(covs, 1)
-            if cols.size:
-                self._reg.hsum[cols] += run_hashes(i)
+            if c.size:
+                self._reg.hsum[c] += run_hashes(i)
         self.version += 1
         return i
 
+    def _set_lessons(self, i: int, cols: list[int]) -> None:
+        """Make ``cols`` the lessons of run ``i`` (O(every run's lessons) if more or fewer)."""
+        a, b = self._indptr[i], self._indptr[i + 1]
+        delta = len(cols) - (b - a)
+        if delta == 0:
+            self._flat[a:b] = array("i", cols)
+            return
+        self._flat = self._flat[:a] + array("i", cols) + self._flat[b:]
+        ends = np.frombuffer(self._indptr, dtype=np.int64).copy()
+        ends[i + 1 :] += delta
+        self._indptr = array("q")
+        self._indptr.frombytes(ends.tobytes())
+
     def _replace(self, i: int, score: float, facts: list[str], covs: dict[str, Any]) -> None:
         """Replace run ``i`` in place (sums of the lessons it touches recomputed in run order)."""
-        old_cols = self._cols[i]
+        self._flush()
+        old_cols = self.run_lessons(i)
         old_covs = self.run_covariates(i)
-        old_score = self._scores[i]
+        old_score = self._y[i]
         if self._reg is not None:
             self._reg.add(old_cols, old_covs, old_score, -1.0)
             self._reg.note_levels(old_covs, -1)
             if old_cols.size:
                 self._reg.hsum[old_cols] -= run_hashes(i)
-        for j in old_cols.tolist():
-            self._positions[j].remove(i)
-        self._trials[old_cols] -= 1
-        self._scores[i] = score
+        self._y[i] = score
         self._facts[i] = facts
         for values in self._covariates.values():
             values[i] = None
@@ -462,15 +575,15 @@ class StreamingStats:
             if name not in self._covariates:
                 self._covariates[name] = [None] * len(self._run_ids)
             self._covariates[name][i] = value
-        self._y[i] = score
-        cols = self._dedup(facts)
-        self._cols[i] = cols
-        self._trials[cols] += 1
-        for j in cols.tolist():
-            bisect.insort(self._positions[j], i)
-        y = self._y[: self.n_runs]
-        for j in set(old_cols.tolist()) | set(cols.tolist()):
-            ya = y[self._positions[j]]
+        new = self._columns(facts)
+        self._set_lessons(i, new)
+        cols = np.asarray(new, dtype=np.int64)
+        y = np.frombuffer(self._y, dtype=np.float64)
+        touched = sorted(set(old_cols.tolist()) | set(new))
+        for j, rows in zip(touched, self._runs_of(touched), strict=True):
+            ya = y[rows]
+            self._trials[j] = rows.size
+            self._seen[j] = 1 if rows.size else 0
             self._sums[j] = float(np.cumsum(ya)[-1]) if ya.size else 0.0  # run order
             yc = ya - _SHIFT
             self._sumc[j] = float(np.cumsum(yc)[-1]) if ya.size else 0.0
@@ -480,6 +593,7 @@ class StreamingStats:
         self.total_sumc = float(np.cumsum(yc)[-1])
         self.total_sumsq = float(np.cumsum(yc * yc)[-1])
         self.y_min, self.y_max = float(y.min()), float(y.max())
+        del y, yc
         self._order = None
         self._order_ids = None
         self._kinds = {name: column_kind(values) for name, values in self._covariates.items()}
@@ -534,6 +648,7 @@ class StreamingStats:
         >>> round(float(g.mean_a[0] - g.mean_b[0]), 12), bool(lift_tol[0] < 1e-14)
         (0.25, True)
         """
+        self._flush()
         n = self.n_runs
         n_a = self._trials[idx]
         s_a = self._sums[idx]
@@ -595,6 +710,7 @@ class StreamingStats:
         ``exact_stats`` returns on the ledger of the runs so far.  Cost O(runs): the
         baseline is summed over the runs without the lesson.
         """
+        self._flush()
         self.recomputed += 1
         rows = self.positions(j)
         z = np.zeros(1)
@@ -617,9 +733,10 @@ class StreamingStats:
 
         Cost O(runs), without the two sums of squares.
         """
+        self._flush()
         self.recomputed += 1
         rows = self.positions(j)
-        y = self._y[: self.n_runs]
+        y = np.frombuffer(self._y, dtype=np.float64)
         member = np.zeros(y.size, dtype=bool)
         member[rows] = True
         n_a = int(rows.size)
@@ -631,7 +748,7 @@ class StreamingStats:
 
     def _fact_arrays(self, js: Sequence[int]) -> _ledger_stats.FactArrays:
         """``Ledger._fact_arrays()`` restricted to lessons ``js`` (bit for bit; O(runs))."""
-        rows = [self.positions(j) for j in js]
+        rows = self._runs_of(js) if len(js) else []
         cols = [np.full(r.size, k, dtype=np.int64) for k, r in enumerate(rows)]
         return _ledger_stats.fact_arrays(
             self.scores(),
@@ -738,6 +855,7 @@ class StreamingStats:
         n = reg.n
         q = reg.n_controls
         order = self.order()
+        self._flush()
         counts = self._trials[order]
         keys = [tuple(r) for r in reg_state.hsum[order].tolist()]
         xtx = reg.xtx
@@ -798,6 +916,7 @@ class StreamingStats:
         >>> back.trials(["a"]).tolist(), back.total_sum == s.total_sum
         ([1], True)
         """
+        self._flush()
         L = len(self._lesson_ids)
         info: dict[str, Any] = {
             "runs": self.n_runs,
@@ -817,17 +936,13 @@ class StreamingStats:
             "confseq": self.confseq is not None,
         }
         arrays: dict[str, np.ndarray] = {
-            "scores": self._y[: self.n_runs].copy(),
+            "scores": np.frombuffer(self._y, dtype=np.float64).copy(),
             "lesson_trials": self._trials[:L].copy(),
             "lesson_sums": self._sums[:L].copy(),
             "lesson_sumc": self._sumc[:L].copy(),
             "lesson_sumsq": self._sumsq[:L].copy(),
-            "run_lessons_indptr": np.concatenate(
-                [[0], np.cumsum([c.size for c in self._cols])]
-            ).astype(np.int64),
-            "run_lessons": np.concatenate(self._cols).astype(np.int64)
-            if self._cols
-            else np.zeros(0, np.int64),
+            "run_lessons_indptr": np.frombuffer(self._indptr, dtype=np.int64).copy(),
+            "run_lessons": np.frombuffer(self._flat, dtype=np.intc).astype(np.int64),
         }
         reg = self._reg
         if reg is not None:
@@ -864,10 +979,8 @@ class StreamingStats:
         out._facts = [list(f) for f in info["fact_ids"]]
         out._covariates = {k: list(v) for k, v in info["covariates"].items()}
         out._kinds = dict(info["kinds"])
-        scores = arrays["scores"].astype(float)
-        out._scores = scores.tolist()
-        out._y = grow(np.zeros(0), max(n, 1))
-        out._y[:n] = scores
+        out._y = array("d")
+        out._y.frombytes(np.ascontiguousarray(arrays["scores"][:n], dtype=np.float64).tobytes())
         lesson_ids = list(info["lesson_ids"])
         out._lesson_ids = lesson_ids
         out._lpos = {f: j for j, f in enumerate(lesson_ids)}
@@ -881,14 +994,14 @@ class StreamingStats:
             buf = grow(np.zeros(0, dtype=arrays[name].dtype), max(L, 1))
             buf[:L] = arrays[name]
             setattr(out, attr, buf)
-        indptr = arrays["run_lessons_indptr"]
-        flat = arrays["run_lessons"]
-        out._cols = [flat[indptr[i] : indptr[i + 1]].copy() for i in range(n)]
-        positions: list[list[int]] = [[] for _ in range(L)]
-        for i, cols in enumerate(out._cols):
-            for j in cols.tolist():
-                positions[j].append(i)
-        out._positions = positions
+        indptr = np.ascontiguousarray(arrays["run_lessons_indptr"][: n + 1], dtype=np.int64)
+        flat = arrays["run_lessons"][: int(indptr[-1])]
+        out._indptr = array("q")
+        out._indptr.frombytes(indptr.tobytes())
+        out._flat = array("i")
+        out._flat.frombytes(np.ascontiguousarray(flat, dtype=np.intc).tobytes())
+        out._seen = bytearray((out._trials[:L] > 0).astype(np.uint8).tobytes())
+        out._flushed = n
         totals = info["totals"]
         out.total_sum = float(totals["total_sum"])
         out.total_sumc = float(totals["total_sumc"])

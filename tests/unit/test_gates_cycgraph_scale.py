@@ -140,3 +140,37 @@ def test_large_random_ledger_matches(rule: str) -> None:
     new = gate.evaluate(ledger).to_frame()
     _assert_same(new, old_cycgraph_evaluate(gate, ledger))
     assert new["decision"].n_unique() > 1  # the comparison covers real decisions
+
+
+def test_fact_arrays_in_blocks_equal_the_whole_array_formula(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sums added a block at a time (``np.add.at``) are bit for bit the whole-array ones.
+
+    Blocks of 7 pairs (the default is 262,144) cut runs and lessons at every boundary;
+    the reference is the former whole-array computation (``np.bincount`` of ``y[rows]``
+    and of ``(y[rows] - means[cols])**2``).
+    """
+    from cogstats.stats import groups
+
+    rng = np.random.default_rng(11)
+    lists = [
+        [f"L{j}" for j in rng.choice(40, int(rng.integers(0, 9)), replace=True)] for _ in range(500)
+    ]
+    ids, rows, cols, pos = groups.facts_index(lists)
+    # the index: first appearance order, the first listing of a lesson in a run kept
+    assert ids == tuple(dict.fromkeys(f for fs in lists for f in fs))
+    pairs = [(i, pos[f]) for i, fs in enumerate(lists) for f in dict.fromkeys(fs)]
+    assert list(zip(rows.tolist(), cols.tolist(), strict=True)) == pairs
+    y = rng.random(len(lists))
+    monkeypatch.setattr(groups, "_BLOCK", 7)
+    fa = groups.fact_arrays(y, rows, cols, len(ids))
+    yr = y[rows]
+    sums = np.bincount(cols, weights=yr, minlength=len(ids))
+    trials = np.bincount(cols, minlength=len(ids))
+    means = np.where(trials > 0, sums / np.maximum(trials, 1), 0.0)
+    dev = yr - means[cols]
+    ss = np.bincount(cols, weights=dev * dev, minlength=len(ids))
+    assert fa.sums.tobytes() == sums.tobytes()
+    assert fa.means.tobytes() == means.tobytes()
+    assert fa.ss.tobytes() == ss.tobytes()

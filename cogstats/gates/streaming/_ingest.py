@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
-from collections.abc import Mapping
+from array import array
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -29,7 +30,7 @@ class _Fed(Protocol):
 
     _markers: dict[str, Marker]
     _skipped: list[SkippedLine]
-    _sources: dict[str, str]
+    _sources: RunSources
 
     def _look(self) -> GateReport: ...
 
@@ -44,7 +45,7 @@ class _Fed(Protocol):
     ) -> tuple[str, float, list[str], dict[str, Any]]: ...
 
 
-__all__ = ["DuplicateRun", "IngestResult", "SkippedLine", "ingest", "settle"]
+__all__ = ["DuplicateRun", "IngestResult", "RunSources", "SkippedLine", "ingest", "settle"]
 
 #: bytes read from a JSON Lines file at a time by :meth:`StreamingGate.ingest`
 _CHUNK = 1 << 22
@@ -155,6 +156,72 @@ class IngestResult:
     offset: int
     line: int
     duplicates: tuple[DuplicateRun, ...] = ()
+
+
+class RunSources:
+    """Which ingested file each run came from (for duplicate reports), by run position.
+
+    A file number per run (4 bytes a run; -1: a run not ingested, as :meth:`record`'s)
+    rather than a dictionary of run ids (about 40 bytes a run).  ``index_of`` returns the
+    position of a run id in the statistics (None: not recorded).
+
+    Examples
+    --------
+    >>> ids = {"r1": 0, "r2": 1}
+    >>> sources = RunSources(lambda: ids.get)
+    >>> sources["r2"] = "a.jsonl"
+    >>> sources.get("r1"), sources.get("r2"), sources.saved(["r1", "r2"])
+    (None, 'a.jsonl', {'files': ['a.jsonl'], 'runs': {'r2': 0}})
+    """
+
+    def __init__(self, index_of: Callable[[], Callable[[str], int | None]]) -> None:
+        self._index_of = index_of  # called each time: the statistics may be replaced
+        self._files: list[str] = []
+        self._number: dict[str, int] = {}
+        self._at = array("i")
+
+    def get(self, run_id: str, default: str | None = None) -> str | None:
+        """Return the file run ``run_id`` was ingested from (``default``: none)."""
+        i = self._index_of()(run_id)
+        if i is None or i >= len(self._at) or self._at[i] < 0:
+            return default
+        return self._files[self._at[i]]
+
+    def __setitem__(self, run_id: str, path: str) -> None:
+        i = self._index_of()(run_id)
+        if i is None:
+            return  # not recorded: nothing to remember
+        k = self._number.get(path)
+        if k is None:
+            k = self._number[path] = len(self._files)
+            self._files.append(path)
+        at = self._at
+        while len(at) <= i:
+            at.append(-1)
+        at[i] = k
+
+    def take(self, other: RunSources) -> None:
+        """Hold ``other``'s sources (the same runs, in the same positions)."""
+        self._files, self._number, self._at = (
+            list(other._files),
+            dict(other._number),
+            array("i", other._at),
+        )
+
+    def saved(self, run_ids: Sequence[str]) -> dict[str, Any] | None:
+        """Return the state file's form: ``{"files": [...], "runs": {run id: number}}``."""
+        pairs = [(run_ids[i], k) for i, k in enumerate(self._at) if k >= 0]
+        if not pairs:
+            return None
+        files = list(dict.fromkeys(self._files[k] for _, k in pairs))
+        at = {f: n for n, f in enumerate(files)}
+        return {"files": files, "runs": {r: at[self._files[k]] for r, k in pairs}}
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Take back :meth:`saved` (run ids not recorded are ignored)."""
+        files = saved["files"]
+        for run_id, k in saved["runs"].items():
+            self[run_id] = files[k]
 
 
 @dataclass

@@ -17,7 +17,7 @@ from cogstats.gates._registry import make_gate, registry_name
 from cogstats.gates._report import GateReport, Judgement, LessonState, check_statuses
 from cogstats.gates.streaming import _ingest, _state
 from cogstats.gates.streaming._adapters import StreamingAdapter, find_adapter
-from cogstats.gates.streaming._ingest import IngestResult, Marker, SkippedLine
+from cogstats.gates.streaming._ingest import IngestResult, Marker, RunSources, SkippedLine
 from cogstats.ledger import validate_record, warn_repeated
 from cogstats.stats import StreamingStats
 
@@ -155,7 +155,8 @@ class StreamingGate:
         self._empty: GateReport | None = None
         self._lock: StateLock | None = None  # held from open() until close()
         self._path: Path | None = None  # the state path open() opened
-        self._sources: dict[str, str] = {}  # run id -> the file ingest() read it from
+        # the file ingest() read each run from
+        self._sources = RunSources(lambda: self._stats.index_of)
         # lesson ids validated so far (raw -> the one stored string): each distinct id is
         # checked once and held once, however many runs list it
         self._ids: dict[str, str] = {}
@@ -262,7 +263,7 @@ class StreamingGate:
     def _same(self, i: int, score: float, facts: list[str], covs: dict[str, Any]) -> bool:
         """Whether run ``i`` holds exactly this content (O(lessons + covariates) of the run)."""
         stats = self._stats
-        if stats._scores[i] != score or stats._facts[i] != facts:
+        if stats.score(i) != score or stats._facts[i] != facts:
             return False
         stored = {k: v for k, v in stats.run_covariates(i).items() if v is not None}
         if stored.keys() != covs.keys():
@@ -614,10 +615,9 @@ class StreamingGate:
         if "regression" in info:
             manifest["regression"] = info["regression"]
         runs = {k: info[k] for k in ("run_ids", "fact_ids", "covariates", "lesson_ids")}
-        if self._sources:  # which ingested file each run came from (duplicate reports)
-            files = list(dict.fromkeys(self._sources.values()))
-            at = {f: k for k, f in enumerate(files)}
-            runs["sources"] = {"files": files, "runs": {r: at[f] for r, f in self._sources.items()}}
+        sources = self._sources.saved(info["run_ids"])
+        if sources is not None:  # which ingested file each run came from (duplicate reports)
+            runs["sources"] = sources
         if self._adapter is not None:
             for name, value in self._adapter.state().items():
                 arrays[f"adapter/{name}"] = value
@@ -723,7 +723,8 @@ class StreamingGate:
                 for run in old._stats.runs():
                     out._commit(*run)
                 out._last, out._markers = old._last, old._markers
-                out._skipped, out._sources = old._skipped, old._sources
+                out._skipped = old._skipped
+                out._sources.take(old._sources)
                 return out
         from cogstats._imports import from_data
 
@@ -751,9 +752,9 @@ class StreamingGate:
         self._markers = {k: Marker(**v) for k, v in manifest["markers"].items()}
         self._skipped = [SkippedLine(**s) for s in manifest["skipped"]]
         sources = runs.get("sources")
+        self._sources = RunSources(lambda: self._stats.index_of)
         if isinstance(sources, dict):
-            files = sources["files"]
-            self._sources = {r: files[k] for r, k in sources["runs"].items()}
+            self._sources.restore(sources)
         self._cache = None
 
     # ------------------------------------------------------------------ ingest
