@@ -23,6 +23,7 @@ __all__ = [
     "GATE_T_OWN_COLUMN",
     "RETEST_ORDERS",
     "STATUSES",
+    "RetestSlot",
     "RetrievalPolicy",
     "Selection",
     "lesson_table",
@@ -401,6 +402,64 @@ def check_retest_options(retest_window: Any, fill_empty: Any) -> tuple[int | Non
     if not isinstance(fill_empty, bool | np.bool_):
         raise ParameterError(f"fill_empty must be True or False; got {fill_empty!r}")
     return window, bool(fill_empty)
+
+
+class RetestSlot:
+    """The re-test slot's options, validated once for every policy that has one.
+
+    A mixin for the frozen dataclass policies (``in_progress_first``, ``randomized``,
+    ``recommended``...): each declares the fields ``max_facts``, ``candidate_slots``,
+    ``retest_prob``, ``retest_window``, ``retest_order``, ``retest_floor`` (and
+    ``fill_empty`` where it fills empty places) in its own field order, and calls
+    :meth:`_check_retest` from ``__post_init__``.
+
+    Examples
+    --------
+    >>> from cogstats.retrieval import InProgressFirst
+    >>> InProgressFirst(retest_order="likely_innocent", retest_window=5).retest_window
+    5
+    """
+
+    max_facts: int
+    candidate_slots: int
+    retest_prob: float
+    retest_window: int | None
+    retest_order: str
+    retest_floor: float
+
+    #: the simulator's reference engine shows this policy its suspended lessons
+    retests_suspended = True
+
+    def _check_retest(self, *, fills_empty: bool = True) -> None:
+        """Validate the slots and the re-test options in place (frozen dataclass)."""
+        from cogstats._validation import check_real
+
+        mf, cs = check_slots(self.max_facts, self.candidate_slots)
+        object.__setattr__(self, "max_facts", mf)
+        object.__setattr__(self, "candidate_slots", cs)
+        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
+        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
+        fill = getattr(self, "fill_empty", False) if fills_empty else False
+        window, fill = check_retest_options(self.retest_window, fill)
+        object.__setattr__(self, "retest_window", window)
+        if fills_empty:
+            object.__setattr__(self, "fill_empty", fill)
+        order, floor = check_retest_order(self.retest_order, self.retest_floor)
+        object.__setattr__(self, "retest_order", order)
+        object.__setattr__(self, "retest_floor", floor)
+
+    def _split(
+        self, lessons: Any, context: Mapping[str, Any] | None, u_order: float
+    ) -> tuple[pl.DataFrame, list[str], list[str]]:
+        """:func:`split_for_retest` with this policy's options."""
+        return split_for_retest(
+            lessons,
+            retest_window=self.retest_window,
+            context=context,
+            retest_order=self.retest_order,
+            retest_floor=self.retest_floor,
+            u_order=u_order,
+        )
 
 
 def retest_eligible(

@@ -17,17 +17,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cogstats._validation import check_int, check_real
+from cogstats._validation import check_int
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
+    RetestSlot,
     Selection,
-    check_retest_options,
-    check_retest_order,
-    check_slots,
     fill_candidates,
     retest_pick,
     runs_before,
-    split_for_retest,
     verified_block,
 )
 from cogstats.retrieval._registry import register_policy
@@ -47,7 +44,7 @@ def _with_trials(frame: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
 
 
 @dataclass(frozen=True)
-class _Gated(ABC):
+class _Gated(RetestSlot, ABC):
     max_facts: int = 10
     candidate_slots: int = 2
     rest_after_trials: int | None = None
@@ -57,33 +54,10 @@ class _Gated(ABC):
     retest_order: str = "random"
     retest_floor: float = 1.5
 
-    #: the simulator's reference engine shows this policy its suspended lessons
-    retests_suspended = True
-
     def __post_init__(self) -> None:
-        mf, cs = check_slots(self.max_facts, self.candidate_slots)
-        object.__setattr__(self, "max_facts", mf)
-        object.__setattr__(self, "candidate_slots", cs)
+        self._check_retest()
         rest = check_int("rest_after_trials", self.rest_after_trials, minimum=1, optional=True)
         object.__setattr__(self, "rest_after_trials", rest)
-        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
-        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
-        window, fill = check_retest_options(self.retest_window, self.fill_empty)
-        object.__setattr__(self, "retest_window", window)
-        object.__setattr__(self, "fill_empty", fill)
-        order, floor = check_retest_order(self.retest_order, self.retest_floor)
-        object.__setattr__(self, "retest_order", order)
-        object.__setattr__(self, "retest_floor", floor)
-
-    def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
-        return split_for_retest(
-            lessons,
-            retest_window=self.retest_window,
-            context=context,
-            retest_order=self.retest_order,
-            retest_floor=self.retest_floor,
-            u_order=u_order,
-        )
 
     @abstractmethod
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:

@@ -37,13 +37,10 @@ import polars as pl
 from cogstats._validation import ParameterError, check_choice, check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
+    RetestSlot,
     Selection,
-    check_retest_options,
-    check_retest_order,
-    check_slots,
     retest_pick,
     runs_before,
-    split_for_retest,
     verified_block,
 )
 from cogstats.retrieval._registry import register_policy
@@ -66,7 +63,7 @@ def _smallest(u: np.ndarray, k: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Pooled:
+class _Pooled(RetestSlot):
     max_facts: int = 10
     candidate_slots: int = 2
     pool: int | None = None
@@ -75,31 +72,9 @@ class _Pooled:
     retest_order: str = "random"
     retest_floor: float = 1.5
 
-    #: the simulator's reference engine shows this policy its suspended lessons
-    retests_suspended = True
-
     def __post_init__(self) -> None:
-        mf, cs = check_slots(self.max_facts, self.candidate_slots)
-        object.__setattr__(self, "max_facts", mf)
-        object.__setattr__(self, "candidate_slots", cs)
+        self._check_retest(fills_empty=False)
         object.__setattr__(self, "pool", check_int("pool", self.pool, minimum=1, optional=True))
-        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
-        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
-        window, _ = check_retest_options(self.retest_window, False)
-        object.__setattr__(self, "retest_window", window)
-        order, floor = check_retest_order(self.retest_order, self.retest_floor)
-        object.__setattr__(self, "retest_order", order)
-        object.__setattr__(self, "retest_floor", floor)
-
-    def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
-        return split_for_retest(
-            lessons,
-            retest_window=self.retest_window,
-            context=context,
-            retest_order=self.retest_order,
-            retest_floor=self.retest_floor,
-            u_order=u_order,
-        )
 
     def _pool_size(self, table: pl.DataFrame) -> int:
         n_cand = int((table["status"] == "candidate").fill_null(False).sum())

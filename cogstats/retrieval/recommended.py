@@ -34,14 +34,11 @@ import polars as pl
 from cogstats._validation import ParameterError, check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
+    RetestSlot,
     Selection,
-    check_retest_options,
-    check_retest_order,
-    check_slots,
     fill_candidates,
     retest_pick,
     runs_before,
-    split_for_retest,
     verified_block,
 )
 from cogstats.retrieval._registry import register_policy
@@ -99,7 +96,7 @@ def _sums(ledger: Ledger | None) -> tuple[dict[str, tuple[int, float, float]], i
     kernel="cogstats.sim._kernel_policies:SUSPECT_PIECE",
 )
 @dataclass(frozen=True)
-class SuspectFirst:
+class SuspectFirst(RetestSlot):
     """Randomized candidate inclusion, suspects first (see the module docstring).
 
     Parameters
@@ -157,14 +154,9 @@ class SuspectFirst:
     retest_floor: float = 1.5
     fill_empty: bool = False
 
-    #: the simulator's reference engine shows this policy its suspended lessons
-    retests_suspended = True
-
     def __post_init__(self) -> None:
         """Validate the options."""
-        mf, cs = check_slots(self.max_facts, self.candidate_slots)
-        object.__setattr__(self, "max_facts", mf)
-        object.__setattr__(self, "candidate_slots", cs)
+        self._check_retest()
         p = float(
             check_real("inclusion_prob", self.inclusion_prob, minimum=0.0, maximum=1.0) or 0.0
         )
@@ -178,24 +170,6 @@ class SuspectFirst:
         )
         object.__setattr__(
             self, "fresh_trials", check_int("fresh_trials", self.fresh_trials, minimum=0)
-        )
-        prob = check_real("retest_prob", self.retest_prob, minimum=0.0, maximum=1.0)
-        object.__setattr__(self, "retest_prob", float(prob if prob is not None else 0.5))
-        window, fill = check_retest_options(self.retest_window, self.fill_empty)
-        object.__setattr__(self, "retest_window", window)
-        object.__setattr__(self, "fill_empty", fill)
-        order, floor = check_retest_order(self.retest_order, self.retest_floor)
-        object.__setattr__(self, "retest_order", order)
-        object.__setattr__(self, "retest_floor", floor)
-
-    def _split(self, lessons: Any, context: Mapping[str, Any] | None, u_order: float) -> Any:
-        return split_for_retest(
-            lessons,
-            retest_window=self.retest_window,
-            context=context,
-            retest_order=self.retest_order,
-            retest_floor=self.retest_floor,
-            u_order=u_order,
         )
 
     def uniforms_per_run(self, n_lessons: int) -> int:
