@@ -46,6 +46,7 @@ from cogstats.reports.evaluation import compare_attributions
 __all__ = [
     "DECISION_COLUMNS",
     "DEFAULT_GATES",
+    "DEMO_COLUMNS",
     "DEMO_POLICY",
     "PREFERRED_COMPARISON_GATE",
     "REPORT_GATE_SETTINGS",
@@ -56,6 +57,7 @@ __all__ = [
     "default_gates",
     "read_ledger",
     "recorded_ledger",
+    "rename_demo_columns",
     "replay_gates",
     "report_covariates",
 ]
@@ -741,6 +743,76 @@ def audit_ledger(
 # ---------------------------------------------------------------------- replay
 def _recorded(value: Any) -> bool:
     return str(value).strip().lower() in ("yes", "true", "1")
+
+
+#: The columns of cycgraph's recorded demo that :func:`replay_gates` reads, per file.
+DEMO_COLUMNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "runs": ("run", "score", "lessons_in_prompt", "recorded"),
+        "lessons": ("lesson", "kind", "first_gate_as_candidate"),
+    }
+)
+
+
+def rename_demo_columns(
+    frame: pl.DataFrame, columns: Mapping[str, str] | None, file: str
+) -> pl.DataFrame:
+    """Rename a recorded-demo file's columns to the names :func:`replay_gates` reads.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The runs or the lessons file as read.
+    columns : mapping, optional
+        The demo's column name -> the file's column name (one mapping may serve both
+        files: names the file does not need are ignored).
+    file : {"runs", "lessons"}
+        Which file ``frame`` is.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``frame`` with its columns renamed; a column the file still lacks is an error
+        naming it, the file's columns and the ``columns`` entry that would map it.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"run": [1], "fitness": [0.5], "lessons_in_prompt": ["a"],
+    ...                      "recorded": ["yes"]})
+    >>> rename_demo_columns(runs, {"score": "fitness"}, "runs").columns
+    ['run', 'score', 'lessons_in_prompt', 'recorded']
+    >>> try:
+    ...     rename_demo_columns(runs, {}, "runs")
+    ... except ValueError as err:
+    ...     print(err)  # doctest: +NORMALIZE_WHITESPACE
+    runs file: missing column(s) ['score']; got columns ['run', 'fitness',
+    'lessons_in_prompt', 'recorded']; map your names with the report's columns
+    parameter, e.g. columns={"score": "YOUR_COLUMN"}
+    """
+    if file not in DEMO_COLUMNS:
+        raise ParameterError(f"file must be one of {list(DEMO_COLUMNS)}; got {file!r}")
+    mapping = dict(columns or {})
+    bad = {k: v for k, v in mapping.items() if not (isinstance(k, str) and isinstance(v, str))}
+    if bad:
+        raise ParameterError(
+            f"columns must map the demo's column names to your file's (strings); got {bad!r}"
+        )
+    wanted = DEMO_COLUMNS[file]
+    rename = {
+        mine: theirs
+        for theirs, mine in mapping.items()
+        if theirs in wanted and mine in frame.columns and mine != theirs
+    }
+    out = frame.rename(rename)
+    missing = [c for c in wanted if c not in out.columns]
+    if missing:
+        example = ", ".join(f'"{c}": "YOUR_COLUMN"' for c in missing)
+        raise ParameterError(
+            f"{file} file: missing column(s) {missing}; got columns {frame.columns}; map your "
+            f"names with the report's columns parameter, e.g. columns={{{example}}}"
+        )
+    return out
 
 
 def recorded_ledger(runs: pl.DataFrame) -> Ledger:

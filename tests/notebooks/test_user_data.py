@@ -132,8 +132,56 @@ def test_tuning_replays_a_users_ledger_through_columns(
     _, text = _report(
         user_dir, "tuning", monkeypatch, ledger_path="my_runs.csv", columns=USER_COLUMNS
     )
-    assert "replayed over the ledger my_runs.csv (300 runs)" in text
-    assert HINT in text and "the ledger_audit report with covariates=" in text
+    assert "cycgraph's gate replayed over the ledger my_runs.csv (300 runs)" in text
+    assert HINT in text and "cogstats report tuning --param covariates=" in text
+
+
+def test_tuning_adjusts_for_the_covariates_named_and_refuses_a_typo(
+    user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a misspelt covariate fails before any simulation, with "did you mean"
+    with pytest.raises(ReportError, match="did you mean 'difficulty_estimate'"):
+        _report(
+            user_dir,
+            "tuning",
+            monkeypatch,
+            ledger_path="my_runs.csv",
+            columns=USER_COLUMNS,
+            covariates=["difficulty_estimat"],
+        )
+    _, text = _report(
+        user_dir,
+        "tuning",
+        monkeypatch,
+        ledger_path="my_runs.csv",
+        columns=USER_COLUMNS,
+        covariates=["difficulty_estimate"],
+    )
+    assert "the recommended gate replayed over the ledger my_runs.csv" in text
+    assert "adjusted for difficulty_estimate" in text and "difficulty-like" not in text
+
+
+def test_poison_replay_takes_columns_for_renamed_demo_files(
+    user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import polars as pl
+
+    from cogstats.reports import resource_path
+
+    runs = pl.read_csv(resource_path("data/cycgraph_poison_demo_runs.csv"))
+    lessons = pl.read_csv(resource_path("data/cycgraph_poison_demo_lessons.csv"))
+    runs.rename({"score": "fitness", "lessons_in_prompt": "lessons_used"}).write_csv(
+        user_dir / "demo_runs.csv"
+    )
+    lessons.rename({"lesson": "lesson_id"}).write_csv(user_dir / "demo_lessons.csv")
+    files = {"runs_path": "demo_runs.csv", "lessons_path": "demo_lessons.csv"}
+    with pytest.raises(ReportError, match=r"missing column\(s\) \['score', 'lessons_in_prompt'\]"):
+        _report(user_dir, "poison_replay", monkeypatch, **files)
+    mapping = {"score": "fitness", "lessons_in_prompt": "lessons_used", "lesson": "lesson_id"}
+    _, renamed = _report(user_dir, "poison_replay", monkeypatch, columns=mapping, **files)
+    _, bundled = _report(user_dir, "poison_replay", monkeypatch)
+    assert renamed == bundled  # the same decisions, in the same words
+    assert "cycgraph evicts:" in renamed
 
 
 def test_sweep_reports_name_the_users_scenario_and_no_goals(
