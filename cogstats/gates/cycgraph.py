@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -195,7 +195,9 @@ class CycgraphGate:
 
     def to_policy(self) -> dict[str, Any]:
         """Return the policy as a snake_case dict (round-trips through :meth:`from_policy`)."""
-        return asdict(self)
+        # every field is a scalar: a plain dict, not asdict's deep copy (about 50 us, paid
+        # by StreamingGate at every look)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(
@@ -439,19 +441,38 @@ class CycgraphGate:
                 nbf,
                 g.mean_a,
                 g.mean_b,
-                np.nan_to_num(g.var_a, nan=0.0),
-                np.nan_to_num(g.var_b, nan=0.0),
+                _nan_to_zero(g.var_a),
+                _nan_to_zero(g.var_b),
                 self.noise_floor_sd**2,
             )
-        p_promote = _p_exceeds(lift, se, df, self.promote_margin)
-        p_evict = 1.0 - _p_exceeds(lift, se, df, -self.evict_margin)
         doubling = self.sequential_control == "doubling"
-        bracket = floor_log2(n_b)
         factor = spending_factor(n_b, doubling)
-        up_p = spent_pvalue(1.0 - p_promote, factor)
-        down_p = spent_pvalue(1.0 - p_evict, factor)
         q_up = 1.0 - self.promote_confidence
         q_down = 1.0 - self.evict_confidence
+        # The t tail (scipy's stdtr, most of a look's cost) only where a decision can
+        # depend on it.  A lesson whose lift lies strictly between -evict_margin and
+        # promote_margin has t >= 0 on both sides, so both one-sided p-values are at least
+        # 0.5 before spending (and min(1, p * factor) >= 0.5 after): above q < 0.5, never
+        # rejected, by Benjamini-Hochberg or alone, whatever their value; 1.0 stands in
+        # for them (it sorts after every p-value that can be rejected).  Their exact
+        # values are filled in (:func:`_fill_p`, the same floats) when a report row or
+        # the near-threshold check asks for them.
+        lazy = np.zeros(k, dtype=bool)
+        if q_up < 0.5 and q_down < 0.5:
+            lazy = (
+                (lift < self.promote_margin)
+                & (lift > -self.evict_margin)
+                & np.isfinite(se)
+                & np.isfinite(df)
+            )
+        margins = np.array([self.promote_margin, -self.evict_margin], dtype=np.float64)
+        p_promote = np.full(k, np.nan)
+        p_evict = np.full(k, np.nan)
+        up_p = np.ones(k)
+        down_p = np.ones(k)
+        _fill_p_arrays(
+            np.flatnonzero(~lazy), lift, se, df, factor, margins, p_promote, p_evict, up_p, down_p
+        )
         idx = np.flatnonzero(tested)
         up = np.zeros(k, dtype=bool)
         down = np.zeros(k, dtype=bool)
@@ -489,14 +510,16 @@ class CycgraphGate:
             p_evict=p_evict,
             up_p=up_p,
             down_p=down_p,
+            lazy=lazy,
+            margins=margins,
             factor=factor,
             t_up=(self.promote_margin - lift) / np.where(se > 0, se, np.nan),
             t_down=(-self.evict_margin - lift) / np.where(se > 0, se, np.nan),
             sa=sa,
             sb=sb,
         )
-        if doubling:
-            out["alpha_bracket"] = bracket.astype(np.int64)
+        if doubling:  # factor = 2**bracket: log2 of a power of two is exact
+            out["alpha_bracket"] = np.log2(factor).astype(np.int64)
         return out
 
     def _fragile(
@@ -544,36 +567,49 @@ class CycgraphGate:
         floor2 = self.noise_floor_sd**2
         n = np.maximum(g.n_a, 1).astype(float)
         n_b = np.maximum(g.n_b, 1).astype(float)
-        var_a = np.nan_to_num(g.var_a, nan=0.0)
-        var_b = np.nan_to_num(g.var_b, nan=0.0)
+        var_a = _nan_to_zero(g.var_a)
+        var_b = _nan_to_zero(g.var_b)
         dsa = np.where(var_a + var_a_tol > floor2, var_a_tol, 0.0) / n
         dsb = np.where(var_b + var_b_tol > floor2, var_b_tol, 0.0) / n_b
         se = np.sqrt(d["sa"] + d["sb"])
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            dse = 2.0 * (dsa + dsb) / (2.0 * se)
-            rel = 4.0 * (dsa + dsb) / (d["sa"] + d["sb"])
-            tols = []
-            for t in (d["t_up"], d["t_down"]):
-                t = np.nan_to_num(np.abs(t), nan=np.inf)  # |t| = inf: se == 0
-                dt = (lift_tol + t * dse) / se
-                # the p-value moves by at most the largest t density on [|t| - dt, |t| + dt]
-                # times dt: the density at |t| - dt (it decreases away from 0)
-                dens = _t_density(np.maximum(t - dt, 0.0), d["df"])
-                tols.append(2.0 * d["factor"] * (dens * dt + rel))
-            tol_up, tol_down = (np.where(np.isfinite(v), v, np.inf) for v in tols)
         zero_se_possible = (var_a <= var_a_tol) & (var_b <= var_b_tol) & (floor2 == 0.0)
         m = int(tested.sum())
         near = zero_se_possible & tested
-        for p, tol, q in (
-            (d["up_p"], tol_up, 1.0 - self.promote_confidence),
-            (d["down_p"], tol_down, 1.0 - self.evict_confidence),
-        ):
-            if self.multiple_comparison == "bh":
-                rank = np.clip(np.rint(p * m / q), 1, m)
-                gap = np.abs(p - rank / m * q)
-            else:
-                gap = np.abs(p - q)
-            near |= tested & (gap <= tol)
+        factor = d["factor"]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            dse = 2.0 * (dsa + dsb) / (2.0 * se)
+            rel = 4.0 * (dsa + dsb) / (d["sa"] + d["sb"])
+            for t, p, q in (
+                (d["t_up"], d["up_p"], 1.0 - self.promote_confidence),
+                (d["t_down"], d["down_p"], 1.0 - self.evict_confidence),
+            ):
+                # |t| = inf (se == 0) and nan become the largest float, as np.nan_to_num's
+                # nan=inf then posinf did
+                t = np.abs(t)
+                t = np.where(np.isfinite(t), t, _FLOAT_MAX)
+                dt = (lift_tol + t * dse) / se
+                bound = 2.0 * factor * (0.5 * dt + rel)  # see below
+                if "lazy" in d:
+                    # a deferred p-value is at least 0.5, so its gap at least 0.5 - q:
+                    # filled in where the bound could reach that far (a nan bound too)
+                    _fill_p(d, np.flatnonzero(d["lazy"] & tested & ~(0.5 - q > bound)))
+                if self.multiple_comparison == "bh":
+                    rank = np.clip(np.rint(p * m / q), 1, m)
+                    gap = np.abs(p - rank / m * q)
+                else:
+                    gap = np.abs(p - q)
+                # the p-value moves by at most the largest t density on [|t| - dt, |t| + dt]
+                # times dt: the density at |t| - dt (it decreases away from 0).  A t density
+                # is at most 1/sqrt(2 pi) < 0.5 for any df, so a row whose gap exceeds the
+                # bound with 0.5 in its place is not near; the density (two gammaln a row)
+                # is evaluated on the other rows only (a nan or infinite bound included).
+                maybe = np.flatnonzero(tested & ~(gap > bound))
+                if maybe.size:
+                    dtm = dt[maybe]
+                    dens = _TDensity(d["df"][maybe])(np.maximum(t[maybe] - dtm, 0.0))
+                    tol = 2.0 * factor[maybe] * (dens * dtm + rel[maybe])
+                    tol = np.where(np.isfinite(tol), tol, np.inf)
+                    near[maybe] |= gap[maybe] <= tol
         near &= ~g.exact | (var_a_tol > 0)
         return np.flatnonzero(near)
 
@@ -693,15 +729,36 @@ def inference_outcome(
     return where(no_lift, C.OUTCOME_EVICT_NO_LIFT, out)
 
 
-def _t_density(t: np.ndarray, df: np.ndarray) -> np.ndarray:
-    """Student's t density at ``t`` (the normal's where ``df`` is infinite)."""
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        finite = np.isfinite(df) & (df < 1e12)
-        nu = np.where(finite, df, 1.0)
-        log_c = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
-        dens_t = np.exp(log_c - (nu + 1) / 2 * np.log1p(t * t / nu))
-        dens_n = np.exp(-0.5 * t * t) / np.sqrt(2 * np.pi)
-    return np.asarray(np.where(finite, dens_t, dens_n))
+_FLOAT_MAX = np.finfo(np.float64).max
+
+
+def _nan_to_zero(x: np.ndarray) -> np.ndarray:
+    """``x`` with nan as 0 (variances: finite or nan; np.nan_to_num costs 4x more)."""
+    return np.where(np.isnan(x), 0.0, x)
+
+
+class _TDensity:
+    """Student's t density with ``df`` degrees of freedom, evaluated at several ``t``.
+
+    The normalising constant (two ``gammaln``) is computed once per ``df`` array: the
+    near-threshold bound evaluates the density at two points per lesson and look.
+    """
+
+    def __init__(self, df: np.ndarray) -> None:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            self.finite = np.isfinite(df) & (df < 1e12)
+            self.nu = np.where(self.finite, df, 1.0)
+            nu = self.nu
+            self.log_c = (
+                special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
+            )
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        nu = self.nu
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            dens_t = np.exp(self.log_c - (nu + 1) / 2 * np.log1p(t * t / nu))
+            dens_n = np.exp(-0.5 * t * t) / np.sqrt(2 * np.pi)
+        return np.asarray(np.where(self.finite, dens_t, dens_n))
 
 
 def _p_exceeds(lift: np.ndarray, se: np.ndarray, df: np.ndarray, margin: float) -> np.ndarray:
@@ -711,11 +768,73 @@ def _p_exceeds(lift: np.ndarray, se: np.ndarray, df: np.ndarray, margin: float) 
     return np.asarray(np.where(se == 0, np.where(lift > margin, 1.0, 0.0), p))
 
 
+def _p_exceeds_both(
+    lift: np.ndarray, se: np.ndarray, df: np.ndarray, m1: float, m2: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_p_exceeds` at two margins in one ``stdtr`` call (same floats, elementwise)."""
+    k = lift.size
+    margin = np.repeat(np.array([m1, m2], dtype=np.float64), k)
+    lift2, se2 = np.tile(lift, 2), np.tile(se, 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 1.0 - special.stdtr(np.tile(df, 2), (margin - lift2) / se2)
+    out = np.where(se2 == 0, np.where(lift2 > margin, 1.0, 0.0), p)
+    return out[:k], out[k:]
+
+
+def _fill_p_arrays(
+    rows: np.ndarray,
+    lift: np.ndarray,
+    se: np.ndarray,
+    df: np.ndarray,
+    factor: np.ndarray,
+    margins: np.ndarray,
+    p_promote: np.ndarray,
+    p_evict: np.ndarray,
+    up_p: np.ndarray,
+    down_p: np.ndarray,
+) -> None:
+    """Compute the inference rule's p-values of ``rows`` into the arrays (in place)."""
+    if not rows.size:
+        return
+    pp, pe = _p_exceeds_both(lift[rows], se[rows], df[rows], margins[0], margins[1])
+    p_promote[rows] = pp
+    p_evict[rows] = 1.0 - pe
+    up_p[rows] = spent_pvalue(1.0 - pp, factor[rows])
+    down_p[rows] = spent_pvalue(1.0 - p_evict[rows], factor[rows])
+
+
+def _fill_p(d: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
+    """Fill the deferred p-values of ``rows`` (None: all) of an inference-rule look."""
+    lazy = d.get("lazy")
+    if lazy is None:
+        return
+    want = lazy if rows is None else np.zeros(lazy.size, dtype=bool)
+    if rows is not None:
+        want[rows] = lazy[rows]
+    sel = np.flatnonzero(want)
+    if not sel.size:
+        return
+    _fill_p_arrays(
+        sel,
+        d["lift"],
+        d["se"],
+        d["df"],
+        d["factor"],
+        d["margins"],
+        d["p_promote"],
+        d["p_evict"],
+        d["up_p"],
+        d["down_p"],
+    )
+    lazy[sel] = False
+
+
 def _frame(
     ids: Sequence[str], g: _ledger_stats.GroupArrays, d: dict[str, np.ndarray]
 ) -> pl.DataFrame:
     tested = d["tested"]
     k = tested.size
+    _fill_p(d)
 
     def floats(name: str, values: np.ndarray) -> pl.Series:
         return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
@@ -763,6 +882,7 @@ def _rows_frame(
     rows: np.ndarray,
 ) -> pl.DataFrame:
     """:func:`_frame` for a few rows (the changed ones), built column by column."""
+    _fill_p(d, rows)
     tested = d["tested"][rows]
     k = rows.size
     nan = np.full(k, np.nan)

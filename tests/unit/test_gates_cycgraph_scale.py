@@ -174,3 +174,108 @@ def test_fact_arrays_in_blocks_equal_the_whole_array_formula(
     assert fa.sums.tobytes() == sums.tobytes()
     assert fa.means.tobytes() == means.tobytes()
     assert fa.ss.tobytes() == ss.tobytes()
+
+
+def _near_reference(
+    gate: CycgraphGate, g: _ledger_stats.GroupArrays, d: dict, lift_tol, var_a_tol, var_b_tol
+) -> np.ndarray:
+    """The inference rule's near-threshold set as first written: the t density on every row.
+
+    Source: cogstats/gates/cycgraph.py before the density was evaluated on the rows a
+    density-free bound (1/sqrt(2 pi) < 0.5) leaves only; the two must give the same set.
+    """
+    from scipy import special
+
+    tested = d["tested"]
+    floor2 = gate.noise_floor_sd**2
+    n = np.maximum(g.n_a, 1).astype(float)
+    n_b = np.maximum(g.n_b, 1).astype(float)
+    var_a = np.nan_to_num(g.var_a, nan=0.0)
+    var_b = np.nan_to_num(g.var_b, nan=0.0)
+    dsa = np.where(var_a + var_a_tol > floor2, var_a_tol, 0.0) / n
+    dsb = np.where(var_b + var_b_tol > floor2, var_b_tol, 0.0) / n_b
+    se = np.sqrt(d["sa"] + d["sb"])
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        dse = 2.0 * (dsa + dsb) / (2.0 * se)
+        rel = 4.0 * (dsa + dsb) / (d["sa"] + d["sb"])
+        tols = []
+        for t in (d["t_up"], d["t_down"]):
+            t = np.nan_to_num(np.abs(t), nan=np.inf)
+            dt = (lift_tol + t * dse) / se
+            x = np.maximum(t - dt, 0.0)
+            df = d["df"]
+            finite = np.isfinite(df) & (df < 1e12)
+            nu = np.where(finite, df, 1.0)
+            log_c = (
+                special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
+            )
+            dens = np.where(
+                finite,
+                np.exp(log_c - (nu + 1) / 2 * np.log1p(x * x / nu)),
+                np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi),
+            )
+            tols.append(2.0 * d["factor"] * (dens * dt + rel))
+        tol_up, tol_down = (np.where(np.isfinite(v), v, np.inf) for v in tols)
+    zero_se_possible = (var_a <= var_a_tol) & (var_b <= var_b_tol) & (floor2 == 0.0)
+    m = int(tested.sum())
+    near = zero_se_possible & tested
+    for p, tol, q in (
+        (d["up_p"], tol_up, 1.0 - gate.promote_confidence),
+        (d["down_p"], tol_down, 1.0 - gate.evict_confidence),
+    ):
+        with np.errstate(invalid="ignore"):
+            if gate.multiple_comparison == "bh":
+                rank = np.clip(np.rint(p * m / q), 1, m)
+                gap = np.abs(p - rank / m * q)
+            else:
+                gap = np.abs(p - q)
+            near |= tested & (gap <= tol)
+    near &= ~g.exact | (var_a_tol > 0)
+    return np.flatnonzero(near)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e8, 1e11, 1e13])
+@pytest.mark.parametrize("multiple_comparison", ["bh", "none"])
+@pytest.mark.parametrize("noise_floor_sd", [0.0, 0.1])
+def test_near_threshold_set_equals_the_full_density_formula(
+    scale: float, multiple_comparison: str, noise_floor_sd: float
+) -> None:
+    """Tolerances blown up by ``scale`` put many rows near a threshold: same set both ways."""
+    from cogstats.gates.cycgraph import _fill_p, _p_exceeds_both
+    from cogstats.stats import StreamingStats
+
+    rng = np.random.default_rng(int(scale) % 1000 + len(multiple_comparison))
+    gate = CycgraphGate(
+        min_trials=2, multiple_comparison=multiple_comparison, noise_floor_sd=noise_floor_sd
+    )
+    found = 0
+    for rep in range(20):
+        stats = StreamingStats()
+        n_lessons = int(rng.integers(5, 40))
+        effects = rng.normal(0, 0.15, n_lessons)
+        for i in range(int(rng.integers(10, 300))):
+            chosen = rng.choice(n_lessons, size=int(rng.integers(0, 5)), replace=False)
+            score = float(np.clip(0.5 + effects[chosen].sum() + rng.normal(0, 0.1), 0, 1))
+            if rep % 3 == 0:
+                score = round(score * 20) / 20  # ties and zero variances
+            stats.add_run(f"r{i}", score, [f"L{j}" for j in chosen])
+        g, lt, vat, vbt = stats.group_arrays(stats.order())
+        d = gate._decide_core(g)
+        full = {k: v.copy() for k, v in d.items()}
+        _fill_p(full)  # every deferred p-value computed: the reference reads them all
+        assert not full["lazy"].any()
+        # ... equal to one eager call on every row (elementwise: the same floats)
+        pp, pe = _p_exceeds_both(d["lift"], d["se"], d["df"], 0.05, -0.05)
+        np.testing.assert_array_equal(full["p_promote"], pp)
+        np.testing.assert_array_equal(full["p_evict"], 1.0 - pe)
+        tols = (lt * scale, vat * scale, vbt * scale)
+        got = gate._near_thresholds(g, d, *tols)
+        want = _near_reference(gate, g, full, *tols)
+        assert got.tolist() == want.tolist()
+        found += want.size
+        # deferred p-values are the eager ones, bit for bit, once filled
+        _fill_p(d)
+        for name in ("p_promote", "p_evict", "up_p", "down_p"):
+            np.testing.assert_array_equal(d[name], full[name])
+    if scale >= 1e11:
+        assert found > 0  # the comparison saw near rows

@@ -148,6 +148,9 @@ class StreamingGate:
         self.candidates = candidates  # validated by the setter
         self._statuses: Mapping[str, LessonState] | None = None
         self._last: dict[str, tuple[str, str | None]] = {}
+        # the previous look's (candidates, decisions, reasons, the ``_last`` it updated)
+        self._prev_look: tuple[tuple[str, ...], np.ndarray, np.ndarray, dict[str, Any]] | None
+        self._prev_look = None
         self._markers: dict[str, Marker] = {}
         self._skipped: list[SkippedLine] = []
         self._cache: tuple[Any, Judgement] | None = None
@@ -409,13 +412,26 @@ class StreamingGate:
     def _look(self) -> GateReport:
         j = self._judgement(self._candidates)
         last = self._last
-        changed: list[int] = []
-        held = ("hold", None)
-        for k, now in enumerate(zip(j.decision.tolist(), j.reason.tolist(), strict=True)):
-            f = j.fact_ids[k]
-            if last.get(f, held) != now:
-                changed.append(k)
-                last[f] = now
+        prev = self._prev_look
+        changed: list[int]
+        if prev is not None and prev[3] is last and prev[0] == j.fact_ids:
+            # the same candidates as the previous look, whose decisions ``last`` holds:
+            # compare the arrays (a C loop) and update only the rows that changed
+            rows = np.flatnonzero((j.decision != prev[1]) | (j.reason != prev[2]))
+            changed = rows.tolist()
+            ids = j.fact_ids
+            new = zip(j.decision[rows].tolist(), j.reason[rows].tolist(), strict=True)
+            for k, now in zip(changed, new, strict=True):
+                last[ids[k]] = now
+        else:
+            changed = []
+            held = ("hold", None)
+            for k, now in enumerate(zip(j.decision.tolist(), j.reason.tolist(), strict=True)):
+                f = j.fact_ids[k]
+                if last.get(f, held) != now:
+                    changed.append(k)
+                    last[f] = now
+        self._prev_look = (j.fact_ids, j.decision, j.reason, last)
         if not changed:
             if self._empty is None or self._empty.gate != j.gate:
                 self._empty = j.report(np.zeros(0, dtype=np.int64))
