@@ -37,6 +37,7 @@ BENCHMARKS = {
     "tune": "benchmarks.tune_latency",
     "d1": "benchmarks.d1_start_recommended",
     "v2_simulated": "benchmarks.v2_simulated",
+    "v2_s1_s4": "benchmarks.v2_s1_s4",
     "d2": "benchmarks.d2_catch_up",
     "d3": "benchmarks.d3_large_ledger",
 }

@@ -717,6 +717,9 @@ class LifecycleGate:
             suspect_z=self.suspect_z,
             min_share=self.min_share,
             group_duplicates=True,
+            # a clearly helpful lesson past its last look is freed like a clear suspect:
+            # shrunk, its effect is charged to the lessons that displaced it from prompts
+            helpful_min_info=self.max_information,
         )
 
     def rule_options(self) -> dict[str, Any]:

@@ -294,7 +294,14 @@ def judge(
         same = True
         for i in range(nr):
             nxt[i] = KREC.suspect_penalties(
-                ir[i], xr[_T, i], xr[_INFO, i], gr[f + i, f + i], susz, share, k_pen
+                ir[i],
+                xr[_T, i],
+                xr[_INFO, i],
+                gr[f + i, f + i],
+                susz,
+                share,
+                k_pen,
+                gf[MAX_INFORMATION],
             )
             if nxt[i] != pen[i]:
                 same = False

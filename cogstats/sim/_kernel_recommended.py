@@ -331,7 +331,7 @@ def recommended_gate(
         same = True
         for i in range(m_act):
             new[i] = suspect_penalties(
-                ident[i], t[i], info[i], gram[f + i, f + i], susz, share, k_pen
+                ident[i], t[i], info[i], gram[f + i, f + i], susz, share, k_pen, math.inf
             )
             if new[i] != pen[i]:
                 same = False

@@ -87,6 +87,41 @@ def _random_ledger(rng: np.random.Generator, proxy: bool) -> Ledger:
     )
 
 
+def _compiled_equals_gate(gate: LifecycleGate, stats: Any, status: np.ndarray) -> np.ndarray:
+    """Run the compiled judge on ``stats``; assert it equals ``gate.decide``; its codes."""
+    gi, gf = _pack(gate)
+    levels = np.ascontiguousarray(gate.nominal_levels())
+    r = stats.ridge
+    m = len(r.fact_ids)
+    want_out, want_why, ex = gate.decide(stats, status)
+    out, why = np.empty(m, np.int64), np.empty(m, np.int64)
+    x, ident = np.empty((len(KLC.EVIDENCE_ROWS), m)), np.empty(m, np.bool_)
+    KLC.judge(
+        gi,
+        gf,
+        levels,
+        np.ascontiguousarray(r.gram),
+        np.ascontiguousarray(r.zty),
+        float(r.yty),
+        int(r.runs),
+        int(r.n_fixed),
+        np.ascontiguousarray(stats.with_ss),
+        status,
+        out,
+        why,
+        x,
+        ident,
+    )
+    assert out.tolist() == want_out.tolist()
+    assert why.tolist() == want_why.tolist()
+    assert ident.tolist() == np.asarray(ex["identifiable"]).tolist()
+    for row, name in enumerate(KLC.EVIDENCE_ROWS):
+        np.testing.assert_allclose(
+            x[row], np.asarray(ex[name], float), rtol=0, atol=1e-9, err_msg=name
+        )
+    return out
+
+
 def test_compiled_judge_equals_the_gate_on_random_ledgers() -> None:
     """judge() on a ledger's statistics = LifecycleGate.decide: codes equal, evidence 1e-9."""
     rng = np.random.default_rng(20261202)
@@ -95,42 +130,45 @@ def test_compiled_judge_equals_the_gate_on_random_ledgers() -> None:
     decided = set()
     for trial in range(80):
         gate = gates[trial % 2]
-        gi, gf = _pack(gate)
-        levels = np.ascontiguousarray(gate.nominal_levels())
         stats = gate.statistics(_random_ledger(rng, proxy=trial % 3 != 0))
-        r = stats.ridge
-        m = len(r.fact_ids)
+        m = len(stats.ridge.fact_ids)
         status = rng.integers(0, 5, m).astype(np.int64)
-        want_out, want_why, ex = gate.decide(stats, status)
-        out, why = np.empty(m, np.int64), np.empty(m, np.int64)
-        x, ident = np.empty((len(KLC.EVIDENCE_ROWS), m)), np.empty(m, np.bool_)
-        KLC.judge(
-            gi,
-            gf,
-            levels,
-            np.ascontiguousarray(r.gram),
-            np.ascontiguousarray(r.zty),
-            float(r.yty),
-            int(r.runs),
-            int(r.n_fixed),
-            np.ascontiguousarray(stats.with_ss),
-            status,
-            out,
-            why,
-            x,
-            ident,
-        )
-        assert out.tolist() == want_out.tolist(), trial
-        assert why.tolist() == want_why.tolist(), trial
-        assert ident.tolist() == np.asarray(ex["identifiable"]).tolist()
-        for row, name in enumerate(KLC.EVIDENCE_ROWS):
-            np.testing.assert_allclose(
-                x[row], np.asarray(ex[name], float), rtol=0, atol=1e-9, err_msg=name
-            )
+        out = _compiled_equals_gate(gate, stats, status)
         checked += m
         decided |= {C.outcome_of_code(int(o))[0] for o in out}
     assert checked > 300
     assert {C.EVICT, C.SUSPEND, C.HOLD} <= decided  # the test sees real decisions
+
+
+def test_compiled_judge_frees_clearly_helpful_lessons_as_the_gate_does() -> None:
+    """Long ledgers with strong helpful lessons: the ridge's second pass frees them
+    (``helpful_min_info`` = the gate's ``max_information``) in both, decisions equal."""
+    rng = np.random.default_rng(20261204)
+    gate = LifecycleGate()
+    freed = 0
+    for _ in range(6):
+        n, k = int(rng.integers(150, 400)), int(rng.integers(6, 14))
+        x = rng.random((n, k)) < rng.uniform(0.15, 0.4)
+        eff = np.zeros(k)
+        eff[:2] = 0.12  # clearly helpful
+        eff[2] = -0.2
+        d = rng.normal(0.0, 0.1, n)
+        y = np.clip(0.5 + d + x @ eff + rng.normal(0.0, 0.05, n), 0.0, 1.0)
+        ledger = Ledger.from_records(
+            {
+                "run_id": f"r{i}",
+                "score": float(y[i]),
+                "fact_ids": [f"l{j}" for j in range(k) if x[i, j]],
+                "difficulty_proxy": float(d[i]),
+            }
+            for i in range(n)
+        )
+        stats = gate.statistics(ledger)
+        fit = gate.fit(stats)
+        freed += int(np.sum(~fit.penalized & (fit.t > 0)))
+        m = len(stats.ridge.fact_ids)
+        _compiled_equals_gate(gate, stats, np.zeros(m, dtype=np.int64))
+    assert freed > 0  # the helpful branch ran
 
 
 def test_compiled_rule_equals_lifecycle_rule_on_random_inputs() -> None:
