@@ -161,9 +161,12 @@ def __getattr__(name: str) -> Any:
 
 
 def _drop_stale_cache() -> None:
-    """Delete the cached compiled loop when a piece inlined into it has changed.
+    """Delete the cached compiled kernel when a piece inlined into it has changed.
 
-    Numba checks only this file's timestamp; the hash of every piece's source (the
+    Numba checks only the timestamp of the file that defines a cached function, so the
+    run loop (this file) and every piece's cached functions (``_kernel_lifecycle.judge``
+    ...: they inline the gates' rules) would run old machine code after a rule changed
+    in its own module.  The hash of every piece's source (the
     ``_kernel*.py`` pieces, ``_tdist.py``, and the modules whose plain functions the pieces
     compile: ``cogstats/numerics.py``, the gates' rules,
     :data:`~cogstats.sim._kernel_common.COMPILED_SOURCES`) is kept in
@@ -187,7 +190,7 @@ def _drop_stale_cache() -> None:
         if stamp.exists() and stamp.read_text() == digest.hexdigest():
             return
         if cache.is_dir():
-            for old in cache.glob("_kernel.*.nb[ic]"):
+            for old in cache.glob("_kernel*.nb[ic]"):  # the loop and every piece
                 old.unlink(missing_ok=True)
             stamp.write_text(digest.hexdigest())
     except OSError:  # a read-only install: numba's own cache rules apply

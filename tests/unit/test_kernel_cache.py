@@ -1,4 +1,9 @@
-"""The compiled loop's disk cache follows its inlined pieces (cogstats.sim._kernel)."""
+"""The compiled kernel's disk cache follows its inlined pieces (cogstats.sim._kernel).
+
+The run loop and every piece's cached functions go when a piece or a rule module they
+inline changes (a stale ``_kernel_lifecycle.judge`` once ran an old rule); other cached
+functions (``_tdist``, which inlines nothing of a gate) stay.
+"""
 
 from __future__ import annotations
 
@@ -18,15 +23,17 @@ def test_a_changed_piece_drops_the_cached_loop(tmp_path: Path, monkeypatch) -> N
     shutil.copy(src.parent / "numerics.py", tmp_path / "cogstats" / "numerics.py")
     monkeypatch.setattr(K, "__file__", str(sim / "_kernel.py"))
     cached = sim / "__pycache__" / "_kernel.run_chunk-160.py311.nbi"
-    other = sim / "__pycache__" / "_kernel_common.welch_z-1.py311.nbi"
+    piece_cache = sim / "__pycache__" / "_kernel_lifecycle.judge-216.py311.1.nbc"
+    other = sim / "__pycache__" / "_tdist.t_cdf-100.py311.1.nbc"
+    for f in (cached, piece_cache, other):
+        f.write_text("x")
+    K._drop_stale_cache()  # no stamp yet: the cached kernel may be stale, so it goes
+    assert not cached.exists() and not piece_cache.exists() and other.exists()
     cached.write_text("x")
-    other.write_text("x")
-    K._drop_stale_cache()  # no stamp yet: the cached loop may be stale, so it goes
-    assert not cached.exists() and other.exists()
-    cached.write_text("x")
+    piece_cache.write_text("x")
     K._drop_stale_cache()  # the same sources: the cache stays
-    assert cached.exists()
+    assert cached.exists() and piece_cache.exists()
     piece = sim / "_kernel_cycgraph.py"
     piece.write_text(piece.read_text() + "\n# edited\n")
-    K._drop_stale_cache()  # a piece changed: the loop is compiled again
-    assert not cached.exists() and other.exists()
+    K._drop_stale_cache()  # a piece changed: the loop and the pieces are compiled again
+    assert not cached.exists() and not piece_cache.exists() and other.exists()
