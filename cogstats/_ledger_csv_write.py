@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cogstats._ledger_io import PROPENSITY_COLUMNS, _infer_csv_column, split_list_cell
+from cogstats._ledger_io import PROPENSITY_COLUMNS, infer_csv_column, split_list_cell
 from cogstats._validation import LedgerError
 
 __all__ = ["csv_text"]
@@ -84,7 +84,7 @@ def _covariate_cells(name: str, values: list[Any], run_ids: Sequence[str]) -> li
     cells = ["" if v is None else repr(v) if isinstance(v, float) else str(v) for v in values]
     kinds = {type(v) for v in values if v is not None}
     as_float = float in kinds and kinds <= {int, float}  # the frame holds these as floats
-    parse = _infer_csv_column(cells)
+    parse = infer_csv_column(cells)
     for i, (value, cell) in enumerate(zip(values, cells, strict=True)):
         back = parse(cell)
         if value is None:

@@ -850,7 +850,7 @@ class _CsvLayout:
             split[2] += 1
 
     def parsers(self, src: str) -> dict[str, Callable[[str], Any]]:
-        """Each covariate's parser (:func:`_infer_csv_column`'s choice), after the checks."""
+        """Each covariate's parser (:func:`infer_csv_column`'s choice), after the checks."""
         for name in self.covariates:  # column by column, as check_csv_numbers runs
             if name in self.too_long:
                 check_csv_numbers(name, [self.too_long[name]], src)
@@ -1132,8 +1132,19 @@ def check_csv_numbers(name: str, cells: Sequence[tuple[int, str]], src: str | No
                 )
 
 
-def _infer_csv_column(cells: list[str]) -> Callable[[str], Any]:
-    """Pick the narrowest type every non-empty cell parses as: int, float, bool, str."""
+def infer_csv_column(cells: list[str]) -> Callable[[str], Any]:
+    """Pick the narrowest type every non-empty cell parses as: int, float, bool, str.
+
+    Returns the parser of one cell (an empty cell is None).
+
+    Examples
+    --------
+    >>> parse = infer_csv_column(["1", " 2", ""])
+    >>> parse("3"), parse("")
+    (3, None)
+    >>> infer_csv_column(["1", "2.5"])("2.5")
+    2.5
+    """
     present = [v for v in (c.strip() for c in cells) if v]
 
     def all_parse(fn: Callable[[str], Any]) -> bool:

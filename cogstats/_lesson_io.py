@@ -21,11 +21,11 @@ import polars as pl
 from cogstats._json import JsonLimitError, _DuplicateKey, load_json
 from cogstats._ledger_io import (
     _CsvRows,
-    _infer_csv_column,
     _jsonl_records,
     _rename_records,
     check_excel_sep,
     decode,
+    infer_csv_column,
     rename_plan,
     sniff_delimiter,
     split_list_cell,
@@ -155,7 +155,7 @@ def _lesson_csv_records(
         raw.append((k, cells))
     position = {name: j for j, name in enumerate(header) if name}
     parsers = {
-        name: _infer_csv_column([cells[j] for _, cells in raw])
+        name: infer_csv_column([cells[j] for _, cells in raw])
         for name, j in position.items()
         if name not in ("id", "status", *LESSON_LIST_COLUMNS)
     }

@@ -36,7 +36,7 @@ from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-expor
     LedgerFormat,
     parse_json_record,  # noqa: F401  (the streaming gate reads JSON Lines as the ledger)
 )
-from cogstats.stats import groups as _ledger_stats
+from cogstats.stats import groups as lesson_groups
 
 if TYPE_CHECKING:  # scipy.sparse loads with the first design (0.2 s off every start-up)
     from scipy import sparse
@@ -774,18 +774,18 @@ class Ledger:
         """Distinct lesson ids and the (row, col) pairs of the deduplicated inclusions."""
         cached = self._cache.get("facts_index")
         if cached is None:
-            ids, rows, cols, pos = _ledger_stats.facts_index(self._fact_ids)
+            ids, rows, cols, pos = lesson_groups.facts_index(self._fact_ids)
             cached = (ids, rows, cols)
             self._cache["facts_index"] = cached
             self._cache["fact_pos"] = pos
         return cached
 
-    def _fact_arrays(self) -> _ledger_stats.FactArrays:
+    def _fact_arrays(self) -> lesson_groups.FactArrays:
         """With-lesson sufficient statistics (cached until the ledger changes)."""
         cached = self._cache.get("fact_arrays")
         if cached is None:
             ids, rows, cols = self._facts_index()
-            cached = _ledger_stats.fact_arrays(self.scores, rows, cols, len(ids))
+            cached = lesson_groups.fact_arrays(self.scores, rows, cols, len(ids))
             self._cache["fact_arrays"] = cached
         return cached
 
@@ -795,9 +795,9 @@ class Ledger:
         pos = self._cache["fact_pos"]
         return np.fromiter((pos.get(f, -1) for f in fact_ids), dtype=np.int64, count=len(fact_ids))
 
-    def _group_arrays(self, fact_ids: Sequence[str]) -> _ledger_stats.GroupArrays:
+    def _group_arrays(self, fact_ids: Sequence[str]) -> lesson_groups.GroupArrays:
         """With-lesson and leave-one-out statistics of ``fact_ids`` (aligned arrays)."""
-        return _ledger_stats.group_arrays(self._fact_arrays(), self._fact_columns(fact_ids))
+        return lesson_groups.group_arrays(self._fact_arrays(), self._fact_columns(fact_ids))
 
     def _extend(
         self,

@@ -40,8 +40,14 @@ from cogstats.admission.index import VectorIndex, make_index
 from cogstats.admission.metrics import recall_at_k, serve
 from cogstats.admission.monitor import RecallMonitor
 from cogstats.admission.spec import AdmissionSpec
-from cogstats.admission.world import POISON, SEED, World, draw_queries, exact_neighbours
-from cogstats.admission.world import generate_world as _generate_world
+from cogstats.admission.world import (
+    POISON,
+    SEED,
+    World,
+    draw_queries,
+    exact_neighbours,
+    generate_world,
+)
 
 __all__ = [
     "DEFENCE_COLUMNS",
@@ -181,7 +187,7 @@ def _replicate(
     spec: AdmissionSpec, child: np.random.SeedSequence, threads: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[pl.DataFrame]]:
     world_seed, index_seed, consolidation_seed = child.spawn(3)
-    world = _generate_world(spec, rng=world_seed)
+    world = generate_world(spec, rng=world_seed)
     k = spec.k
     affected = world.affected_queries
     placements = {
@@ -612,7 +618,7 @@ def _monitor_replicate(
 ) -> tuple[dict[str, Any], pl.DataFrame]:
     m = spec.monitor
     world_seed, time_seed, index_seed = child.spawn(3)
-    world = _generate_world(spec, rng=world_seed)
+    world = generate_world(spec, rng=world_seed)
     g = np.random.default_rng(time_seed)
     placement = make_defence(m.defence, spec.defence_options.get(m.defence)).place(world)
     # the write stream cut into periods: benign writes evenly in arrival order, poisoned

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
+import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_real
@@ -127,3 +128,44 @@ def axis_title(column: str) -> str:
     'my metric'
     """
     return AXIS_TITLES.get(column, column.replace("_", " "))
+
+
+#: Verdict labels, in legend order: a decision, with an eviction's reason after it.
+VERDICTS: tuple[str, ...] = ("promote", "evict: harmful", "evict: no_lift", "retire", "evict")
+_COLORS = ("#2e7d32", "#c62828", "#ef6c00", "#6a1b9a", "#757575")
+
+
+def verdict_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """Add ``verdict``: the decision, and for evictions the reason's last part.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"decision": ["evict", "promote"],
+    ...                   "reason": ["eval-gate:harmful", None]})
+    >>> verdict_frame(f)["verdict"].to_list()
+    ['evict: harmful', 'promote']
+    """
+    if "reason" in frame.columns:
+        tail = pl.col("reason").cast(pl.String).str.split(":").list.last()
+        label = (
+            pl.when((pl.col("decision") == "evict") & tail.is_not_null())
+            .then(pl.lit("evict: ") + tail)
+            .otherwise(pl.col("decision").cast(pl.String))
+        )
+    else:
+        label = pl.col("decision").cast(pl.String)
+    return frame.with_columns(label.alias("verdict"))
+
+
+def verdict_scale(present: list[str]) -> alt.Scale:
+    """Return the colour scale of the verdicts present: :data:`VERDICTS`, then others.
+
+    Examples
+    --------
+    >>> verdict_scale(["evict: harmful", "promote", "hold"]).to_dict()["domain"]
+    ['promote', 'evict: harmful', 'hold']
+    """
+    known = [v for v in VERDICTS if v in present]
+    others = sorted(v for v in present if v not in VERDICTS)
+    colors = [_COLORS[VERDICTS.index(v)] for v in known]
+    return alt.Scale(domain=known + others, range=colors + ["#9e9e9e"] * len(others))

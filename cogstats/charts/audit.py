@@ -16,8 +16,13 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.charts._frames import natural_key, require_columns, select_as
-from cogstats.charts.decisions import _verdict, _verdict_scale
+from cogstats.charts._frames import (
+    natural_key,
+    require_columns,
+    select_as,
+    verdict_frame,
+    verdict_scale,
+)
 from cogstats.ledger import Ledger
 
 __all__ = ["attribution_forest", "gate_decisions", "lesson_timeline"]
@@ -110,14 +115,14 @@ def lesson_timeline(
             verdicts, ["fact_id", "decision"], builder="lesson_timeline", argument="verdicts"
         )
         keep = ["fact_id", "decision", *(["reason"] if "reason" in verdicts.columns else [])]
-        labels = _verdict(verdicts.select(keep)).select("fact_id", "verdict")
+        labels = verdict_frame(verdicts.select(keep)).select("fact_id", "verdict")
         frame = frame.join(labels.unique("fact_id"), on="fact_id", how="left").with_columns(
             pl.col("verdict").fill_null("not judged")
         )
         enc["color"] = alt.Color(
             "verdict:N",
             title="decision",
-            scale=_verdict_scale(frame["verdict"].unique().to_list()),
+            scale=verdict_scale(frame["verdict"].unique().to_list()),
         )
         enc["tooltip"].append("verdict:N")
     chart = (
@@ -192,7 +197,7 @@ def attribution_forest(
         attributions, base, builder="attribution_forest", argument="attributions"
     )
     if color == "verdict" and "verdict" not in frame.columns and "decision" in frame.columns:
-        frame = _verdict(frame)
+        frame = verdict_frame(frame)
     require_columns(frame, [color], builder="attribution_forest", argument="attributions")
     data = select_as(frame, {c: c for c in base} | {"color": color}).with_columns(
         pl.col("method").cast(pl.String), pl.col("color").cast(pl.String).fill_null("none")
@@ -231,7 +236,7 @@ def attribution_forest(
     c = alt.Color(
         "color:N",
         title=color_title,
-        scale=_verdict_scale(drawn["color"].unique().to_list()),
+        scale=verdict_scale(drawn["color"].unique().to_list()),
     )
     tooltip: list[Any] = ["method:N", "fact_id:N", "estimate:Q", "ci_low:Q", "ci_high:Q"]
     tooltip.append(alt.Tooltip("color:N", title=color_title))
@@ -299,7 +304,7 @@ def gate_decisions(
     )
     keep = ["fact_id", "decision", x]
     keep += [c for c in ("reason", "why") if c in decisions.columns]
-    data = _verdict(decisions.select(keep))
+    data = verdict_frame(decisions.select(keep))
     if x != "x":
         data = data.rename({x: "x"})
     order = _lesson_order(lessons, sorted(data["fact_id"].unique().to_list(), key=natural_key))
@@ -317,7 +322,7 @@ def gate_decisions(
             color=alt.Color(
                 "verdict:N",
                 title="decision",
-                scale=_verdict_scale(data["verdict"].unique().to_list()),
+                scale=verdict_scale(data["verdict"].unique().to_list()),
             ),
             tooltip=tooltip,
         )

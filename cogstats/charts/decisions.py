@@ -13,34 +13,9 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.charts._frames import require_columns
+from cogstats.charts._frames import VERDICTS, require_columns, verdict_frame, verdict_scale
 
 __all__ = ["VERDICTS", "decision_timeline", "decisions_by_run"]
-
-#: Verdict labels, in legend order: a decision, with an eviction's reason after it.
-VERDICTS: tuple[str, ...] = ("promote", "evict: harmful", "evict: no_lift", "retire", "evict")
-_COLORS = ("#2e7d32", "#c62828", "#ef6c00", "#6a1b9a", "#757575")
-
-
-def _verdict(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add ``verdict``: the decision, and for evictions the reason's last part."""
-    if "reason" in frame.columns:
-        tail = pl.col("reason").cast(pl.String).str.split(":").list.last()
-        label = (
-            pl.when((pl.col("decision") == "evict") & tail.is_not_null())
-            .then(pl.lit("evict: ") + tail)
-            .otherwise(pl.col("decision").cast(pl.String))
-        )
-    else:
-        label = pl.col("decision").cast(pl.String)
-    return frame.with_columns(label.alias("verdict"))
-
-
-def _verdict_scale(present: list[str]) -> alt.Scale:
-    known = [v for v in VERDICTS if v in present]
-    others = sorted(v for v in present if v not in VERDICTS)
-    colors = [_COLORS[VERDICTS.index(v)] for v in known]
-    return alt.Scale(domain=known + others, range=colors + ["#9e9e9e"] * len(others))
 
 
 def decision_timeline(
@@ -105,13 +80,13 @@ def decision_timeline(
         )
     keep = ["after_run", "fact_id", "decision"]
     keep += [c for c in ("reason", "kind", "true_effect") if c in decisions.columns]
-    data = _verdict(decisions.select(keep)).sort(["after_run", "fact_id"])
+    data = verdict_frame(decisions.select(keep)).sort(["after_run", "fact_id"])
     order = data.unique("fact_id", keep="first", maintain_order=True)["fact_id"].to_list()
     enc: dict[str, Any] = {
         "x": alt.X("after_run:Q", title="decided after run", axis=alt.Axis(tickMinStep=1)),
         "y": alt.Y("fact_id:N", sort=order, title="lesson"),
         "color": alt.Color(
-            "verdict:N", title="verdict", scale=_verdict_scale(data["verdict"].unique().to_list())
+            "verdict:N", title="verdict", scale=verdict_scale(data["verdict"].unique().to_list())
         ),
         "tooltip": [c for c in (*keep, "verdict") if c not in ("reason",)],
     }
@@ -190,7 +165,12 @@ def decisions_by_run(
             f"got {replicates!r}"
         )
     keys = ["after_run", "verdict", *(["kind"] if by_kind else [])]
-    data = _verdict(decisions).group_by(keys).agg((pl.len() / n).alias("per_replicate")).sort(keys)
+    data = (
+        verdict_frame(decisions)
+        .group_by(keys)
+        .agg((pl.len() / n).alias("per_replicate"))
+        .sort(keys)
+    )
     chart = (
         alt.Chart(data)
         .mark_bar()
@@ -200,7 +180,7 @@ def decisions_by_run(
             color=alt.Color(
                 "verdict:N",
                 title="verdict",
-                scale=_verdict_scale(data["verdict"].unique().to_list()),
+                scale=verdict_scale(data["verdict"].unique().to_list()),
             ),
             tooltip=[*keys, "per_replicate:Q"],
         )

@@ -178,6 +178,31 @@ class Attribution:
             return f"<div>{head}{self.table._repr_html_()}</div>"
 
 
+def check_fact_id(ledger: Any, fact_id: Any) -> str:
+    """Return ``fact_id`` when it is a lesson of ``ledger``; else a ParameterError.
+
+    The error says what was given, suggests a near id, and how many lessons there are.
+
+    Examples
+    --------
+    >>> from cogstats import Ledger
+    >>> ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["tone"]}])
+    >>> check_fact_id(ledger, "tone")
+    'tone'
+    >>> check_fact_id(ledger, "tones")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: fact_id must be a lesson in the ledger; got 'tones'...
+    """
+    if not isinstance(fact_id, str) or fact_id not in ledger.fact_ids:
+        hint = suggest(fact_id, ledger.fact_ids) if isinstance(fact_id, str) else ""
+        raise ParameterError(
+            f"fact_id must be a lesson in the ledger; got {fact_id!r}{hint} "
+            f"(the ledger has {len(ledger.fact_ids)} lessons)"
+        )
+    return fact_id
+
+
 def make_table(method: str, columns: Mapping[str, Any]) -> pl.DataFrame:
     """Build an attribution table with the fixed columns first and typed.
 

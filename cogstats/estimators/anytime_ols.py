@@ -32,8 +32,8 @@ from cogstats._validation import (
     check_real,
     suggest,
 )
-from cogstats.estimators._base import Attribution, make_table, register
-from cogstats.estimators.confseq import SequencePaths, _check_fact
+from cogstats.estimators._base import Attribution, check_fact_id, make_table, register
+from cogstats.estimators.confseq import SequencePaths
 from cogstats.ledger import PROPENSITY_COLUMNS, Ledger
 
 __all__ = ["anytime_ols_paths", "anytime_ols_sequence", "ols_mixture_phi"]
@@ -357,7 +357,7 @@ def anytime_ols_sequence(
     >>> frame.height, bool(frame["ci_low"][-1] > 0)
     (160, True)
     """
-    fid = _check_fact(ledger, fact_id)
+    fid = check_fact_id(ledger, fact_id)
     level = check_probability("confidence_level", confidence_level)
     design = _ols_design(ledger, list(ledger.fact_ids), covariates)
     col = design.names.index(fid)

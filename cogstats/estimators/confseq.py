@@ -82,9 +82,8 @@ from cogstats._validation import (
     check_int,
     check_probability,
     check_real,
-    suggest,
 )
-from cogstats.estimators._base import Attribution, make_table, register
+from cogstats.estimators._base import Attribution, check_fact_id, make_table, register
 from cogstats.ledger import PROPENSITY_COLUMNS, Ledger
 
 __all__ = [
@@ -498,16 +497,6 @@ def _ledger_confseq(
     return paths, mode
 
 
-def _check_fact(ledger: Ledger, fact_id: Any) -> str:
-    if not isinstance(fact_id, str) or fact_id not in ledger.fact_ids:
-        hint = suggest(fact_id, ledger.fact_ids) if isinstance(fact_id, str) else ""
-        raise ParameterError(
-            f"fact_id must be a lesson in the ledger; got {fact_id!r}{hint} "
-            f"(the ledger has {len(ledger.fact_ids)} lessons)"
-        )
-    return fact_id
-
-
 def confidence_sequence(
     ledger: Ledger,
     fact_id: str,
@@ -548,7 +537,7 @@ def confidence_sequence(
     >>> bool(frame["running_min_pvalue"][-1] < 0.05)
     True
     """
-    fid = _check_fact(ledger, fact_id)
+    fid = check_fact_id(ledger, fact_id)
     paths, _ = _ledger_confseq(
         ledger,
         [fid],

@@ -477,10 +477,10 @@ def _weak_directions(
         _, s, vt = np.linalg.svd(d, full_matrices=m > n)
         return np.concatenate([s, np.zeros(m - s.size)]), vt, col_sources, False
     # centred cross-products of the columns, from the sparse lessons
-    from cogstats.estimators._sparse import gram as _gram
+    from cogstats.estimators._sparse import gram as sparse_gram
 
     mu = np.asarray(lessons.sum(axis=0)).ravel() / n
-    c_ll = _gram(sparse.csr_array(lessons)) - n * np.outer(mu, mu)
+    c_ll = sparse_gram(sparse.csr_array(lessons)) - n * np.outer(mu, mu)
     c_lz = np.asarray(lessons.T @ zc)  # zc is centred: no mean correction
     s_g, vt_g = weak_from_cross_products(c_ll, c_lz, zc.T @ zc, vif_threshold)
     return s_g, vt_g, col_sources, True

@@ -41,7 +41,7 @@ from cogstats.gates._report import (
 )
 from cogstats.ledger import Ledger
 from cogstats.numerics import floor_log2, welch_evidence, where
-from cogstats.stats import groups as _ledger_stats
+from cogstats.stats import groups as lesson_groups
 
 if TYPE_CHECKING:
     from cogstats.stats import StreamingStats
@@ -335,7 +335,7 @@ class CycgraphGate:
                     for name, value in zip(fields_, exact, strict=True):
                         fields_[name][k] = value
                 exact_mask[k] = True
-            g = _ledger_stats.GroupArrays(**fields_, exact=exact_mask)
+            g = lesson_groups.GroupArrays(**fields_, exact=exact_mask)
             d = self._decide_core(g)
         decision = _DECISION_NAMES[d["decision"]]
         reason = _REASON_NAMES[d["reason"]]
@@ -348,7 +348,7 @@ class CycgraphGate:
         return _SchemaJudgement("cycgraph", tuple(ids), decision, reason, frame, self.to_policy())
 
     def _decide_arrays(
-        self, ids: Sequence[str], g: _ledger_stats.GroupArrays, ledger: Ledger
+        self, ids: Sequence[str], g: lesson_groups.GroupArrays, ledger: Ledger
     ) -> pl.DataFrame:
         """Decide, vectorised over candidates, decision for decision as cycgraph does.
 
@@ -373,16 +373,16 @@ class CycgraphGate:
             present = [
                 (k, j) for k, j in zip(fragile.tolist(), cols.tolist(), strict=True) if j >= 0
             ]
-            exact_all = _ledger_stats.exact_stats_of(fa, [j for _, j in present])
+            exact_all = lesson_groups.exact_stats_of(fa, [j for _, j in present])
             for (k, _), exact in zip(present, exact_all, strict=True):
                 for name, value in zip(fields, exact, strict=True):
                     fields[name][k] = value
             exact_mask = g.exact.copy()
             exact_mask[fragile] = True
-            d = self._decide_core(_ledger_stats.GroupArrays(**fields, exact=exact_mask))
+            d = self._decide_core(lesson_groups.GroupArrays(**fields, exact=exact_mask))
         return _frame(ids, g, d)
 
-    def _decide_core(self, g: _ledger_stats.GroupArrays) -> dict[str, np.ndarray]:
+    def _decide_core(self, g: lesson_groups.GroupArrays) -> dict[str, np.ndarray]:
         """Decisions on candidate statistics (arrays): cycgraph's rules, vectorised.
 
         The rule's arithmetic is the module's plain functions (:func:`margin_outcome`,
@@ -523,7 +523,7 @@ class CycgraphGate:
         return out
 
     def _fragile(
-        self, g: _ledger_stats.GroupArrays, d: dict[str, np.ndarray], ledger: Ledger
+        self, g: lesson_groups.GroupArrays, d: dict[str, np.ndarray], ledger: Ledger
     ) -> np.ndarray:
         """Candidates whose decision could differ under run-order arithmetic (indices).
 
@@ -534,16 +534,16 @@ class CycgraphGate:
         from the lift and standard-error bounds, ``f`` the t density (decreasing in
         ``|t|``, so its largest value on the interval; the second term covers the degrees
         of freedom), and a zero standard error possible when there is no noise floor.
-        See ``cogstats._ledger_stats.uncertainty`` for the bounds.
+        See ``cogstats.lesson_groups.uncertainty`` for the bounds.
         """
         if g.exact.all() and self.decision_rule == "margin":
             return np.zeros(0, dtype=np.int64)
-        tols = _ledger_stats.uncertainty(ledger._fact_arrays(), g)
+        tols = lesson_groups.uncertainty(ledger._fact_arrays(), g)
         return self._near_thresholds(g, d, *tols)
 
     def _near_thresholds(
         self,
-        g: _ledger_stats.GroupArrays,
+        g: lesson_groups.GroupArrays,
         d: dict[str, np.ndarray],
         lift_tol: np.ndarray,
         var_a_tol: np.ndarray,
@@ -830,7 +830,7 @@ def _fill_p(d: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
 
 
 def _frame(
-    ids: Sequence[str], g: _ledger_stats.GroupArrays, d: dict[str, np.ndarray]
+    ids: Sequence[str], g: lesson_groups.GroupArrays, d: dict[str, np.ndarray]
 ) -> pl.DataFrame:
     tested = d["tested"]
     k = tested.size
@@ -877,7 +877,7 @@ def _snake(name: str) -> str:
 
 def _rows_frame(
     ids: Sequence[str],
-    g: _ledger_stats.GroupArrays,
+    g: lesson_groups.GroupArrays,
     d: dict[str, np.ndarray],
     rows: np.ndarray,
 ) -> pl.DataFrame:

@@ -29,7 +29,7 @@ import polars as pl
 
 from cogstats._validation import LedgerError, ParameterError
 from cogstats.ledger import column_kind, value_kind
-from cogstats.stats import groups as _ledger_stats
+from cogstats.stats import groups as lesson_groups
 from cogstats.stats._arrays import grow, grow_square, run_hashes
 from cogstats.stats.confseq import ConfseqSums
 from cogstats.stats.crossproducts import CrossProducts, RegressionStats
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamingStats"]
 
-_U = _ledger_stats.UNIT_ROUNDOFF
+_U = lesson_groups.UNIT_ROUNDOFF
 #: the shift of the running sums of squares: sum (y - c)^2 with c mid-scale keeps the
 #: terms at most 1/4 (scores are in [0, 1]), which tightens their rounding bounds
 SHIFT = 0.5
@@ -611,7 +611,7 @@ class StreamingStats:
     # ------------------------------------------------------------------ group statistics
     def group_arrays(
         self, idx: np.ndarray
-    ) -> tuple[_ledger_stats.GroupArrays, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[lesson_groups.GroupArrays, np.ndarray, np.ndarray, np.ndarray]:
         """With-lesson and leave-one-out statistics of lessons ``idx``, with error bounds.
 
         Returns ``(groups, lift_tol, var_a_tol, var_b_tol)``.  ``groups`` is what
@@ -622,13 +622,13 @@ class StreamingStats:
         decomposition for the baselines.  No statistic is marked exact.
 
         The tolerances bound how far each statistic may be from its run-order value
-        (``cogstats._ledger_stats.exact_stats``, which decides near ties).  With ``u``
+        (``cogstats.lesson_groups.exact_stats``, which decides near ties).  With ``u``
         the unit roundoff, ``Q`` a running ``sum (y - c)^2`` over ``n`` runs and ``SS``
         a sum of squared deviations (recursive summation, Higham eq. 4.4; Cauchy-Schwarz
         for ``sum (y - c)``):
 
         * the baseline mean: the ledger's bound (``lift_tol``, of
-          :func:`cogstats._ledger_stats.uncertainty`);
+          :func:`cogstats.lesson_groups.uncertainty`);
         * a sum of squared deviations ``Q - S (S / n)``: ``(3 n + 9) u Q``, taken as
           ``(4 n + 8) u Q``; the run-order two-pass value is within ``(n + 2) u SS + n^3
           u^2`` of the true one;
@@ -692,7 +692,7 @@ class StreamingStats:
             )
             / np.maximum(nb - 1.0, 1.0)
         )
-        groups = _ledger_stats.GroupArrays(
+        groups = lesson_groups.GroupArrays(
             n_a.astype(np.int64),
             mean_a,
             var_a,
@@ -704,7 +704,7 @@ class StreamingStats:
         return groups, lift_tol, var_a_tol, var_b_tol
 
     def exact_stats(self, j: int) -> tuple[int, float, float, int, float, float]:
-        """Lesson ``j``'s statistics in run order (``cogstats._ledger_stats.exact_stats``).
+        """Lesson ``j``'s statistics in run order (``cogstats.lesson_groups.exact_stats``).
 
         Returns ``(n_a, mean_a, var_a, n_b, mean_b, var_b)``, bit for bit what
         ``exact_stats`` returns on the ledger of the runs so far.  Cost O(runs): the
@@ -714,7 +714,7 @@ class StreamingStats:
         self.recomputed += 1
         rows = self.positions(j)
         z = np.zeros(1)
-        fa = _ledger_stats.FactArrays(
+        fa = lesson_groups.FactArrays(
             self.scores(),
             rows,
             np.zeros(rows.size, dtype=np.int64),
@@ -726,7 +726,7 @@ class StreamingStats:
             0.0,
             0.0,
         )
-        return _ledger_stats.exact_stats(fa, 0)
+        return lesson_groups.exact_stats(fa, 0)
 
     def exact_means(self, j: int) -> tuple[int, float, int, float]:
         """Lesson ``j``'s trials and means as :meth:`exact_stats` has them (no variances).
@@ -746,22 +746,22 @@ class StreamingStats:
         mean_b = float(np.cumsum(yb)[-1] / n_b) if n_b else 0.0
         return n_a, mean_a, n_b, mean_b
 
-    def _fact_arrays(self, js: Sequence[int]) -> _ledger_stats.FactArrays:
+    def _fact_arrays(self, js: Sequence[int]) -> lesson_groups.FactArrays:
         """``Ledger._fact_arrays()`` restricted to lessons ``js`` (bit for bit; O(runs))."""
         rows = self._runs_of(js) if len(js) else []
         cols = [np.full(r.size, k, dtype=np.int64) for k, r in enumerate(rows)]
-        return _ledger_stats.fact_arrays(
+        return lesson_groups.fact_arrays(
             self.scores(),
             np.concatenate(rows) if rows else np.zeros(0, np.int64),
             np.concatenate(cols) if cols else np.zeros(0, np.int64),
             len(js),
         )
 
-    def batch_group_arrays(self, js: Sequence[int]) -> _ledger_stats.GroupArrays:
+    def batch_group_arrays(self, js: Sequence[int]) -> lesson_groups.GroupArrays:
         """``Ledger._group_arrays`` of lessons ``js`` (present ones), bit for bit; O(runs)."""
         self.recomputed += len(js)
         fa = self._fact_arrays(js)
-        return _ledger_stats.group_arrays(fa, np.arange(len(js), dtype=np.int64))
+        return lesson_groups.group_arrays(fa, np.arange(len(js), dtype=np.int64))
 
     # ------------------------------------------------------------------ regression
     @property
