@@ -534,7 +534,7 @@ class CycgraphGate:
         from the lift and standard-error bounds, ``f`` the t density (decreasing in
         ``|t|``, so its largest value on the interval; the second term covers the degrees
         of freedom), and a zero standard error possible when there is no noise floor.
-        See ``cogstats.lesson_groups.uncertainty`` for the bounds.
+        See ``cogstats.stats.groups.uncertainty`` for the bounds.
         """
         if g.exact.all() and self.decision_rule == "margin":
             return np.zeros(0, dtype=np.int64)
@@ -606,7 +606,7 @@ class CycgraphGate:
                 maybe = np.flatnonzero(tested & ~(gap > bound))
                 if maybe.size:
                     dtm = dt[maybe]
-                    dens = _TDensity(d["df"][maybe])(np.maximum(t[maybe] - dtm, 0.0))
+                    dens = _t_density(np.maximum(t[maybe] - dtm, 0.0), d["df"][maybe])
                     tol = 2.0 * factor[maybe] * (dens * dtm + rel[maybe])
                     tol = np.where(np.isfinite(tol), tol, np.inf)
                     near[maybe] |= gap[maybe] <= tol
@@ -737,48 +737,25 @@ def _nan_to_zero(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), 0.0, x)
 
 
-class _TDensity:
-    """Student's t density with ``df`` degrees of freedom, evaluated at several ``t``.
+def _t_density(t: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student's t density at ``t`` (the normal's where ``df`` is infinite)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        finite = np.isfinite(df) & (df < 1e12)
+        nu = np.where(finite, df, 1.0)
+        log_c = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
+        dens_t = np.exp(log_c - (nu + 1) / 2 * np.log1p(t * t / nu))
+        dens_n = np.exp(-0.5 * t * t) / np.sqrt(2 * np.pi)
+    return np.asarray(np.where(finite, dens_t, dens_n))
 
-    The normalising constant (two ``gammaln``) is computed once per ``df`` array: the
-    near-threshold bound evaluates the density at two points per lesson and look.
+
+def _p_exceeds(lift: np.ndarray, se: np.ndarray, df: np.ndarray, margin: Any) -> np.ndarray:
+    """``welch_lift``'s ``p_exceeds`` elementwise (same floats: scipy's ``stdtr``).
+
+    ``margin`` is a number or an array aligned with ``lift``.
     """
-
-    def __init__(self, df: np.ndarray) -> None:
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            self.finite = np.isfinite(df) & (df < 1e12)
-            self.nu = np.where(self.finite, df, 1.0)
-            nu = self.nu
-            self.log_c = (
-                special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
-            )
-
-    def __call__(self, t: np.ndarray) -> np.ndarray:
-        nu = self.nu
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            dens_t = np.exp(self.log_c - (nu + 1) / 2 * np.log1p(t * t / nu))
-            dens_n = np.exp(-0.5 * t * t) / np.sqrt(2 * np.pi)
-        return np.asarray(np.where(self.finite, dens_t, dens_n))
-
-
-def _p_exceeds(lift: np.ndarray, se: np.ndarray, df: np.ndarray, margin: float) -> np.ndarray:
-    """``welch_lift``'s ``p_exceeds`` elementwise (same floats: scipy's ``stdtr``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 1.0 - special.stdtr(df, (margin - lift) / se)
     return np.asarray(np.where(se == 0, np.where(lift > margin, 1.0, 0.0), p))
-
-
-def _p_exceeds_both(
-    lift: np.ndarray, se: np.ndarray, df: np.ndarray, m1: float, m2: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_p_exceeds` at two margins in one ``stdtr`` call (same floats, elementwise)."""
-    k = lift.size
-    margin = np.repeat(np.array([m1, m2], dtype=np.float64), k)
-    lift2, se2 = np.tile(lift, 2), np.tile(se, 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = 1.0 - special.stdtr(np.tile(df, 2), (margin - lift2) / se2)
-    out = np.where(se2 == 0, np.where(lift2 > margin, 1.0, 0.0), p)
-    return out[:k], out[k:]
 
 
 def _fill_p_arrays(
@@ -796,9 +773,17 @@ def _fill_p_arrays(
     """Compute the inference rule's p-values of ``rows`` into the arrays (in place)."""
     if not rows.size:
         return
-    pp, pe = _p_exceeds_both(lift[rows], se[rows], df[rows], margins[0], margins[1])
+    # both margins in one stdtr call (elementwise: the floats of two calls)
+    k = rows.size
+    both = _p_exceeds(
+        np.tile(lift[rows], 2),
+        np.tile(se[rows], 2),
+        np.tile(df[rows], 2),
+        np.repeat(margins, k),
+    )
+    pp = both[:k]
     p_promote[rows] = pp
-    p_evict[rows] = 1.0 - pe
+    p_evict[rows] = 1.0 - both[k:]
     up_p[rows] = spent_pvalue(1.0 - pp, factor[rows])
     down_p[rows] = spent_pvalue(1.0 - p_evict[rows], factor[rows])
 
@@ -808,10 +793,7 @@ def _fill_p(d: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
     lazy = d.get("lazy")
     if lazy is None:
         return
-    want = lazy if rows is None else np.zeros(lazy.size, dtype=bool)
-    if rows is not None:
-        want[rows] = lazy[rows]
-    sel = np.flatnonzero(want)
+    sel = np.flatnonzero(lazy) if rows is None else rows[lazy[rows]]
     if not sel.size:
         return
     _fill_p_arrays(

@@ -622,13 +622,13 @@ class StreamingStats:
         decomposition for the baselines.  No statistic is marked exact.
 
         The tolerances bound how far each statistic may be from its run-order value
-        (``cogstats.lesson_groups.exact_stats``, which decides near ties).  With ``u``
+        (``cogstats.stats.groups.exact_stats``, which decides near ties).  With ``u``
         the unit roundoff, ``Q`` a running ``sum (y - c)^2`` over ``n`` runs and ``SS``
         a sum of squared deviations (recursive summation, Higham eq. 4.4; Cauchy-Schwarz
         for ``sum (y - c)``):
 
         * the baseline mean: the ledger's bound (``lift_tol``, of
-          :func:`cogstats.lesson_groups.uncertainty`);
+          :func:`cogstats.stats.groups.uncertainty`);
         * a sum of squared deviations ``Q - S (S / n)``: ``(3 n + 9) u Q``, taken as
           ``(4 n + 8) u Q``; the run-order two-pass value is within ``(n + 2) u SS + n^3
           u^2`` of the true one;
@@ -704,7 +704,7 @@ class StreamingStats:
         return groups, lift_tol, var_a_tol, var_b_tol
 
     def exact_stats(self, j: int) -> tuple[int, float, float, int, float, float]:
-        """Lesson ``j``'s statistics in run order (``cogstats.lesson_groups.exact_stats``).
+        """Lesson ``j``'s statistics in run order (``cogstats.stats.groups.exact_stats``).
 
         Returns ``(n_a, mean_a, var_a, n_b, mean_b, var_b)``, bit for bit what
         ``exact_stats`` returns on the ledger of the runs so far.  Cost O(runs): the
