@@ -68,6 +68,19 @@ def _report(
     return result.html, _summary(result.html)
 
 
+def _refuses_a_misspelt_covariate(folder: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Report ``name`` on the user's ledger with a misspelt covariate fails: did you mean."""
+    with pytest.raises(ReportError, match="did you mean 'difficulty_estimate'"):
+        _report(
+            folder,
+            name,
+            monkeypatch,
+            ledger_path="my_runs.csv",
+            columns=USER_COLUMNS,
+            covariates=["difficulty_estimat"],
+        )
+
+
 def test_ledger_audit_on_a_users_ledger(user_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, text = _report(
         user_dir, "ledger_audit", monkeypatch, ledger_path="my_runs.csv", columns=USER_COLUMNS
@@ -89,15 +102,7 @@ def test_ledger_audit_on_a_users_ledger(user_dir: Path, monkeypatch: pytest.Monk
     assert "adjusted for difficulty_estimate, task_family" in used and HINT not in used
     assert all(f in used for f in USER_HARMFUL)
     # a misspelt covariate: the report fails with "did you mean"
-    with pytest.raises(ReportError, match="did you mean 'difficulty_estimate'"):
-        _report(
-            user_dir,
-            "ledger_audit",
-            monkeypatch,
-            ledger_path="my_runs.csv",
-            columns=USER_COLUMNS,
-            covariates=["difficulty_estimat"],
-        )
+    _refuses_a_misspelt_covariate(user_dir, "ledger_audit", monkeypatch)
 
 
 def test_quickstart_takes_columns_and_says_which_parameter(
@@ -140,15 +145,7 @@ def test_tuning_adjusts_for_the_covariates_named_and_refuses_a_typo(
     user_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a misspelt covariate fails before any simulation, with "did you mean"
-    with pytest.raises(ReportError, match="did you mean 'difficulty_estimate'"):
-        _report(
-            user_dir,
-            "tuning",
-            monkeypatch,
-            ledger_path="my_runs.csv",
-            columns=USER_COLUMNS,
-            covariates=["difficulty_estimat"],
-        )
+    _refuses_a_misspelt_covariate(user_dir, "tuning", monkeypatch)
     _, text = _report(
         user_dir,
         "tuning",
