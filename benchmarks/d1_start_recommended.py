@@ -1,11 +1,11 @@
-"""Benchmark D1 (issue 19): the recommended gates' first decision against cycgraph's.
+"""Benchmark D1: the recommended gate's first decision against cycgraph's.
 
 Programs, each in a fresh Python process with an empty per-user cache
 (``COGSTATS_CACHE_DIR`` a new folder each time, so only the boundaries shipped with
 cogstats help), interleaved round by round so that the load of the shared machine hits
 them alike:
 
-- *fresh* (``cycgraph``, ``recommended``, ``recommended_v1``): import cogstats, build a
+- *fresh* (``cycgraph``, ``recommended``): import cogstats, build a
   200-run ledger (20 lessons, 4 a run, a difficulty proxy), build the gate by its
   registry name and evaluate it once;
 - *restart* (``restart_<gate>``): ``StreamingGate.load`` a state saved beforehand with
@@ -62,7 +62,7 @@ _RESTART = (
     "sg.record('r-new', 0.5, ['L1', 'L2'], difficulty_proxy=0.5)\n"
     "assert sg.report().to_frame().height == 20\n"
 )
-GATES = ("cycgraph", "recommended", "recommended_v1")
+GATES = ("cycgraph", "recommended")
 PROGRAMS = {
     **{g: _PROGRAM.replace("{hide}", "").replace("{gate}", g) for g in GATES},
     "recommended_uncached": _PROGRAM.replace("{hide}", _HIDE).replace("{gate}", "recommended"),
@@ -140,7 +140,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     med = {k: statistics.median(v) for k, v in wall.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     paired, paired_cpu = _paired(wall), _paired(cpu)
-    goals = [k for k in paired if k.removeprefix("restart_") in ("recommended", "recommended_v1")]
+    goals = [k for k in paired if k.removeprefix("restart_") == "recommended"]
     out = {
         "benchmark": "D1",
         "rounds": rounds,

@@ -1,13 +1,12 @@
-"""The first recommended gate's spending shape against S1 and S2: the trade-off it sits on.
+"""The recommended gate's tier-2 spending shape against S1 and S2: the trade-off it sits on.
 
-(The preset ``recommended_v1``: the first version, kept for comparison; the recommended
-gate is the lesson lifecycle gate now, docs/recommended.md.)
-
-One boundary serves every lesson, and the benchmarks pull it two ways: S1 asks for power
+Tier 2's boundary (the lifecycle gate's error spent over each lesson's information)
+serves every lesson, and the benchmarks pull it two ways: S1 asks for power
 at |e| = 0.05 by run 100 with at most 1% false decisions at effect 0 over the whole life
 of a lesson (error kept for the late looks), S2 asks for a poison's removal within 8 runs
 of its arrival (error spent early).  This script sweeps the Hwang-Shih-DeCani shape
-``gamma`` and the per-side ``alpha`` of the preset's gate, everything else as shipped,
+``gamma`` and the per-side ``alpha`` of the preset's gate, everything else as shipped
+(tier 1, the suspensions and the re-test design included),
 and records for each:
 
 - S1 (``simulations/cycgraph_oc.toml``, one lesson): the share of effect-0 replicates
@@ -30,14 +29,14 @@ import numpy as np
 from benchmarks._common import cli, machine
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = [(-4.0, 0.004), (-3.0, 0.004), (-2.0, 0.004), (-1.0, 0.004), (0.0, 0.004), (1.0, 0.004)]
+SHAPES = [(-4.0, 0.0025), (-3.0, 0.0025), (-2.0, 0.0025), (-1.0, 0.0025), (0.0, 0.0025)]
 S1_CELLS = [(0.0, 100), (0.05, 100), (-0.05, 100), (0.1, 100), (-0.2, 25), (0.2, 25), (0.3, 10)]
 
 
 def _scenario(path: str, gate: dict[str, Any]) -> Any:
     from cogstats.sim import Scenario, load_spec
 
-    spec = load_spec(ROOT / path, preset="recommended_v1")
+    spec = load_spec(ROOT / path, preset="recommended")
     data = spec.scenario.to_dict()
     data["policy"]["gate"].update(gate)
     return spec, Scenario.from_dict(data)
@@ -85,7 +84,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             {
                 "gamma": gamma,
                 "alpha": alpha,
-                "shipped": (gamma, alpha) == (-2.0, 0.004),
+                "shipped": (gamma, alpha) == (-3.0, 0.0025),
                 "s1": _s1(gate, s1_reps),
                 "s2": _s2("simulations/poison_crater.toml", gate, s2_reps),
                 "s2_with_history": _s2("simulations/s2_variants/with_history.toml", gate, s2_reps),

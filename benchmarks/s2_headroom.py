@@ -1,20 +1,12 @@
-"""What the first recommended preset would need to meet the goals it misses (issue 9).
+"""S2 with the recommended preset: its runtime and how much a full prompt would change.
 
-(The preset ``recommended_v1``, kept for comparison: the recommended preset is the lesson
-lifecycle gate now, measured by ``benchmarks/v2_simulated.py``.)
+Measured on the same seeds as ``gate_comparison`` (each spec's own): the preset as shipped
+on S2 and every committed S2 variant, S2 with ``candidate_slots = max_facts`` (12:
+``full_prompt``), the S1 cells at runs 10 and 25, and the S2 runtime: 500 replicates on
+one process, the kernel loaded beforehand (goal: 30 s).
 
-The preset assumes nothing about the score noise: a young ledger's t reference carries
-few degrees of freedom, which is what keeps it from deciding in the first runs of S1 and
-S2.  This benchmark measures, on the same seeds as ``gate_comparison`` (each spec's own),
-the preset as shipped beside the changes that would close the gaps:
-
-- ``noise_prior``: a noise level known from earlier ledgers, ``noise_prior_sd`` = 0.1
-  worth 50 runs (a round figure a team could read off its history; not the scenarios'
-  own residual sd, which is 0.1 in S1 and about 0.08 in S2 once the proxy is used);
-- ``full_prompt``: S2 with ``candidate_slots = max_facts`` (12), which is what the
-  regret goal needs (with 6 candidate slots and no lesson shown helpful, half the prompt
-  stays empty);
-- the S2 runtime: 500 replicates on one process (goal: 30 s).
+The first recommended preset's study of the same questions (its noise prior) is
+docs/recommended.md's history.
 
 Run: ``.venv/bin/python -m benchmarks.s2_headroom [--quick] [--json PATH]``.
 """
@@ -37,14 +29,13 @@ SPECS = {
         for p in sorted((ROOT / "simulations" / "s2_variants").glob("*.toml"))
     },
 }
-PRIOR = {"noise_prior_sd": 0.1, "noise_prior_runs": 50.0}
 
 
 def _s2_figures(path: str, replicates: int, gate: dict[str, Any], full: bool) -> dict[str, Any]:
     from cogstats.sim import Scenario, load_spec, simulate, summarize_metrics
     from cogstats.sim.metrics import pooled_median_delay
 
-    spec = load_spec(ROOT / path, preset="recommended_v1")
+    spec = load_spec(ROOT / path, preset="recommended")
     data = spec.scenario.to_dict()
     data["policy"]["gate"].update(gate)
     if full:
@@ -69,7 +60,7 @@ def _s1_cells(replicates: int, gate: dict[str, Any]) -> list[dict[str, Any]]:
     from cogstats.sim import Scenario, load_spec
     from cogstats.sim.cli import simulate_spec
 
-    spec = load_spec(ROOT / "simulations/cycgraph_oc.toml", preset="recommended_v1")
+    spec = load_spec(ROOT / "simulations/cycgraph_oc.toml", preset="recommended")
     data = spec.scenario.to_dict()
     data["policy"]["gate"].update(gate)
     ours = dataclasses.replace(spec, scenario=Scenario.from_dict(data))
@@ -87,33 +78,26 @@ def _s1_cells(replicates: int, gate: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    """Measure the preset as shipped beside the changes that would close its gaps."""
+    """Measure the preset as shipped, its S2 runtime and the full-prompt variant."""
     reps = 200 if quick else 2000
     from cogstats.sim import load_spec, simulate
 
-    spec = load_spec(ROOT / SPECS["S2"], preset="recommended_v1")
+    spec = load_spec(ROOT / SPECS["S2"], preset="recommended")
     simulate(spec.scenario, replicates=2, rng=1, keep_runs=False)  # load the kernel
     t = time.perf_counter()
     simulate(spec.scenario, replicates=500, rng=1, keep_runs=False, progress=False)
     s2_seconds = time.perf_counter() - t
-    variants: dict[str, Any] = {}
-    for name, path in SPECS.items():
-        variants[name] = {
-            "shipped": _s2_figures(path, reps, {}, False),
-            "noise_prior": _s2_figures(path, reps, PRIOR, False),
-        }
+    variants: dict[str, Any] = {
+        name: {"shipped": _s2_figures(path, reps, {}, False)} for name, path in SPECS.items()
+    }
     variants["S2"]["full_prompt"] = _s2_figures(SPECS["S2"], reps, {}, True)
     return {
-        "benchmark": "S2 headroom (issue 9: what the recommended preset would need)",
+        "benchmark": "S2 with the recommended preset: runtime and the full-prompt variant",
         "replicates": reps,
-        "noise_prior": PRIOR,
         "s2_500_replicates_s": s2_seconds,
         "s2_target_s": 30.0,
         "scenarios": variants,
-        "s1_early_cells": {
-            "shipped": _s1_cells(reps, {}),
-            "noise_prior": _s1_cells(reps, PRIOR),
-        },
+        "s1_early_cells": {"shipped": _s1_cells(reps, {})},
         "machine": machine(),
     }
 

@@ -3,15 +3,14 @@
 Runs S2 (``simulations/poison_crater.toml``), every committed S2 variant
 (``simulations/s2_variants/*.toml``), ``simulations/s2_helpful_lessons.toml`` and the
 recorded demo's simulation (``simulations/cycgraph_demo.toml``) with
-three contenders on the same seeds (each spec's own), in the compiled engine:
+two contenders on the same seeds (each spec's own), in the compiled engine:
 
 - ``margin``: cycgraph's margin rule with the spec's own gate options and retrieval
   (``contender_scenario("cycgraph_margin", ...)`` of the gate_comparison report);
 - ``v2``: the ``recommended`` preset (``contender_scenario("recommended", ...)``): the
   lifecycle gate with its re-test design (in-progress-first candidates, one suspect
   re-tested a run, the most likely innocent first, the prompt kept full), the spec's
-  prompt caps and gate cadence kept;
-- ``v1``: the first recommended preset (``recommended_v1``), for reference.
+  prompt caps and gate cadence kept.
 
 Figures per scenario, as the gate_comparison report defines them
 (:mod:`cogstats.reports.comparison`, :mod:`cogstats.sim.metrics`), each with its Monte
@@ -54,19 +53,17 @@ SPECS = {
 MEANS = ("regret", "poison_out_last5", "false_conviction_rate", "helpful_lost_rate")
 
 
-def scenarios(
-    path: str | Path, retrieval: dict[str, Any] | None = None
-) -> tuple[Any, Any, Any, int]:
-    """Return (margin scenario, recommended scenario, v1 scenario, the spec's seed).
+def scenarios(path: str | Path, retrieval: dict[str, Any] | None = None) -> tuple[Any, Any, int]:
+    """Return (margin scenario, recommended scenario, the spec's seed).
 
     ``retrieval``: dotted values set on the recommended scenario (e.g.
     ``{"retrieval.retest_order": "random"}`` to measure the design without its order).
 
     Examples
     --------
-    >>> m, v, v1, seed = scenarios(ROOT / "simulations/poison_crater.toml")
-    >>> m.gate.policy["decision_rule"], v.gate.type, v.retrieval.retest_order, v1.gate.type
-    ('margin', 'recommended', 'likely_innocent', 'recommended_v1')
+    >>> m, v, seed = scenarios(ROOT / "simulations/poison_crater.toml")
+    >>> m.gate.policy["decision_rule"], v.gate.type, v.retrieval.retest_order
+    ('margin', 'recommended', 'likely_innocent')
     >>> v.retrieval.max_facts == m.retrieval.max_facts, v.retrieval.fill_empty
     (True, True)
     """
@@ -78,8 +75,7 @@ def scenarios(
     v2 = contender_scenario("recommended", spec.scenario)
     if retrieval:
         v2 = v2.with_values(retrieval)
-    v1 = contender_scenario("recommended_v1", spec.scenario)
-    return margin, v2, v1, int(spec.seed)
+    return margin, v2, int(spec.seed)
 
 
 def _mean(values: np.ndarray) -> dict[str, float | int]:
@@ -112,16 +108,16 @@ def figures(result: Any, seed: int) -> dict[str, Any]:
 def measure(
     path: str | Path, replicates: int, retrieval: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Simulate one spec with the three contenders on the same seeds; the paired figures.
+    """Simulate one spec with the two contenders on the same seeds; the paired figures.
 
     ``retrieval`` as in :func:`scenarios`.
     """
     from cogstats.sim import simulate
 
-    margin_s, v2_s, v1_s, seed = scenarios(path, retrieval)
+    margin_s, v2_s, seed = scenarios(path, retrieval)
     out: dict[str, Any] = {"spec": str(path), "seed": seed, "replicates": replicates}
     regret: dict[str, np.ndarray] = {}
-    for label, scenario in (("margin", margin_s), ("v2", v2_s), ("v1", v1_s)):
+    for label, scenario in (("margin", margin_s), ("v2", v2_s)):
         t = time.perf_counter()
         result = simulate(
             scenario,
@@ -137,10 +133,9 @@ def measure(
             **figures(result, seed),
         }
         regret[label] = result.metrics.sort("replicate")["regret"].to_numpy()
-    for label in ("v2", "v1"):
-        paired = _mean(regret[label] - regret["margin"])
-        paired["upper95"] = float(paired["value"]) + 1.959963984540054 * float(paired["mcse"])
-        out[f"regret_{label}_minus_margin"] = paired
+    paired = _mean(regret["v2"] - regret["margin"])
+    paired["upper95"] = float(paired["value"]) + 1.959963984540054 * float(paired["mcse"])
+    out["regret_v2_minus_margin"] = paired
     return out
 
 
@@ -149,7 +144,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     reps = 40 if quick else 500
     return {
         "benchmark": "the recommended preset (lifecycle gate) in the simulator (issue 18), "
-        "beside cycgraph's margin rule and the first recommended preset",
+        "beside cycgraph's margin rule",
         "replicates": reps,
         "scenarios": {name: measure(path, reps) for name, path in SPECS.items()},
         "machine": machine(),

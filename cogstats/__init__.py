@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
         EvidenceGate,
         GateReport,
         LifecycleGate,
-        RecommendedGate,
         StreamingGate,
     )
     from cogstats.ledger import Ledger
@@ -42,7 +41,6 @@ _LAZY: dict[str, str] = {
     "AuditGate": "cogstats.gates",
     "GateReport": "cogstats.gates",
     "StreamingGate": "cogstats.gates",
-    "RecommendedGate": "cogstats.gates",
     "LifecycleGate": "cogstats.gates",
     "GATES": "cogstats.gates",
     "SPENDING": "cogstats.estimators",

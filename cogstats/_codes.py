@@ -314,7 +314,6 @@ POLICY_FEWEST_TRIALS_FIRST = 2
 POLICY_RANDOMIZED = 3
 POLICY_DESIGNED = 4
 POLICY_UCB1 = 5
-POLICY_SUSPECT_FIRST = 6
 POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
     {
         "in_progress_first": POLICY_IN_PROGRESS_FIRST,
@@ -323,7 +322,6 @@ POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
         "randomized": POLICY_RANDOMIZED,
         "designed": POLICY_DESIGNED,
         "ucb1": POLICY_UCB1,
-        "suspect_first": POLICY_SUSPECT_FIRST,
     }
 )
 

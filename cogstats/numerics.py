@@ -5,8 +5,6 @@ and the simulator's compiled kernel (:mod:`cogstats.sim._kernel`) compiles the v
 functions with numba (``njit(inline="always")``), so both give the same bits without a
 second copy kept equal by a test.
 
-- :func:`welch_z`: the Welch t of a lesson against the runs without it, from sufficient
-  statistics; scalars or numpy arrays (elementwise, no Python loop).
 - :func:`welch_evidence`: lift, Welch standard error and Welch-Satterthwaite df of group
   moments, with a variance floor: the one copy of cycgraph's ``welchLift`` arithmetic
   (cycgraph's inference rule, the lift and welch estimators, the kernel's gates);
@@ -36,46 +34,11 @@ __all__ = [
     "wald",
     "welch_evidence",
     "welch_moments",
-    "welch_z",
     "where",
 ]
 
 #: relative pivot below which :func:`gauss_jordan_into` reports a singular matrix
 SINGULAR = 1e-12
-
-
-def welch_z(n: Any, s: Any, ss: Any, tot_n: Any, tot_s: Any, tot_ss: Any) -> Any:
-    """Return the Welch t of a lesson against the runs without it (0 below two a side).
-
-    ``n`` runs with the lesson, score sum ``s`` and sum of squares ``ss``; totals
-    ``tot_*`` over every run.  Each argument is a number or a numpy array (broadcast
-    elementwise); the result is 0 where either side has fewer than two runs or the
-    standard error is 0.  Branch-free, so that numba compiles it for scalars and numpy
-    runs it on arrays: the invalid cases compute on safe denominators and are masked
-    (``ok * value + 0.0`` is exactly ``value`` where ``ok``, exactly ``0.0`` elsewhere).
-
-    Examples
-    --------
-    >>> from scipy import stats
-    >>> a, b = [0.5, 0.6, 0.4], [0.7, 0.8, 0.75]
-    >>> z = welch_z(3, sum(a), sum(x * x for x in a), 6, sum(a + b), sum(x * x for x in a + b))
-    >>> bool(abs(z - stats.ttest_ind(a, b, equal_var=False).statistic) < 1e-12)
-    True
-    >>> welch_z(np.array([1, 3]), np.array([0.5, 1.5]), np.array([0.25, 0.77]), 6, 3.75, 2.5)
-    array([ 0.        , -2.44948974])
-    """
-    nb = tot_n - n
-    ok_n = (n >= 2) & (nb >= 2)
-    na = np.maximum(n, 2)
-    nbs = np.maximum(nb, 2)
-    mean_a = s / na
-    sb = tot_s - s
-    mean_b = sb / nbs
-    va = np.maximum((ss - s * mean_a) / (na - 1), 0.0)
-    vb = np.maximum(((tot_ss - ss) - sb * mean_b) / (nbs - 1), 0.0)
-    se = np.sqrt(va / na + vb / nbs)
-    ok = ok_n & (se > 0.0)
-    return ok * ((mean_a - mean_b) / (se + (1.0 - ok))) + 0.0
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:

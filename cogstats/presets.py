@@ -4,9 +4,8 @@
 for (docs/recommended.md): the lesson lifecycle gate
 (:class:`cogstats.gates.LifecycleGate`) with its re-test design on cycgraph's in-progress-first
 retrieval
-(:class:`cogstats.retrieval.InProgressFirst` with :data:`RECOMMENDED_RETRIEVAL`).
-``recommended_v1`` is the first version (suspect-first randomized retrieval and
-:class:`cogstats.gates.RecommendedGate`), kept for comparison.  A preset replaces a
+(:class:`cogstats.retrieval.InProgressFirst` with :data:`RECOMMENDED_RETRIEVAL`).  A
+preset replaces a
 scenario's retrieval policy and gate but keeps its prompt caps (``max_facts``,
 ``candidate_slots``) and the gate's cadence (``every``, ``from_run``, ``recheck_verified``):
 
@@ -165,15 +164,6 @@ register_preset(
         policy_options=RECOMMENDED_RETRIEVAL,
     )
 )
-register_preset(
-    Preset(
-        name="recommended_v1",
-        policy="suspect_first",
-        gate="recommended_v1",
-        description="the first recommended preset: suspect-first randomized retrieval and "
-        "the debiased-ridge gate",
-    )
-)
 
 
 def recommended(
@@ -183,8 +173,7 @@ def recommended(
 
     The retrieval is cycgraph's in-progress-first ordering with the lifecycle's re-test
     design (:data:`RECOMMENDED_RETRIEVAL`); the gate is the lesson lifecycle gate
-    (:class:`~cogstats.gates.LifecycleGate`).  The first version is
-    ``PRESETS["recommended_v1"].build(...)``.
+    (:class:`~cogstats.gates.LifecycleGate`).
 
     Parameters
     ----------

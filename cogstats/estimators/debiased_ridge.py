@@ -255,7 +255,7 @@ def not_identifiable(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
     A lesson in every run or in none, or one sharing its inclusion pattern with another
     lesson (``G_jj = G_kk = G_jk`` in the Gram matrix), has no effect of its own.  Plain
     numpy and loops, so that the simulator's kernel compiles this very function
-    (:mod:`cogstats.sim._kernel_recommended`, :mod:`cogstats.sim._kernel_lifecycle`).
+    (the recommended gate's compiled piece).
 
     Examples
     --------
@@ -407,7 +407,7 @@ def _one_pass(
 
 # ---------------------------------------------------------------------- written once
 # Plain functions of numbers or numpy arrays (elementwise): ridge_fit calls them on every
-# lesson at once, and the simulator's kernel (cogstats.sim._kernel_recommended) compiles the
+# lesson at once, and the simulator's kernel (the recommended gate's piece) compiles the
 # very same functions and calls them lesson by lesson.
 
 

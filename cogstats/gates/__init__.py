@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.evidence import EVIDENCE_DECISION_COLUMNS, EvidenceGate
     from cogstats.gates.lifecycle import LifecycleGate
     from cogstats.gates.lineage import LineageGate
-    from cogstats.gates.recommended import RECOMMENDED_DECISION_COLUMNS, RecommendedGate
     from cogstats.gates.streaming import (
         STREAMING_ADAPTERS,
         DuplicateRun,
@@ -76,8 +75,6 @@ _LAZY: dict[str, str] = {
     "EvidenceGate": "cogstats.gates.evidence",
     "LifecycleGate": "cogstats.gates.lifecycle",
     "LineageGate": "cogstats.gates.lineage",
-    "RECOMMENDED_DECISION_COLUMNS": "cogstats.gates.recommended",
-    "RecommendedGate": "cogstats.gates.recommended",
     "STREAMING_ADAPTERS": "cogstats.gates.streaming",
     "DuplicateRun": "cogstats.gates.streaming",
     "IngestResult": "cogstats.gates.streaming",

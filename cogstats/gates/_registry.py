@@ -73,7 +73,6 @@ GATES: Registry = Registry(
         "evidence": "cogstats.gates.evidence",
         "audit": "cogstats.gates.audit",
         "recommended": "cogstats.gates.lifecycle",
-        "recommended_v1": "cogstats.gates.recommended",
         "margin_lift": "cogstats.gates.margin_lift",
     },
     check=_check_gate,

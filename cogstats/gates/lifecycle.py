@@ -1,7 +1,6 @@
-"""The recommended gate, second version: a lesson lifecycle with evidence behind every status.
+"""The recommended gate: a lesson lifecycle with evidence behind every status.
 
-:class:`LifecycleGate` (registered as ``recommended``; the first version is
-``recommended_v1``, :class:`~cogstats.gates.RecommendedGate`) judges every lesson on the
+:class:`LifecycleGate` (registered as ``recommended``) judges every lesson on the
 debiased ridge regression of :mod:`cogstats.estimators.debiased_ridge` (each lesson's
 coefficient free, the others shrunk), with the noise pooled over the whole ledger: the
 residual variance of the regression on every lesson and the covariates, on ``runs -
@@ -18,7 +17,7 @@ status each leads to is ``OUTCOME_STATUS``), by the lesson's status (``statuses`
   runs (the early tier): a lenient level for large harm, its margin in units of the
   estimated noise, so its error at effect 0 does not depend on the noise level; *tier 2*
   (``harm_evidence``), effect 0 tested with the one-sided error ``alpha`` spent over the
-  lesson's information (Hwang-Shih-DeCani, as :class:`~cogstats.gates.RecommendedGate`; past
+  lesson's information (Hwang-Shih-DeCani; past
   ``max_information`` at the last look's level).
 - **promote** (candidate, admitted; -> verified): the mirror images, ``promote_margin``
   and ``promote_evidence``.
@@ -437,7 +436,9 @@ class LifecycleGate:
     alpha : float
         Tier 2: one-sided error per side over a lesson's life (< 0.5).
     spending, spending_options, max_information, looks
-        Tier 2's spending (as :class:`~cogstats.gates.RecommendedGate`).
+        Tier 2's spending: the spending function (``cogstats.estimators.SPENDING``) and
+        its options, the information (runs) over which the error is spent, and the
+        planned looks, evenly spaced in information up to ``max_information``.
     min_trials : int
         Trials before a lesson can be convicted, promoted, released, admitted or retired.
     margin : float

@@ -75,7 +75,6 @@ CONTENDER_LABELS: dict[str, str] = {
     "cycgraph_margin": "cycgraph margin rule",
     "cycgraph_inference": "cycgraph inference rule",
     PRESET: "recommended preset",
-    "recommended_v1": "recommended preset, first version",
 }
 #: The rule S1's "at least cycgraph's minus 0.07" goal compares with (the S1 spec's gate).
 S1_REFERENCE = "cycgraph_inference"

@@ -18,7 +18,6 @@ from cogstats.retrieval._registry import (
 )
 from cogstats.retrieval.cycgraph import FewestTrialsFirst, InProgressFirst, NewestFirst
 from cogstats.retrieval.randomized import Designed, Randomized
-from cogstats.retrieval.recommended import SuspectFirst
 from cogstats.retrieval.ucb import UCB1
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "Randomized",
     "RetrievalPolicy",
     "Selection",
-    "SuspectFirst",
     "get_policy",
     "live_lesson_table",
     "make_policy",

@@ -408,7 +408,7 @@ class RetestSlot:
     """The re-test slot's options, validated once for every policy that has one.
 
     A mixin for the frozen dataclass policies (``in_progress_first``, ``randomized``,
-    ``recommended``...): each declares the fields ``max_facts``, ``candidate_slots``,
+    ``designed``...): each declares the fields ``max_facts``, ``candidate_slots``,
     ``retest_prob``, ``retest_window``, ``retest_order``, ``retest_floor`` (and
     ``fill_empty`` where it fills empty places) in its own field order, and calls
     :meth:`_check_retest` from ``__post_init__``.

@@ -44,7 +44,6 @@ RETRIEVAL_POLICIES: Registry = Registry(
         "randomized": "cogstats.retrieval.randomized",
         "designed": "cogstats.retrieval.randomized",
         "ucb1": "cogstats.retrieval.ucb",
-        "suspect_first": "cogstats.retrieval.recommended",
     },
     check=_check_policy,
 )

@@ -13,8 +13,8 @@ The kernel is split by concern, one module each:
   :func:`link_score`), written once and called by both engines;
 - ``_kernel_policies``: the retrieval policies (re-implementations of
   :mod:`cogstats.retrieval` in array form), with their own parameter blocks;
-- ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_recommended``,
-  ``_kernel_lifecycle``, ``_kernel_margin_lift``: each gate's piece, with its own
+- ``_kernel_cycgraph``, ``_kernel_audit``, ``_kernel_evidence``, ``_kernel_lifecycle``,
+  ``_kernel_margin_lift``: each gate's piece, with its own
   parameter block (``BLOCK``) and adapter (``PIECE``); the rule's arithmetic is the
   gate's own module's functions, compiled (``_kernel_common.compile_rule``), and the
   piece's dispatch code (``CODE``) is derived from the block's name
@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numba import njit
@@ -50,7 +48,6 @@ from cogstats.sim import _kernel_cycgraph as KCYC
 from cogstats.sim import _kernel_evidence as KEV
 from cogstats.sim import _kernel_lifecycle as KLC
 from cogstats.sim import _kernel_margin_lift as KML
-from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import (
     COMMON,
     COMPILED_SOURCES,
@@ -105,59 +102,6 @@ __all__ = [
     "oracle_total",
     "run_chunk",
 ]
-
-#: slots of the former global table that moved into a gate's or a policy's own block: old name ->
-#: (old index, block and slot now)
-_MOVED = {
-    "IP_SLOTS": (4, "_kernel_policies' blocks, slot 'slots'"),
-    "IP_REST": (5, "_kernel_policies.ORDER_BLOCK, slot 'rest'"),
-    "IP_BERNOULLI": (20, "_kernel_policies.POOL_BLOCK, slot 'bernoulli'"),
-    "IP_MINF": (21, "_kernel_policies.UCB_BLOCK, slot 'min_facts'"),
-    "IP_FRESH": (26, "_kernel_policies.SUSPECT_BLOCK, slot 'fresh'"),
-    "FP_EPS": (9, "_kernel_policies.UCB_BLOCK, slot 'epsilon'"),
-    "FP_XSIM": (10, "_kernel_policies.UCB_BLOCK, slot 'cross_similarity'"),
-    "FP_EXPL": (12, "_kernel_policies.UCB_BLOCK, slot 'exploration'"),
-    "FP_PINC": (14, "_kernel_policies.POOL_BLOCK/SUSPECT_BLOCK, slot 'inclusion_prob'"),
-    "FP_POL_SUSZ": (21, "_kernel_policies.SUSPECT_BLOCK, slot 'suspect_z'"),
-    "IP_MINT": (8, "each gate's BLOCK, slot 'min_trials'"),
-    "IP_MAXT": (9, "each gate's BLOCK, slot 'max_trials'"),
-    "IP_MAXB": (10, "_kernel_cycgraph/_kernel_evidence BLOCK, slot 'max_baseline_runs'"),
-    "IP_BH": (11, "_kernel_cycgraph.BLOCK, slot 'bh'"),
-    "IP_DOUBLING": (12, "_kernel_cycgraph.BLOCK, slot 'doubling'"),
-    "IP_AUDIT_HITS": (18, "_kernel_audit.BLOCK, slot 'min_hits'"),
-    "IP_P": (19, "COMMON, slot 'pool'"),
-    "IP_EV_GROUP": (22, "_kernel_evidence.BLOCK, slot 'group'"),
-    "IP_EV_BONF": (23, "_kernel_evidence.BLOCK, slot 'bonferroni'"),
-    "IP_NCOV": (24, "the covariate array's last axis (cov.shape[2])"),
-    "IP_PASSES": (25, "_kernel_recommended.BLOCK, slot 'passes'"),
-    "FP_PM": (2, "_kernel_cycgraph/_kernel_evidence BLOCK, slot 'promote_margin'"),
-    "FP_EM": (3, "_kernel_cycgraph/_kernel_evidence BLOCK, slot 'evict_margin'"),
-    "FP_PC": (4, "_kernel_cycgraph.BLOCK, slot 'promote_confidence'"),
-    "FP_EC": (5, "_kernel_cycgraph.BLOCK, slot 'evict_confidence'"),
-    "FP_FLOOR": (6, "_kernel_cycgraph/_kernel_evidence BLOCK, slot 'noise_floor_sd'"),
-    "FP_AUDIT_RATE": (13, "_kernel_audit.BLOCK, slot 'min_win_rate'"),
-    "FP_ALPHA": (15, "_kernel_evidence.BLOCK, slot 'alpha'"),
-    "FP_PENALTY": (16, "_kernel_recommended.BLOCK, slot 'penalty'"),
-    "FP_GATE_SUSZ": (17, "_kernel_recommended.BLOCK, slot 'suspect_z'"),
-    "FP_MIN_SHARE": (18, "_kernel_recommended.BLOCK, slot 'min_share'"),
-    "FP_PRIOR_SS": (19, "_kernel_recommended.BLOCK, slot 'prior_ss'"),
-    "FP_PRIOR_RUNS": (20, "_kernel_recommended.BLOCK, slot 'prior_runs'"),
-    "FP_MAX_INFO": (22, "_kernel_recommended.BLOCK, slot 'max_information'"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Return a former global gate slot's old index, with a DeprecationWarning."""
-    if name in _MOVED:
-        index, now = _MOVED[name]
-        warnings.warn(
-            f"cogstats.sim._kernel.{name} is deprecated: the kernel has no global table of "
-            f"gate and policy slots any more; the option lives in {now}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return index
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _drop_stale_cache() -> None:
@@ -244,7 +188,7 @@ def run_chunk(
     ``ip``/``fp`` are the run loop's block (:data:`COMMON`), ``pi``/``pf`` the retrieval
     policy's own block (``_kernel_policies``), ``gi``/``gf`` the gate's own block (its
     kernel piece's ``BLOCK``).  ``cov`` holds each run's covariates for the
-    recommended gate (replicate x run x covariates) and ``levels`` its one-sided levels by
+    lifecycle gate (replicate x run x covariates) and ``levels`` its one-sided levels by
     trial count.  A gate that records its status changes (the lifecycle gate) writes them
     to ``out_events`` (rows: chunk replicate, run, lesson, from, to, outcome code, why
     code) and counts them in ``out_n_events[0]`` (beyond the buffer's rows too: the caller
@@ -432,28 +376,7 @@ def run_chunk(
             # gate: one dispatch line per compiled gate (its code: cogstats._codes.gate_code)
             if gate == GATE_NONE or run < gate_from or (run - gate_from) % every != 0:
                 continue
-            if gate == KREC.CODE:
-                KREC.recommended_gate(
-                    gi,
-                    gf,
-                    recheck,
-                    nfix,
-                    levels,
-                    status,
-                    n_with,
-                    first_trial,
-                    gram,
-                    zty,
-                    yty,
-                    tot_n,
-                    by_age,
-                    run,
-                    promote_run,
-                    evict_run,
-                    evict_reason,
-                    gibuf,
-                )
-            elif gate == KLC.CODE:
+            if gate == KLC.CODE:
                 KLC.lifecycle_gate(
                     gi,
                     gf,

@@ -4,7 +4,7 @@ Parameter blocks, the run loop's own block, a gate's compiled piece as the simul
 runs it (:class:`KernelGate`), the shared numerics compiled, and the decision helpers
 every gate piece uses.
 
-A kernel piece (a gate's rule, see ``_kernel_cycgraph`` ... ``_kernel_recommended``)
+A kernel piece (a gate's rule, see ``_kernel_cycgraph`` ... ``_kernel_lifecycle``)
 declares its parameters as a :class:`Block` of named int and float slots and its
 adapter, ``PIECE`` (a :class:`KernelGate`: how a gate's options fill the block, what the
 piece does not cover); the gate names the piece's module in its one registry line
@@ -242,8 +242,6 @@ def _scalar_where(cond: Any, a: Any, b: Any) -> Any:
 # the numerics a rule calls are callable from compiled code as they are
 register_jitable(inline="always")(numerics.floor_log2)
 register_jitable(inline="always")(numerics.welch_evidence)
-#: :func:`cogstats.numerics.welch_z`, compiled (inlined where called)
-welch_z = njit(cache=True, inline="always")(numerics.welch_z)
 #: :func:`cogstats.numerics.welch_moments`, compiled (inlined where called)
 welch_moments = njit(cache=True, inline="always")(numerics.welch_moments)
 #: :func:`cogstats.numerics.welch_evidence`, compiled (inlined where called)

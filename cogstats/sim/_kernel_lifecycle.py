@@ -36,16 +36,15 @@ from cogstats._codes import (
     STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
+from cogstats.estimators import debiased_ridge as ridge
 from cogstats.gates import lifecycle_rule as LR
-from cogstats.sim import _kernel_recommended as KREC
-from cogstats.sim._kernel_common import Block, KernelGate, compile_rule
+from cogstats.sim._kernel_common import Block, KernelGate, compile_rule, gauss_jordan_into
 from cogstats.sim._tdist import t_cdf, t_ppf
 
 __all__ = [
     "BLOCK",
     "CODE",
     "EVIDENCE_ROWS",
-    "GATE_LIFECYCLE",
     "PIECE",
     "judge",
     "lifecycle_gate",
@@ -83,17 +82,35 @@ def _values(gate: Any) -> dict[str, float]:
     return {name: getattr(gate, name) for name in BLOCK.ints + BLOCK.floats}
 
 
+#: the covariate the compiled gate knows (the scenario's difficulty proxy)
+PROXY = "difficulty_proxy"
+
+
+def support(gate: Any, s: Any) -> str | None:
+    """Return why the kernel cannot run this gate, or None when it can.
+
+    The kernel adjusts for the difficulty proxy only.
+    """
+    # the reference engine's ledger also holds the true difficulty, the run index and the
+    # family: a gate asking for them runs there
+    others = [c for c in gate.covariates if c != PROXY]
+    if others:
+        return (
+            f"the compiled engine's recommended gate adjusts for {PROXY!r} only; covariates "
+            f"{others} run in the reference engine"
+        )
+    return None
+
+
 def _loop(gate: Any) -> dict[str, float]:
     return {"gram": 1}  # the run loop keeps the Gram matrix of [1, covariates, lessons]
 
 
-#: the piece as the simulator runs it (named by the gate's registry entry): the ridge
-#: gates' covariate support (the difficulty proxy only), and status events written
-PIECE = KernelGate(BLOCK, _values, KREC.support, _loop, events=True)
+#: the piece as the simulator runs it (named by the gate's registry entry): the
+#: covariate support (the difficulty proxy only), and status events written
+PIECE = KernelGate(BLOCK, _values, support, _loop, events=True)
 #: its dispatch code in the run loop (derived from the block's name)
 CODE = PIECE.code
-#: the older name of :data:`CODE`
-GATE_LIFECYCLE = CODE
 
 MIN_TRIALS = BLOCK.i("min_trials")
 PASSES = BLOCK.i("passes")
@@ -161,12 +178,82 @@ _O_HARMFUL = C.OUTCOME_EVICT_HARMFUL
 _O_NO_LIFT = C.OUTCOME_EVICT_NO_LIFT
 _O_RETIRE = C.OUTCOME_RETIRE
 
+lesson_inference = compile_rule(ridge.lesson_inference)
+suspect_penalties = compile_rule(ridge.suspect_penalties)
+#: the estimator's identifiability check and duplicate groups, compiled (inlined: a
+#: separately compiled call returning an array cost S2 about a fifth of its time)
+not_identifiable = compile_rule(ridge.not_identifiable)
+duplicate_groups = compile_rule(ridge.duplicate_groups)
 #: the rule, written once in :mod:`cogstats.gates.lifecycle_rule`, compiled (inlined)
 rule_evidence = compile_rule(LR.rule_evidence)
 lifecycle_bounds = compile_rule(LR.lifecycle_bounds)
 lifecycle_outcome = compile_rule(LR.lifecycle_outcome)
 crater_t = compile_rule(LR.crater_t)
 lifecycle_look = compile_rule(LR.lifecycle_look)
+
+
+@njit(cache=True)
+def ridge_solve(
+    gram: np.ndarray,
+    zty: np.ndarray,
+    yty: float,
+    f: int,
+    p: int,
+    pen: np.ndarray,
+    a: np.ndarray,
+    aug: np.ndarray,
+    m: np.ndarray,
+    b: np.ndarray,
+    gb: np.ndarray,
+) -> tuple[bool, float, float]:
+    """Solve one pass of the debiased ridge: ``(ok, RSS, trace of the hat matrix)``.
+
+    The ridge inverse ``M`` into ``m`` and the coefficients into ``b`` (``gb`` = G b),
+    the operations of ``debiased_ridge._one_pass`` in its order (elementwise, sequential
+    sums); ``ok`` False when singular.
+    """
+    for i in range(p):
+        for c in range(p):
+            a[i, c] = gram[i, c]
+    for i in range(f, p):
+        a[i, i] = a[i, i] + pen[i - f]
+    if not gauss_jordan_into(a, p, aug, m):
+        return False, math.nan, math.nan
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += m[i, c] * zty[c]
+        b[i] = acc
+    for i in range(p):
+        acc = 0.0
+        for c in range(p):
+            acc += gram[i, c] * b[c]
+        gb[i] = acc
+    bg = 0.0
+    for i in range(p):
+        bg += b[i] * zty[i]
+    bgb = 0.0
+    for i in range(p):
+        bgb += b[i] * gb[i]
+    rss = yty - 2.0 * bg + bgb
+    trace = 0.0
+    for i in range(p):
+        ri = 0.0
+        for c in range(p):
+            ri += m[i, c] * gram[c, i]
+        trace += ri
+    return True, rss, trace
+
+
+@njit(cache=True)
+def penalty_row(m: np.ndarray, b: np.ndarray, pen: np.ndarray, f: int, p: int, i: int) -> tuple:
+    """Return ``((M K b)_i, (M K M)_ii)`` of column ``i`` (sequential sums, in order)."""
+    mkb = 0.0
+    mkm = 0.0
+    for c in range(f, p):
+        mkb += m[i, c] * (pen[c - f] * b[c])
+        mkm += (m[i, c] * m[i, c]) * pen[c - f]
+    return mkb, mkm
 
 
 @njit(cache=True)
@@ -187,8 +274,7 @@ def _pass(
 ) -> bool:
     """One pass of ``debiased_ridge._one_pass``, the same operations in the same order.
 
-    The solve is the recommended piece's
-    (:func:`cogstats.sim._kernel_recommended.ridge_solve`), each lesson's inference the
+    The solve is :func:`ridge_solve`, each lesson's inference the
     estimator's own :func:`~cogstats.estimators.debiased_ridge.lesson_inference` (no noise
     prior).  Writes each lesson's t, df, info, estimate, se and sigma into ``x``'s rows
     (NaN where undefined); False when singular (every row NaN).
@@ -196,12 +282,12 @@ def _pass(
     for i in range(p - f):
         for r in range(6):
             x[r, i] = math.nan
-    ok, rss, trace = KREC.ridge_solve(gram, zty, yty, f, p, pen, a, aug, m, b, gb)
+    ok, rss, trace = ridge_solve(gram, zty, yty, f, p, pen, a, aug, m, b, gb)
     if not ok:
         return False
     for i in range(f, p):
-        mkb, mkm = KREC.penalty_row(m, b, pen, f, p, i)
-        est, se, t, info, df, s2 = KREC.lesson_inference(
+        mkb, mkm = penalty_row(m, b, pen, f, p, i)
+        est, se, t, info, df, s2 = lesson_inference(
             b[i], m[i, i], pen[i - f], mkb, mkm, rss, trace, runs, 0.0, 0.0
         )
         x[_T, i - f] = t
@@ -247,7 +333,7 @@ def judge(
             x[r, i] = math.nan
     # lessons that share an inclusion pattern are one column, their group's: rep[i] is the
     # group's first column (the estimator's own debiased_ridge.duplicate_groups)
-    rep = KREC.duplicate_groups(gram, f, runs)
+    rep = duplicate_groups(gram, f, runs)
     pos = np.zeros(n, dtype=np.int64)
     size = np.zeros(n, dtype=np.int64)
     nr = 0
@@ -271,7 +357,7 @@ def judge(
             gr[r, c] = gram[sel[r], sel[c]]
     # not identifiable in the reduced problem (in every run, or in none: no two columns
     # share a pattern there), as ridge_fit holds it (debiased_ridge.not_identifiable)
-    ir = np.logical_not(KREC.not_identifiable(gr, f, runs))
+    ir = np.logical_not(not_identifiable(gr, f, runs))
     # the ridge's passes, on the reduced columns
     xr = np.empty((6, nr))
     k_pen = gf[PENALTY]
@@ -293,7 +379,7 @@ def judge(
         # the next pass's penalties (the estimator's own debiased_ridge.suspect_penalties)
         same = True
         for i in range(nr):
-            nxt[i] = KREC.suspect_penalties(
+            nxt[i] = suspect_penalties(
                 ir[i],
                 xr[_T, i],
                 xr[_INFO, i],

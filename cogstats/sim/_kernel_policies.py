@@ -1,15 +1,14 @@
 """The retrieval policies of the compiled kernel: which lessons the next run carries.
 
 Array re-implementations of :mod:`cogstats.retrieval` (the cycgraph orderings with the
-rest bench, randomized and designed pools, UCB1, suspect-first), reading the run loop's
+rest bench, randomized and designed pools, UCB1), reading the run loop's
 block :data:`cogstats.sim._kernel_common.COMMON` (max_facts, pool size) and each policy's
-own block (:data:`ORDER_BLOCK`, :data:`POOL_BLOCK`, :data:`SUSPECT_BLOCK`,
-:data:`UCB_BLOCK`) and its piece (:data:`ORDER_PIECE`, :data:`POOL_PIECE`,
-:data:`SUSPECT_PIECE`, :data:`UCB_PIECE`: a :class:`~cogstats.sim._kernel_common.KernelPolicy`,
-how the policy's options fill its block), which the policy's registry entry names
+own block (:data:`ORDER_BLOCK`, :data:`POOL_BLOCK`, :data:`UCB_BLOCK`) and its piece
+(:data:`ORDER_PIECE`, :data:`POOL_PIECE`, :data:`UCB_PIECE`: a
+:class:`~cogstats.sim._kernel_common.KernelPolicy`, how the policy's options fill its
+block), which the policy's registry entry names
 (``register_policy(..., kernel="cogstats.sim._kernel_policies:POOL_PIECE")``; one module
-holds several pieces, so each is named by its attribute).  The suspect-first statistic
-is :func:`cogstats.numerics.welch_z`, compiled.
+holds several pieces, so each is named by its attribute).
 """
 
 from __future__ import annotations
@@ -26,22 +25,19 @@ from cogstats._codes import (
     POLICY_IN_PROGRESS_FIRST,
     POLICY_NEWEST_FIRST,
     POLICY_RANDOMIZED,
-    POLICY_SUSPECT_FIRST,
     POLICY_UCB1,
     STATUS_ADMITTED,
     STATUS_CANDIDATE,
     STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
-from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, KernelPolicy, welch_z
+from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, KernelPolicy
 
 __all__ = [
     "ORDER_BLOCK",
     "ORDER_PIECE",
     "POOL_BLOCK",
     "POOL_PIECE",
-    "SUSPECT_BLOCK",
-    "SUSPECT_PIECE",
     "UCB_BLOCK",
     "UCB_PIECE",
     "select",
@@ -63,12 +59,6 @@ POOL_BLOCK = Block(
     ints=("slots", "retest_window", "retest_order", "bernoulli", "fill_empty"),
     floats=("retest_prob", "retest_floor", "inclusion_prob"),
 )
-#: suspect_first
-SUSPECT_BLOCK = Block(
-    "suspect_first",
-    ints=("slots", "retest_window", "retest_order", "fresh", "fill_empty"),
-    floats=("retest_prob", "retest_floor", "inclusion_prob", "suspect_z"),
-)
 #: ucb1 (its win threshold is the run loop's: wins are counted there)
 UCB_BLOCK = Block(
     "ucb1", ints=("min_facts",), floats=("epsilon", "cross_similarity", "exploration")
@@ -77,7 +67,7 @@ WINDOW = 1
 RETEST_ORDER = 2
 RETEST_PROB = 0
 RETEST_FLOOR = 1
-for _block in (ORDER_BLOCK, POOL_BLOCK, SUSPECT_BLOCK):
+for _block in (ORDER_BLOCK, POOL_BLOCK):
     assert _block.i("slots") == SLOTS
     assert _block.i("retest_window") == WINDOW
     assert _block.i("retest_order") == RETEST_ORDER
@@ -90,13 +80,9 @@ RETEST_LIKELY_INNOCENT = 1
 ORDER_REST = ORDER_BLOCK.i("rest")
 ORDER_FILL = ORDER_BLOCK.i("fill_empty")
 POOL_FILL = POOL_BLOCK.i("fill_empty")
-SUSPECT_FILL = SUSPECT_BLOCK.i("fill_empty")
-assert ORDER_FILL == POOL_FILL == SUSPECT_FILL
+assert ORDER_FILL == POOL_FILL
 POOL_BERNOULLI = POOL_BLOCK.i("bernoulli")
 POOL_PINC = POOL_BLOCK.f("inclusion_prob")
-SUSPECT_FRESH = SUSPECT_BLOCK.i("fresh")
-SUSPECT_PINC = SUSPECT_BLOCK.f("inclusion_prob")
-SUSPECT_Z = SUSPECT_BLOCK.f("suspect_z")
 UCB_MINF = UCB_BLOCK.i("min_facts")
 UCB_EPS = UCB_BLOCK.f("epsilon")
 UCB_XSIM = UCB_BLOCK.f("cross_similarity")
@@ -138,15 +124,6 @@ def _pooled_values(policy: Any) -> dict[str, float]:
     }
 
 
-def _suspect_first_values(policy: Any) -> dict[str, float]:
-    return {
-        **_retest_values(policy),
-        "fresh": policy.fresh_trials,
-        "inclusion_prob": policy.inclusion_prob,
-        "suspect_z": policy.suspect_z,
-    }
-
-
 def _ucb_values(policy: Any) -> dict[str, float]:
     return {
         "min_facts": policy.max_facts if policy.min_facts is None else policy.min_facts,
@@ -164,8 +141,6 @@ def _ucb_loop(policy: Any) -> dict[str, float]:
 ORDER_PIECE = KernelPolicy(ORDER_BLOCK, _order_values)
 #: randomized, designed
 POOL_PIECE = KernelPolicy(POOL_BLOCK, _pooled_values)
-#: suspect_first
-SUSPECT_PIECE = KernelPolicy(SUSPECT_BLOCK, _suspect_first_values)
 #: ucb1
 UCB_PIECE = KernelPolicy(UCB_BLOCK, _ucb_values, _ucb_loop)
 
@@ -314,11 +289,7 @@ def select(
         slots -= 1
     cand = ibuf[0]
     n = 0
-    if policy == POLICY_SUSPECT_FIRST:
-        count = suspect_first(
-            slots, pi, pf, status, trials, s_with, ss_with, tot, by_age, u, inj, ibuf, fbuf
-        )
-    elif policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
+    if policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
         # cycgraph-style orderings with the rest bench
         rest = pi[ORDER_REST]
         keys = kbuf
@@ -617,89 +588,4 @@ def _fill_empty(
     for i in range(min(max_facts - count, n)):
         inj[count] = rest[order[i]]
         count += 1
-    return count
-
-
-@njit(cache=True)
-def suspect_first(
-    slots: int,
-    pi: np.ndarray,
-    pf: np.ndarray,
-    status: np.ndarray,
-    trials: np.ndarray,
-    s_with: np.ndarray,
-    ss_with: np.ndarray,
-    tot: np.ndarray,
-    by_age: np.ndarray,
-    u: np.ndarray,
-    inj: np.ndarray,
-    ibuf: np.ndarray,
-    fbuf: np.ndarray,
-) -> int:
-    """Fill :class:`cogstats.retrieval.SuspectFirst`'s candidate block.
-
-    Suspects (lowest Welch statistic first), fresh candidates (oldest first), then the
-    rest (lowest statistic first), each drawn with probability ``inclusion_prob`` until
-    the ``slots`` (the candidate slots less a re-test) are taken.
-    """
-    n_les = status.shape[0]
-    fresh_trials = pi[SUSPECT_FRESH]
-    susz = pf[SUSPECT_Z]
-    p_inc = pf[SUSPECT_PINC]
-    tot_n = int(tot[0])
-    cand = ibuf[0]
-    order = ibuf[1]
-    cls = ibuf[2]
-    z = fbuf
-    n = 0
-    for jj in range(n_les):
-        j = by_age[jj]
-        if status[j] == STATUS_CANDIDATE:
-            cand[n] = j
-            n += 1
-    for i in range(n):
-        j = cand[i]
-        z[i] = welch_z(trials[j], s_with[j], ss_with[j], tot_n, tot[1], tot[2])
-        if z[i] < -susz:
-            cls[i] = 0
-        elif trials[j] < fresh_trials:
-            cls[i] = 1
-        else:
-            cls[i] = 2
-    n_ord = 0
-    for c in range(3):
-        m = 0
-        for i in range(n):
-            if cls[i] == c:
-                m += 1
-        if m == 0:
-            continue
-        pos = np.empty(m, dtype=np.int64)
-        key = np.empty(m)
-        k = 0
-        for i in range(n):
-            if cls[i] == c:
-                pos[k] = i
-                key[k] = z[i] if c != 1 else 0.0  # fresh: oldest first (positions)
-                k += 1
-        ro = np.argsort(key, kind="mergesort")
-        for k in range(m):
-            order[n_ord] = pos[ro[k]]
-            n_ord += 1
-    count = 0
-    chosen = cls  # reuse: mark chosen positions
-    for i in range(n):
-        chosen[i] = 0
-    for k in range(n_ord):
-        if count >= slots:
-            break
-        i = order[k]
-        if u[2 + i] < p_inc:
-            chosen[i] = 1
-            count += 1
-    count = 0
-    for i in range(n):
-        if chosen[i] == 1:
-            inj[count] = cand[i]
-            count += 1
     return count

@@ -30,7 +30,7 @@ from cogstats.gates import GATES
 from cogstats.retrieval import RETRIEVAL_POLICIES
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
-from cogstats.sim import _kernel_recommended as KREC
+from cogstats.sim import _kernel_lifecycle as KLC
 from cogstats.sim._kernel_common import KernelGate, KernelPolicy
 from cogstats.sim.draws import (
     LessonTable,
@@ -119,11 +119,11 @@ class _Pieces(Registry[Any]):
 
 
 def _kernel_covariates(s: Scenario) -> int:
-    """Covariate columns the compiled ridge gates use (the proxy, when present)."""
+    """Covariate columns the compiled lifecycle gate uses (the proxy, when present)."""
     gate = s.gate.build()
     if getattr(gate, "covariates", None) is None or s.difficulty.proxy_corr is None:
         return 0
-    return int(KREC.PROXY in gate.covariates)
+    return int(KLC.PROXY in gate.covariates)
 
 
 #: Gate registry name -> its compiled piece (a :class:`KernelGate`), derived from the
@@ -157,7 +157,7 @@ def fast_support(s: Scenario) -> str | None:
 
     The kernel covers the registered parts that have a compiled piece
     (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
-    the cycgraph, audit, evidence, recommended (the lifecycle gate) and recommended_v1 gates,
+    the cycgraph, audit, evidence, recommended (the lifecycle gate) and margin_lift gates,
     with the lifecycle's statuses in retrieval (admitted lessons in the verified block,
     suspended ones through the re-test slot, ``retest_window``, ``fill_empty``).  Its
     evidence gate covers methods
@@ -165,7 +165,7 @@ def fast_support(s: Scenario) -> str | None:
     fixed), and hold_unidentifiable False (the identifiability check needs the full
     design); its audit counts wins at one threshold, so under UCB1 the audit's
     ``win_threshold`` must equal the policy's; its recommended gate adjusts for the
-    difficulty proxy only (the lifecycle gate too).  Everything else runs in the reference
+    difficulty proxy only.  Everything else runs in the reference
     engine.
 
     Examples
@@ -369,16 +369,16 @@ def _boundary_table(s: Scenario) -> np.ndarray:
 
 
 def _level_table(s: Scenario) -> np.ndarray:
-    """Return the one-sided levels by planned look for a compiled ridge gate (v1 and v2)."""
+    """Return the one-sided levels by planned look for the compiled lifecycle gate."""
     gate = s.gate.build()
     levels = getattr(gate, "nominal_levels", None)
-    if s.gate.type not in ("recommended", "recommended_v1") or not callable(levels):
+    if s.gate.type != "recommended" or not callable(levels):
         return np.zeros(1)
     return np.ascontiguousarray(levels(), dtype=np.float64)
 
 
 def _covariate_array(s: Scenario, prep: Prepared, ncov: int) -> np.ndarray:
-    """Each run's covariates for the compiled recommended gate (replicate x run x ncov)."""
+    """Each run's covariates for the compiled lifecycle gate (replicate x run x ncov)."""
     n, runs = prep.noise.shape
     if ncov == 0 or prep.proxy is None:
         return np.zeros((n, runs, 0))

@@ -40,7 +40,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 # gates whose recommended-style covariates option or method options take --covariates
-_COVARIATE_GATES = [g for g in ("recommended", "recommended_v1", "evidence") if g in GATES]
+_COVARIATE_GATES = [g for g in ("recommended", "evidence") if g in GATES]
 
 
 @pytest.mark.parametrize("gate", _COVARIATE_GATES)

@@ -19,7 +19,7 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "spending"
 
 
-@pytest.mark.parametrize("name", ["recommended", "recommended_v1"])
+@pytest.mark.parametrize("name", ["recommended"])
 def test_a_built_in_gates_first_decision_needs_no_solving(
     fresh_cache: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:

@@ -242,7 +242,6 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], int]] = {
         2,
     ),
     "designed": ("simulations/poison_crater.toml", {"retrieval.policy": "designed"}, 2),
-    "suspect_first": ("simulations/poison_crater.toml", {"retrieval.policy": "suspect_first"}, 2),
     "S2_likely_innocent": ("simulations/poison_crater.toml", {**V2, **LIKELY}, 3),
     "helpful_likely_innocent": ("simulations/s2_helpful_lessons.toml", {**V2, **LIKELY}, 3),
     "small_prompt_likely_innocent": (
@@ -253,11 +252,6 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], int]] = {
     "randomized_likely_innocent": (
         "simulations/poison_crater.toml",
         {"retrieval.policy": "randomized", **LIKELY},
-        2,
-    ),
-    "suspect_first_likely_innocent": (
-        "simulations/poison_crater.toml",
-        {"retrieval.policy": "suspect_first", "retrieval.fill_empty": True, **LIKELY},
         2,
     ),
     "ucb1": (

@@ -1,10 +1,10 @@
-"""The recommended preset: the debiased ridge, its gate, the suspect-first retrieval, presets.
+"""The recommended preset: the debiased ridge, the preset's parts, the covariate rule.
 
 References: the debiased estimate and its per-lesson residual sum of squares and degrees
 of freedom against a direct refit with the lesson's penalty removed (numpy least squares
 on the augmented system, 1e-9); one lesson against scipy's pooled two-sample t test
-(1e-10); a vanishing penalty against statsmodels OLS (1e-6); the Welch statistic against
-scipy (1e-12).  The compiled kernel against the reference engine: every output array equal.
+(1e-10); a vanishing penalty against statsmodels OLS (1e-6).  The preset in specs, grids
+and on the command line; the gate's covariate rule in batch, streaming and the CLI.
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ from cogstats.estimators.debiased_ridge import (
     ridge_fit,
     ridge_statistics,
 )
-from cogstats.gates import RecommendedGate
+from cogstats.gates import LifecycleGate
 from cogstats.presets import PRESETS, get_preset, recommended
-from cogstats.retrieval import SuspectFirst
-from cogstats.retrieval.recommended import welch_z
 from cogstats.sim import Scenario, load_spec, simulate
-from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
-from cogstats.sim.engine import fast_support, run_fast
-from cogstats.sim.reference import run_reference
+from cogstats.sim.engine import fast_support
 
 
 def _ledger(n: int = 40, seed: int = 1, effects: tuple[float, ...] = (-0.2, 0, 0.05, 0, 0.1)):
@@ -178,33 +174,9 @@ def test_noise_prior_adds_its_runs_to_the_degrees_of_freedom() -> None:
     assert prior.df == pytest.approx(plain.df + 10, abs=1e-9)
     with pytest.raises(ParameterError, match="noise_prior_sd is not set"):
         ridge_fit(st, noise_prior_runs=3)
-    with pytest.raises(ParameterError, match="noise_prior_sd must be > 0"):
-        RecommendedGate(noise_prior_sd=0.1)
 
 
 # ---------------------------------------------------------------------- the gate
-def test_gate_evicts_a_poison_and_says_why_for_every_lesson() -> None:
-    ledger, *_ = _ledger(n=120, seed=4)
-    report = RecommendedGate(covariates=("prox",), max_information=50).evaluate(ledger)
-    frame = report.to_frame()
-    assert frame.columns[:8] == list(cogstats.gates.REPORT_COLUMNS)
-    assert report.evicted == ("L0",)
-    assert report.decision("L0")["reason"] == "eval-gate:harmful"
-    assert set(report.promoted) == {"L4"} or set(report.promoted) == {"L2", "L4"}
-    assert set(frame["why"]) <= {"harm_evidence", "promote_evidence", "insufficient_evidence"}
-    # undecided after the last look, or at max_trials, a lesson leaves as no_lift
-    capped = RecommendedGate(covariates=("prox",), max_trials=50).evaluate(ledger).to_frame()
-    no_lift = capped.filter(pl.col("reason") == "eval-gate:no_lift")
-    assert no_lift.height > 0 and set(no_lift["why"]) == {"max_looks"}  # info about 29 > 25
-    wide = RecommendedGate(covariates=("prox",), max_trials=50, max_information=50)
-    no_lift = wide.evaluate(ledger).to_frame().filter(pl.col("reason") == "eval-gate:no_lift")
-    assert no_lift.height > 0 and set(no_lift["why"]) == {"max_trials"}
-    assert (no_lift["trials"] >= 50).all()
-    row = report.decision("L3")
-    assert row["pvalue_promote"] + row["pvalue_evict"] == pytest.approx(1.0)
-    assert row["boundary"] > abs(row["t_stat"])
-
-
 def test_gate_without_the_covariate_skips_it_and_holds_thin_lessons() -> None:
     ledger = Ledger.from_records(
         [
@@ -213,79 +185,21 @@ def test_gate_without_the_covariate_skips_it_and_holds_thin_lessons() -> None:
             {"run_id": "r3", "score": 0.4, "fact_ids": []},
         ]
     )
-    gate = RecommendedGate()  # covariates=("difficulty_proxy",): absent here
+    gate = LifecycleGate()  # covariates=("difficulty_proxy",): absent here
     assert gate.covariates_in(ledger) == ()
     report = gate.evaluate(ledger, ["a", "b", "zz"])
     assert report.to_frame()["why"].to_list() == ["min_trials", "min_trials", "min_trials"]
 
 
-def test_levels_rise_over_a_lesson_life_and_stay_below_alpha() -> None:
-    gate = RecommendedGate()
-    levels = gate.nominal_levels()
-    assert levels.shape == (gate.looks + 1,) and gate.looks == 100
-    assert gate.look(gate.max_information / 2) == 50 and gate.look(0.0) == 0
-    assert levels[0] == 0.0 and np.all(np.diff(levels[1:]) > 0) and levels[-1] < gate.alpha
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        ({"alpha": 0.6}, "alpha must be in"),
-        ({"penalty": 0}, "penalty must be > 0"),
-        ({"min_trials": 1}, "min_trials must be >= 2"),
-        ({"max_trials": 2, "min_trials": 3}, "max_trials must be >= min_trials"),
-        ({"covariates": "difficulty_proxy"}, "covariates must be a list"),
-        ({"spending": "nope"}, "spending function"),
-        ({"passes": 0}, "passes must be >= 1"),
-    ],
-)
-def test_gate_options_are_validated(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ParameterError, match=message):
-        RecommendedGate(**options)
-
-
-def test_gate_policy_round_trips() -> None:
-    gate = RecommendedGate(alpha=0.01, noise_prior_sd=0.1, noise_prior_runs=20)
-    assert RecommendedGate(**gate.to_policy()) == gate
-
-
-# ---------------------------------------------------------------------- the retrieval
-def test_welch_z_is_scipys_welch_t() -> None:
-    a, b = [0.5, 0.62, 0.41, 0.55], [0.7, 0.8, 0.75, 0.66, 0.9]
-    z = welch_z(4, sum(a), sum(v * v for v in a), 9, sum(a + b), sum(v * v for v in a + b))
-    assert z == pytest.approx(stats.ttest_ind(a, b, equal_var=False).statistic, abs=1e-12)
-    assert welch_z(1, 0.5, 0.25, 9, 5.0, 3.0) == 0.0
-
-
-def test_suspects_go_first_and_verified_lessons_fill_the_prompt() -> None:
-    rows = [{"run_id": f"r{i}", "score": 0.8 + 0.01 * i, "fact_ids": ["ok"]} for i in range(4)]
-    rows += [{"run_id": f"s{i}", "score": 0.2 + 0.01 * i, "fact_ids": ["bad"]} for i in range(4)]
-    ledger = Ledger.from_records(rows)
-    lessons = [
-        {"id": "ok", "status": "candidate", "created_at": 1},
-        {"id": "bad", "status": "candidate", "created_at": 2},
-        {"id": "v", "status": "verified", "created_at": 0},
-    ]
-    policy = SuspectFirst(max_facts=3, candidate_slots=1)
-    u = np.zeros(2 + 2 * 3)
-    u[2:4] = 0.1  # both candidates' draws pass
-    sel = policy.select_with_uniforms(lessons, ledger, u)
-    assert sel.fact_ids == ("v", "bad")  # the suspect takes the one slot
-    u[3] = 0.9  # the suspect's draw fails: the next in order gets the slot
-    assert policy.select_with_uniforms(lessons, ledger, u).fact_ids == ("v", "ok")
-    with pytest.raises(ParameterError, match="inclusion_prob must be in"):
-        SuspectFirst(inclusion_prob=1.0)
-
-
 # ---------------------------------------------------------------------- presets
 def test_recommended_returns_the_pair() -> None:
-    policy, gate = PRESETS["recommended_v1"].build(
+    policy, gate = PRESETS["recommended"].build(
         policy_options={"max_facts": 12, "candidate_slots": 6}, gate_options={"alpha": 0.01}
     )
-    assert isinstance(policy, SuspectFirst) and isinstance(gate, RecommendedGate)
+    assert isinstance(gate, LifecycleGate)
     assert (policy.max_facts, policy.candidate_slots, gate.alpha) == (12, 6, 0.01)
     assert cogstats.recommended is recommended and "recommended" in PRESETS
-    # the recommended preset is the lifecycle gate with its re-test design now
+    # the recommended preset is the lifecycle gate with its re-test design
     policy, gate = recommended(max_facts=12, candidate_slots=6, alpha=0.01)
     assert (type(policy).__name__, type(gate).__name__) == ("InProgressFirst", "LifecycleGate")
     assert (policy.max_facts, policy.candidate_slots, gate.alpha) == (12, 6, 0.01)
@@ -299,18 +213,18 @@ def test_recommended_returns_the_pair() -> None:
 
 
 def test_spec_preset_keeps_caps_and_cadence_and_round_trips() -> None:
-    spec = load_spec("simulations/poison_crater.toml", preset="recommended_v1")
+    spec = load_spec("simulations/poison_crater.toml", preset="recommended")
     s = spec.scenario
     assert (s.preset, s.retrieval.policy, s.gate.type) == (
-        "recommended_v1",
-        "suspect_first",
-        "recommended_v1",
+        "recommended",
+        "in_progress_first",
+        "recommended",
     )
     assert (s.retrieval.max_facts, s.retrieval.candidate_slots) == (12, 6)
     assert s.gate.policy["min_trials"] == 3  # cycgraph's min_trials = 2 was replaced
     assert Scenario.from_dict(s.to_dict()) == s
-    tuned = s.with_values({"gate.alpha": 0.01, "retrieval.fresh_trials": 2})
-    assert tuned.gate.policy["alpha"] == 0.01 and tuned.retrieval.fresh_trials == 2
+    tuned = s.with_values({"gate.alpha": 0.01, "retrieval.retest_window": 3})
+    assert tuned.gate.policy["alpha"] == 0.01 and tuned.retrieval.retest_window == 3
 
 
 def test_grid_axes_on_replaced_settings_are_refused_naming_the_axis(tmp_path: Any) -> None:
@@ -319,22 +233,21 @@ def test_grid_axes_on_replaced_settings_are_refused_naming_the_axis(tmp_path: An
     base = {
         "runs": 10,
         "lessons": {"listed": [{"id": "a", "effect": 0.1}]},
+        "retrieval": {"policy": "ucb1", "epsilon": 0.1},
         "gate": {"type": "cycgraph", "decision_rule": "margin"},
-        "policy": {"preset": "recommended_v1", "gate": {"alpha": 0.01}},
+        "policy": {"preset": "recommended", "gate": {"alpha": 0.01}},
     }
     ok = spec_from_dict({**base, "grid": {"gate.min_trials": [2, 4]}})
     assert [sc.gate.policy["min_trials"] for _, sc in ok.cells()] == [2, 4]
     assert all(sc.gate.policy["alpha"] == 0.01 for _, sc in ok.cells())
-    with pytest.raises(SpecError, match="grid.gate.decision_rule.*preset 'recommended_v1'"):
+    with pytest.raises(SpecError, match="grid.gate.decision_rule.*preset 'recommended'"):
         spec_from_dict({**base, "grid": {"gate.decision_rule": ["margin"]}})
-    with pytest.raises(SpecError, match="grid.retrieval.rest_after_trials"):
-        spec_from_dict({**base, "grid": {"retrieval.rest_after_trials": [2]}})
+    with pytest.raises(SpecError, match="grid.retrieval.epsilon"):
+        spec_from_dict({**base, "grid": {"retrieval.epsilon": [0.2]}})
     with pytest.raises(SpecError, match="preset must be one of"):
         spec_from_dict({**base, "policy": {"preset": "nope"}})
     with pytest.raises(SpecError, match="prompt cap"):
-        spec_from_dict(
-            {**base, "policy": {"preset": "recommended_v1", "retrieval": {"max_facts": 3}}}
-        )
+        spec_from_dict({**base, "policy": {"preset": "recommended", "retrieval": {"max_facts": 3}}})
 
 
 def test_cli_simulate_and_sweep_take_the_preset(tmp_path: Any, capsys: Any) -> None:
@@ -345,12 +258,12 @@ def test_cli_simulate_and_sweep_take_the_preset(tmp_path: Any, capsys: Any) -> N
         'runs = 12\nreplicates = 3\nseed = 1\n[[lessons.listed]]\nid = "a"\neffect = -0.3\n'
         '[gate]\ntype = "cycgraph"\n[grid]\n"gate.min_trials" = [2, 3]\n'
     )
-    assert main(["simulate", str(spec), "--policy", "recommended_v1", "--no-progress"]) == 0
+    assert main(["simulate", str(spec), "--policy", "recommended", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "2 cell(s)" in out and "fast" in out
     store = tmp_path / "store"
     code = main(
-        ["sweep", str(spec), "--policy", "recommended_v1", "--out", str(store), "--no-progress"]
+        ["sweep", str(spec), "--policy", "recommended", "--out", str(store), "--no-progress"]
     )
     assert code == 0
     from cogstats.sweep import read_sweep
@@ -361,105 +274,23 @@ def test_cli_simulate_and_sweep_take_the_preset(tmp_path: Any, capsys: Any) -> N
     assert "preset must be one of" in capsys.readouterr().err
 
 
-# ---------------------------------------------------------------------- the kernel
-_S2 = load_spec("simulations/poison_crater.toml").scenario
-
-
-def _preset_s2(options: dict[str, Any] | None = None, **top: Any) -> Scenario:
-    data = _S2.with_preset("recommended_v1").to_dict()
-    data["policy"]["gate"].update(options or {})
-    for section, value in top.items():
-        if isinstance(value, dict):
-            data[section] = {**data.get(section, {}), **value}
-        else:
-            data[section] = value
-    return Scenario.from_dict(data)
-
-
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param(lambda: _preset_s2(), id="s2"),
-        pytest.param(
-            lambda: _preset_s2({"noise_prior_sd": 0.1, "noise_prior_runs": 20.0}), id="prior"
-        ),
-        pytest.param(
-            lambda: _preset_s2({"passes": 1, "alpha": 0.05}, gate={"every": 2, "from_run": 3}),
-            id="cadence",
-        ),
-        pytest.param(
-            lambda: _preset_s2({"covariates": [], "alpha": 0.05}, record_empty_runs=False),
-            id="no_covariate",
-        ),
-        pytest.param(lambda: _preset_s2({"max_trials": 4, "max_information": 2.0}), id="stopping"),
-        pytest.param(
-            lambda: _preset_s2(
-                {"alpha": 0.05}, difficulty={"model": "none", "sd": 0.0, "proxy_corr": None}
-            ),
-            id="no_proxy",
-        ),
-    ],
-)
-def test_compiled_kernel_equals_the_reference_engine(scenario: Any) -> None:
-    s = scenario()
-    assert fast_support(s) is None
-    lessons = scenario_lessons(s)
-    lay = layout(s)
-    prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(7), 0, 3, lay), lay)
-    fast, ref = run_fast(s, lessons, prep), run_reference(s, lessons, prep)
-    assert fast.differences(ref) == []
-    assert (fast.evict_run > 0).any()  # something was decided
-
-
-def test_s1_shape_and_s4_shape_match_too() -> None:
-    for spec in ("simulations/cycgraph_oc.toml", "simulations/peeking_null.toml"):
-        s = load_spec(spec).scenario.with_preset("recommended_v1")
-        if s.runs > 60:
-            s = s.with_values({"runs": 60})
-        s = s.with_values({"lessons.listed[0].effect": -0.3}) if s.listed else s
-        lessons = scenario_lessons(s)
-        lay = layout(s)
-        prep = prepare(s, lessons, draw_uniforms(np.random.SeedSequence(3), 0, 4, lay), lay)
-        assert run_fast(s, lessons, prep).differences(run_reference(s, lessons, prep)) == []
-
-
+# ---------------------------------------------------------------------- the engines
 def test_other_covariates_run_in_the_reference_engine() -> None:
-    s = _S2.with_preset("recommended_v1").with_values({"gate.covariates": ["true_difficulty"]})
+    s = (
+        load_spec("simulations/poison_crater.toml")
+        .scenario.with_preset("recommended")
+        .with_values({"gate.covariates": ["true_difficulty"]})
+    )
     assert "adjusts for 'difficulty_proxy' only" in str(fast_support(s))
     result = simulate(s, replicates=1, rng=1, keep_runs=False)
     assert result.engine == "reference"
-
-
-# ---------------------------------------------------------------------- streaming
-@pytest.mark.parametrize("seed", [3, 8])
-def test_streaming_recommended_gate_equals_the_batch_gate_at_every_step(seed: int) -> None:
-    from cogstats.gates import StreamingGate
-
-    rng = np.random.default_rng(seed)
-    gate = RecommendedGate(alpha=0.05, max_trials=20, max_information=12)
-    sg = StreamingGate(gate)
-    ledger = Ledger()
-    for i in range(90):
-        ids = [f"L{j}" for j in range(6) if rng.random() < 0.5]
-        d = float(rng.normal())
-        y = float(np.clip(0.5 + 0.05 * d - 0.2 * ("L0" in ids) + rng.normal(0, 0.05), 0, 1))
-        run = f"r{i - 3}" if i % 17 == 16 else f"r{i}"  # now and then a run is recorded again
-        sg.record(run, y, ids, difficulty_proxy=d)
-        ledger.record(run, y, ids, difficulty_proxy=d)
-        got, want = sg.report().to_frame(), gate.evaluate(ledger).to_frame()
-        for col in ("fact_id", "decision", "reason", "why", "trials", "baseline_runs"):
-            assert got[col].to_list() == want[col].to_list(), (i, col)
-        for col in ("estimate", "std_error", "t_stat", "df"):
-            a, b = got[col].to_numpy(), want[col].to_numpy()
-            assert np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True), (i, col)
-    assert "L0" in sg.report().evicted
 
 
 def test_streaming_refuses_a_covariate_that_comes_and_goes() -> None:
     from cogstats._validation import LedgerError
     from cogstats.gates import StreamingGate
 
-    sg = StreamingGate(RecommendedGate())
+    sg = StreamingGate(LifecycleGate())
     sg.record("r1", 0.5, ["a"])  # no proxy: the gate adjusts for none
     with pytest.raises(LedgerError, match="in every run or in none"):
         sg.record("r2", 0.5, ["a"], difficulty_proxy=0.3)
@@ -471,20 +302,20 @@ def test_cli_uses_a_difficulty_column_or_hints_at_one(tmp_path: Any, capsys: Any
     ledger, *_ = _ledger(n=60, seed=2)
     path = tmp_path / "runs.parquet"
     ledger.frame.rename({"prox": "difficulty"}).write_parquet(path)
-    assert main(["gate", str(path), "--gate", "recommended_v1", "--format", "json"]) == 0
+    assert main(["gate", str(path), "--gate", "recommended", "--format", "json"]) == 0
     out = capsys.readouterr()
     assert "adjusting for its 'difficulty' column" in out.err
     used = json.loads(out.out)
-    args = ["gate", str(path), "--gate", "recommended_v1", "--covariates", "difficulty"]
+    args = ["gate", str(path), "--gate", "recommended", "--covariates", "difficulty"]
     assert main([*args, "--format", "json"]) == 0
     out = capsys.readouterr()
     assert out.err == "" and json.loads(out.out) == used  # the same as naming it
     other = tmp_path / "other.parquet"
     ledger.frame.rename({"prox": "hardness"}).write_parquet(other)
-    assert main(["gate", str(other), "--gate", "recommended_v1", "--format", "json"]) == 0
+    assert main(["gate", str(other), "--gate", "recommended", "--format", "json"]) == 0
     assert "--covariates hardness would use them" in capsys.readouterr().err
     # a named column the ledger lacks: exit 2 with "did you mean", as attribute does
-    args = ["gate", str(other), "--gate", "recommended_v1", "--covariates", "hardnes"]
+    args = ["gate", str(other), "--gate", "recommended", "--covariates", "hardnes"]
     assert main(args) == 2
     assert "did you mean 'hardness'?" in capsys.readouterr().err
 
@@ -507,34 +338,34 @@ def test_the_gate_adjusts_for_a_difficulty_column_as_the_cli_does() -> None:
     naming it does) and says so in the settings; named covariates get no fallback; the
     simulator's true_difficulty is never chosen."""
     ledger = Ledger.from_records(_difficulty_records("difficulty"))
-    gate = RecommendedGate()
+    gate = LifecycleGate()
     assert gate.covariates_in(ledger) == ("difficulty",)
     report = gate.evaluate(ledger)
-    named = RecommendedGate(covariates=("difficulty",)).evaluate(ledger)
+    named = LifecycleGate(covariates=("difficulty",)).evaluate(ledger)
     assert report.to_frame().equals(named.to_frame())
     assert "adjusting for its 'difficulty' column" in report.settings["covariate_note"]
     assert "covariate_note" not in named.settings
-    none = RecommendedGate(covariates=()).evaluate(ledger).to_frame()["estimate"]
+    none = LifecycleGate(covariates=()).evaluate(ledger).to_frame()["estimate"]
     assert np.max(np.abs(report.to_frame()["estimate"].to_numpy() - none.to_numpy())) > 1e-3
     with pytest.raises(ParameterError, match=r"\['other'\] that the ledger lacks"):
-        RecommendedGate(covariates=("other",)).evaluate(ledger)  # named: never silent
+        LifecycleGate(covariates=("other",)).evaluate(ledger)  # named: never silent
     truth = Ledger.from_records(_difficulty_records("true_difficulty"))
     assert gate.covariates_in(truth) == ()
     assert (
         gate.evaluate(truth)
         .to_frame()
-        .equals(RecommendedGate(covariates=()).evaluate(truth).to_frame())
+        .equals(LifecycleGate(covariates=()).evaluate(truth).to_frame())
     )
 
 
 @pytest.mark.parametrize("column", ["difficulty", "difficulty_proxy", "true_difficulty"])
 def test_streaming_equals_batch_under_the_covariate_rule(column: str) -> None:
-    """StreamingGate(RecommendedGate()) on runs with one difficulty-like column equals the
+    """StreamingGate(LifecycleGate()) on runs with one difficulty-like column equals the
     batch gate on the ledger so far at every step, settings (the note) included."""
     from cogstats.gates import StreamingGate
 
     recs = _difficulty_records(column)
-    gate = RecommendedGate()
+    gate = LifecycleGate()
     sg = StreamingGate(gate)
     for k, rec in enumerate(recs):
         sg.record(rec["run_id"], rec["score"], rec["fact_ids"], **{column: rec[column]})
@@ -557,37 +388,15 @@ def test_streaming_checks_only_the_chosen_covariates() -> None:
     from cogstats._validation import LedgerError
     from cogstats.gates import StreamingGate
 
-    sg = StreamingGate(RecommendedGate())
+    sg = StreamingGate(LifecycleGate())
     sg.record("r1", 0.5, ["a"], difficulty_proxy=0.1, difficulty=0.3)
     sg.record("r2", 0.6, ["b"], difficulty_proxy=0.2)
     sg.record("r3", 0.4, ["a", "b"], difficulty_proxy=0.4)
     ledger = sg.to_ledger()
-    assert RecommendedGate().covariates_in(ledger) == ("difficulty_proxy",)
-    assert sg.report().to_frame().equals(RecommendedGate().evaluate(ledger).to_frame())
-    fallback = StreamingGate(RecommendedGate())
+    assert LifecycleGate().covariates_in(ledger) == ("difficulty_proxy",)
+    assert sg.report().to_frame().equals(LifecycleGate().evaluate(ledger).to_frame())
+    fallback = StreamingGate(LifecycleGate())
     fallback.record("r1", 0.5, ["a"], difficulty=0.1)
     with pytest.raises(LedgerError, match="every run or in none") as err:
         fallback.record("r2", 0.6, ["a"], difficulty=0.2, difficulty_proxy=0.3)
     assert err.value.field == "difficulty_proxy" and len(fallback) == 1
-
-
-def test_judge_takes_a_ledger_or_running_statistics_only() -> None:
-    """evaluate is judge(statistics(ledger)); running statistics judge alike; anything
-    else is refused naming what it takes; the deprecated adapter is gone."""
-    recs = _difficulty_records("difficulty_proxy", n=30)
-    ledger = Ledger.from_records(recs)
-    gate = RecommendedGate()
-    assert gate.statistics(ledger) is ledger
-    running = gate.running_statistics()
-    for rec in recs:
-        running.add_run(rec["run_id"], rec["score"], rec["fact_ids"], rec)
-    batch = gate.evaluate(ledger).to_frame()
-    assert gate.judge(ledger).to_frame().equals(batch)
-    got = gate.judge(running).to_frame()
-    assert got["decision"].to_list() == batch["decision"].to_list()
-    assert np.allclose(got["estimate"].to_numpy(), batch["estimate"].to_numpy(), rtol=1e-9)
-    with pytest.raises(ParameterError, match="stats must be the gate's statistics"):
-        gate.judge(object())
-    with pytest.raises(ParameterError, match="ledger must be a cogstats Ledger"):
-        gate.statistics("runs.jsonl")
-    assert not hasattr(gate, "streaming_adapter")

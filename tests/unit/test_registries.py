@@ -50,7 +50,6 @@ def test_public_lookups() -> None:
         "evidence",
         "margin_lift",
         "recommended",
-        "recommended_v1",
     }
     assert set(GATES.builtin) <= set(GATES)
     assert get_gate("evidence").cls is EvidenceGate

@@ -8,9 +8,10 @@
   place the prompt leaves empty);
 - the baseline kept by the fill and by the admitted lessons of the verified block;
 - the runs before the coming one (the context's run, else the ledger);
-- the rename: a state saved as ``recommended`` by the first gate loads as
-  ``recommended_v1`` (and one saved as ``recommended_v2`` as ``recommended``) with a
-  warning, and reports as the saved gate did.
+- the rename: a state saved as ``recommended_v2`` loads as ``recommended`` with a
+  warning, and reports as the saved gate did; one saved by the first recommended gate
+  (``recommended_v1``, or ``recommended`` with that gate's options) is refused, naming
+  the cogstats version that wrote it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import polars as pl
 import pytest
 
 from cogstats import Ledger
+from cogstats._version import __version__
 from cogstats.estimators.debiased_ridge import duplicate_groups, ridge_fit, ridge_statistics
-from cogstats.gates import LifecycleGate, RecommendedGate, StreamingGate, make_gate
+from cogstats.gates import LifecycleGate, StreamingGate, make_gate
 from cogstats.gates.streaming import _state
 from cogstats.lessons import lesson_table
 from cogstats.retrieval import InProgressFirst
@@ -163,8 +165,10 @@ def test_the_fill_and_the_admitted_keep_a_baseline() -> None:
     assert runs_before(ledger, None) == 3 and runs_before(ledger, {"run": 6}) == 5
 
 
-def _renamed_state(tmp_path: Path, gate: object, old_name: str) -> tuple[Path, StreamingGate]:
-    """A state saved today, its manifest naming the gate as an older cogstats did."""
+def _renamed_state(
+    tmp_path: Path, gate: object, old_name: str, options: dict | None = None
+) -> tuple[Path, StreamingGate]:
+    """A state saved today, its manifest naming the gate (and options) as an older one did."""
     sg = StreamingGate(gate)
     rng = np.random.default_rng(1)
     for i in range(40):
@@ -172,19 +176,24 @@ def _renamed_state(tmp_path: Path, gate: object, old_name: str) -> tuple[Path, S
         sg.record(f"r{i}", float(rng.random()), facts, difficulty_proxy=float(rng.random()))
     path = sg.save(tmp_path / "state.npz")
     manifest, runs, arrays = _state.read_state(path)
-    manifest = {**manifest, "gate": {**manifest["gate"], "name": old_name}}
+    saved = {**manifest["gate"]["options"], **(options or {})}
+    manifest = {**manifest, "gate": {**manifest["gate"], "name": old_name, "options": saved}}
     _state.write_state(path, manifest, runs, arrays)
     return path, sg
 
 
-def test_a_state_saved_as_recommended_by_the_first_gate_loads_as_recommended_v1(
+def test_a_state_saved_by_the_first_recommended_gate_is_refused_naming_its_version(
     tmp_path: Path,
 ) -> None:
-    path, sg = _renamed_state(tmp_path, RecommendedGate(), "recommended")
-    with pytest.warns(UserWarning, match="loaded as 'recommended_v1'"):
-        back = StreamingGate.load(path)
-    assert isinstance(back.gate, RecommendedGate) and back.gate == sg.gate
-    assert back.report().to_frame().equals(sg.report().to_frame())
+    from cogstats._validation import ParameterError
+
+    for name, options in (("recommended_v1", None), ("recommended", {"max_trials": None})):
+        path, _ = _renamed_state(tmp_path, LifecycleGate(), name, options)
+        with pytest.raises(ParameterError) as err:
+            StreamingGate.load(path)
+        message = str(err.value)
+        assert f"saved by cogstats {__version__} with the first recommended gate" in message
+        assert str(path) in message and "LifecycleGate()" in message
 
 
 def test_a_state_saved_as_recommended_v2_loads_as_recommended(tmp_path: Path) -> None:
@@ -201,15 +210,14 @@ def test_a_state_saved_as_recommended_v2_loads_as_recommended(tmp_path: Path) ->
 
 
 def test_a_streaming_gate_with_named_covariates_reports_before_its_first_run() -> None:
-    """No run yet: nothing to adjust for and nothing missing (both recommended gates); a
-    named covariate the first run lacks is refused, with 'did you mean'."""
+    """No run yet: nothing to adjust for and nothing missing; a named covariate the first
+    run lacks is refused, with 'did you mean'."""
     from cogstats._validation import ParameterError
 
-    for gate in (RecommendedGate(covariates=("d",)), LifecycleGate(covariates=("d",))):
-        sg = StreamingGate(gate)
-        assert sg.report().to_frame().height == 0
-        sg.record("r1", 0.5, ["a"], d=0.3)
-        assert sg.report().to_frame()["fact_id"].to_list() == ["a"]
-    typo = StreamingGate(RecommendedGate(covariates=("dd",)))
+    sg = StreamingGate(LifecycleGate(covariates=("d",)))
+    assert sg.report().to_frame().height == 0
+    sg.record("r1", 0.5, ["a"], d=0.3)
+    assert sg.report().to_frame()["fact_id"].to_list() == ["a"]
+    typo = StreamingGate(LifecycleGate(covariates=("dd",)))
     with pytest.raises(ParameterError, match="did you mean 'd'"):
         typo.record("r1", 0.5, ["a"], d=0.3)  # refused at the door

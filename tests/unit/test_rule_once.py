@@ -20,14 +20,13 @@ import pytest
 
 from cogstats import numerics
 from cogstats.estimators import debiased_ridge
-from cogstats.gates import cycgraph, evidence, lifecycle, lifecycle_rule, margin_lift, recommended
+from cogstats.gates import cycgraph, evidence, lifecycle, lifecycle_rule, margin_lift
 from cogstats.sim import (
     _kernel_common,
     _kernel_cycgraph,
     _kernel_evidence,
     _kernel_lifecycle,
     _kernel_margin_lift,
-    _kernel_recommended,
 )
 
 #: (kernel piece, the names it compiles, the module that owns them)
@@ -38,9 +37,8 @@ PIECES = [
         cycgraph,
     ),
     (_kernel_evidence, ("evidence_outcome", "group_sides", "side_alpha"), evidence),
-    (_kernel_recommended, ("information_look", "ridge_outcome"), recommended),
-    (_kernel_recommended, ("lesson_inference", "suspect_penalties"), debiased_ridge),
-    (_kernel_recommended, ("not_identifiable", "duplicate_groups"), debiased_ridge),
+    (_kernel_lifecycle, ("lesson_inference", "suspect_penalties"), debiased_ridge),
+    (_kernel_lifecycle, ("not_identifiable", "duplicate_groups"), debiased_ridge),
     (_kernel_margin_lift, ("margin_lift_rule",), margin_lift),
     (
         _kernel_lifecycle,
@@ -63,7 +61,7 @@ def test_the_kernel_compiles_the_gates_own_functions(piece: Any, names: Any, own
 
 @pytest.mark.parametrize(
     "owner",
-    [cycgraph, evidence, recommended, margin_lift, debiased_ridge, lifecycle, lifecycle_rule],
+    [cycgraph, evidence, margin_lift, debiased_ridge, lifecycle, lifecycle_rule],
 )
 def test_the_rules_modules_import_no_numba(owner: Any) -> None:
     tree = ast.parse(Path(inspect.getsourcefile(owner) or "").read_text(encoding="utf-8"))
@@ -143,19 +141,6 @@ def test_evidence_and_ridge_rules_on_arrays_equal_the_compiled_rules() -> None:
             [r["lift"], se, 1.5, 0.01, 0.02],
             [False, False, True, True, True],
         )
-    look = recommended.information_look(r["info"], 25.0, 100)
-    _same(
-        recommended.information_look,
-        _kernel_recommended.information_look,
-        [r["info"], 25.0, 100],
-        [False, True, True],
-    )
-    _same(
-        recommended.ridge_outcome,
-        _kernel_recommended.ridge_outcome,
-        [r["n"], r["up"] | r["down"], r["t"], r["p"], 1 - r["p"], 0.3, look, 100, 3, 9],
-        [False, False, False, False, False, True, False, True, True, True],
-    )
     k = 200
     mjj = np.where(rng.random(k) < 0.1, 0.0, rng.uniform(0.001, 0.5, k))
     pen = np.where(rng.random(k) < 0.3, 0.0, 40.0)
@@ -174,14 +159,14 @@ def test_evidence_and_ridge_rules_on_arrays_equal_the_compiled_rules() -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         _same(
             debiased_ridge.lesson_inference,
-            _kernel_recommended.lesson_inference,
+            _kernel_lifecycle.lesson_inference,
             args,
             [False, False, False, False, False, True, True, True, True, True],
         )
     with np.errstate(invalid="ignore"):
         _same(
             debiased_ridge.suspect_penalties,
-            _kernel_recommended.suspect_penalties,
+            _kernel_lifecycle.suspect_penalties,
             [r["up"], r["t"], r["info"], r["n"].astype(float), 2.5, 0.3, 40.0],
             [False, False, False, False, True, True, True],
         )
@@ -279,7 +264,7 @@ def test_duplicate_groups_compiled_equal_the_estimators() -> None:
         gram = np.ascontiguousarray(z.T @ z)
         for fn in ("not_identifiable", "duplicate_groups"):
             want = getattr(debiased_ridge, fn)(gram, 2, runs)
-            got = getattr(_kernel_recommended, fn)(gram, 2, runs)
+            got = getattr(_kernel_lifecycle, fn)(gram, 2, runs)
             assert want.tolist() == got.tolist(), (fn, gram)
         rep = debiased_ridge.duplicate_groups(gram, 2, runs)
         seen_groups |= bool((rep != np.arange(k)).any())

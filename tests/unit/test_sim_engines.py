@@ -335,26 +335,6 @@ def _sum_cases(seed: int, count: int) -> list[tuple[int, float, float, int, floa
     return out
 
 
-def test_one_welch_z_for_the_policy_the_kernel_and_arrays() -> None:
-    """cogstats.numerics.welch_z gives the retrieval policy's bits: in Python, compiled
-    (as the kernel's suspect-first policy calls it) and elementwise on arrays."""
-    from numba import njit
-
-    from cogstats.numerics import welch_z
-    from cogstats.retrieval.recommended import welch_z as policy_welch_z
-
-    compiled = njit(welch_z)
-    cases = _sum_cases(3, 3000)
-    want = np.array([policy_welch_z(*c) for c in cases])
-    assert (want == 0.0).any() and (want != 0.0).any()  # both branches exercised
-    got = np.array([welch_z(*c) for c in cases])
-    jit = np.array([compiled(*c) for c in cases])
-    cols = [np.array(col) for col in zip(*cases, strict=True)]
-    arr = welch_z(*cols)
-    for x in (got, jit, arr):
-        assert x.tobytes() == want.tobytes()
-
-
 def test_welch_moments_are_welch_lift() -> None:
     from cogstats.estimators.lift import welch_lift
     from cogstats.numerics import welch_moments
@@ -403,7 +383,6 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         "cycgraph": {"type": "cycgraph", "min_trials": 2},
         "audit": {"type": "audit"},
         "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
-        "recommended_v1": {"type": "recommended_v1"},
         "recommended": {"type": "recommended"},
         "margin_lift": {"type": "margin_lift"},
     }
@@ -421,17 +400,6 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
     block = KERNEL_GATES["audit"].block
     with pytest.raises(ParameterError, match="missing \\['min_win_rate'\\], unknown \\['x'\\]"):
         block.pack({"min_hits": 1, "x": 2})
-
-
-def test_the_former_global_gate_slots_warn() -> None:
-    from cogstats.sim import _kernel as K
-
-    with pytest.warns(DeprecationWarning, match="no global table of gate and policy slots"):
-        assert K.IP_MINT == 8
-    with pytest.raises(AttributeError):
-        K.IP_NO_SUCH_SLOT  # noqa: B018
-    # the names the reference engine imports stay where they were
-    from cogstats.sim._kernel import injected_total, link_score, oracle_total  # noqa: F401
 
 
 def test_the_wald_table_is_regressions() -> None:

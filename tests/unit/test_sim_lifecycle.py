@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from cogstats import Ledger
-from cogstats.retrieval import InProgressFirst, Randomized, SuspectFirst
+from cogstats.retrieval import InProgressFirst, Randomized
 from cogstats.retrieval._base import retest_pick
 from cogstats.sim import Scenario, simulate
 from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
@@ -237,9 +237,8 @@ STORE = [
     [
         InProgressFirst(max_facts=4, candidate_slots=2, retest_prob=0.5),
         Randomized(max_facts=4, candidate_slots=2, retest_prob=0.5),
-        SuspectFirst(max_facts=4, candidate_slots=2, retest_prob=0.5, inclusion_prob=0.9),
     ],
-    ids=["in_progress_first", "randomized", "suspect_first"],
+    ids=["in_progress_first", "randomized"],
 )
 def test_policies_keep_suspects_apart(policy: Any) -> None:
     ledger = Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": ["a1"]}])
@@ -552,11 +551,8 @@ def test_retest_window_needs_the_run_and_the_since_column() -> None:
     [
         InProgressFirst(max_facts=4, candidate_slots=2, retest_prob=0.5, retest_window=2),
         Randomized(max_facts=4, candidate_slots=2, retest_prob=0.5, retest_window=2),
-        SuspectFirst(
-            max_facts=4, candidate_slots=2, retest_prob=0.5, inclusion_prob=0.9, retest_window=2
-        ),
     ],
-    ids=["in_progress_first", "randomized", "suspect_first"],
+    ids=["in_progress_first", "randomized"],
 )
 def test_every_retest_slot_honours_the_window(policy: Any) -> None:
     # s1 suspended since run 1, s2 since run 3; at run 4 with window 2 only s2 (4 - 3 < 2)

@@ -167,12 +167,12 @@ def test_invalid_settings_are_refused_with_the_cli_message(
 def test_invalid_policy_setting_is_refused_as_the_spec_reader_words_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tiny: Scenario
 ) -> None:
-    t = tune(tiny, policy="suspect_first", replicates=2, seed=0, debounce=0.0)
+    t = tune(tiny, policy="randomized", replicates=2, seed=0, debounce=0.0)
     try:
-        t.set(inclusion_prob=1.0)
+        t.set(inclusion_prob=1.5)
         assert t.last_error is not None
         data = tomllib.loads(Chosen("cycgraph", {}, scenario=tiny).spec_toml())
-        data["retrieval"] = {"policy": "suspect_first", "inclusion_prob": 1.0}
+        data["retrieval"] = {"policy": "randomized", "inclusion_prob": 1.5}
         path = tmp_path / "bad.toml"
         path.write_text(toml_text(data))
         assert t.last_error in _cli_error(["simulate", str(path)], capsys)
@@ -185,15 +185,6 @@ def test_invalid_policy_setting_is_refused_as_the_spec_reader_words_it(
     [
         ("cycgraph", {"decision_rule": "margin", "min_trials": 4, "promote_margin": 0.08}),
         ("cycgraph", {"max_trials": 7, "multiple_comparison": "none"}),
-        (
-            "recommended_v1",
-            {
-                "covariates": ("difficulty", "family"),
-                "penalty": 12.5,
-                "max_trials": 9,
-                "spending_options": {"gamma": -1.0},
-            },
-        ),
         (
             "recommended",
             {

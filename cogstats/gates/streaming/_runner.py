@@ -716,9 +716,14 @@ class StreamingGate:
         migrate: bool,
         allow_import: Sequence[str] | None,
     ) -> StreamingGate:
-        saved_name, note = _state.renamed_gate(
-            manifest["gate"]["name"], manifest["gate"]["options"]
-        )
+        try:
+            saved_name, note = _state.renamed_gate(
+                manifest["gate"]["name"],
+                manifest["gate"]["options"],
+                manifest.get("cogstats_version"),
+            )
+        except ParameterError as exc:
+            raise ParameterError(f"{path}: {exc}") from None
         if note is not None:
             warnings.warn(f"{path}: {note}", UserWarning, stacklevel=3)
         saved_options = manifest["gate"]["options"]

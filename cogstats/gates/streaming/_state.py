@@ -253,31 +253,36 @@ def upgrade_arrays(
 
 
 #: options only the first recommended gate takes (``recommended`` before the lifecycle gate
-#: took the name; now ``recommended_v1``)
+#: took the name)
 _V1_ONLY = ("max_trials", "noise_prior_sd", "noise_prior_runs")
 
 
-def renamed_gate(name: str, options: Mapping[str, Any]) -> tuple[str, str | None]:
+def renamed_gate(
+    name: str, options: Mapping[str, Any], written_by: Any = None
+) -> tuple[str, str | None]:
     """Return the registry name a saved gate has now, and a note when it changed.
 
-    The lifecycle gate took the name ``recommended`` (it was ``recommended_v2``); the
-    first recommended gate is ``recommended_v1``.  A state saved as ``recommended`` with
-    the first version's options (one of ``max_trials``, ``noise_prior_sd``,
-    ``noise_prior_runs``) is that gate; one saved as ``recommended_v2`` is today's
-    ``recommended``.
+    The lifecycle gate took the name ``recommended`` (it was ``recommended_v2``): a state
+    saved as ``recommended_v2`` is today's ``recommended``.  A state of the first
+    recommended gate (saved as ``recommended_v1``, or as ``recommended`` with one of its
+    own options ``max_trials``, ``noise_prior_sd``, ``noise_prior_runs``) is refused,
+    naming the cogstats version that wrote it (``written_by``): that gate is gone.
 
     Examples
     --------
-    >>> renamed_gate("recommended", {"alpha": 0.004, "max_trials": None})[0]
-    'recommended_v1'
     >>> renamed_gate("recommended_v2", {})[0], renamed_gate("cycgraph", {})
     ('recommended', ('cycgraph', None))
+    >>> renamed_gate("recommended", {"max_trials": None}, "0.1.0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: this state was saved by cogstats 0.1.0 with ...
     """
-    if name == "recommended" and any(k in options for k in _V1_ONLY):
-        return "recommended_v1", (
-            "this state was saved with the first recommended gate (named 'recommended' "
-            "then); it is loaded as 'recommended_v1'. The recommended gate is the lesson "
-            "lifecycle gate now: load with gate=LifecycleGate() and migrate=True to switch"
+    if name == "recommended_v1" or (name == "recommended" and any(k in options for k in _V1_ONLY)):
+        raise ParameterError(
+            f"this state was saved by cogstats {written_by or '(version not recorded)'} with "
+            "the first recommended gate ('recommended_v1'), which this cogstats no longer "
+            "has; the recommended gate is the lesson lifecycle gate now: start a new state "
+            "with StreamingGate(LifecycleGate()) and record its runs again"
         )
     if name == "recommended_v2":
         return "recommended", (
