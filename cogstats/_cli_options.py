@@ -23,12 +23,6 @@ from cogstats._validation import CogstatsError
 
 __all__ = ["add_option_flags", "collect_options", "param_help", "parse_assignments"]
 
-#: Older spellings of generated flags that keep working: field name -> extra flags.
-LEGACY_FLAGS: dict[str, tuple[str, ...]] = {
-    "decision_rule": ("--rule",),
-    "options": ("--option",),
-}
-
 _DEST = "opt__"
 _SECTION = re.compile(r"^\s*-{3,}\s*$")
 
@@ -157,7 +151,7 @@ def add_option_flags(
         flag = "--" + f.name.replace("_", "-")
         if flag in reserved:
             flag = f"--{entry.kind.split()[-1]}-{f.name.replace('_', '-')}"
-        flags = [flag, *LEGACY_FLAGS.get(f.name, ())]
+        flags = [flag]
         kwargs = _flag_kwargs(hints.get(f.name, Any))
         text = helps.get(f.name, "")
         if f.name in defaults and kwargs.get("action") != "append":

@@ -339,14 +339,12 @@ def gate_code(piece: str) -> int:
 
     A compiled gate's code is not kept by hand: it is the CRC-32 of the name of its
     kernel piece's parameter block (``BLOCK.name``: ``"cycgraph"``, ``"evidence"``, ...),
-    so adding a compiled gate adds no line here.  ``GATE_<NAME>`` (``GATE_CYCGRAPH``,
-    ``GATE_LIFECYCLE``, ...) reads the same value.  Names of the compiled gates never
+    so adding a compiled gate adds no line here.  Names of the compiled gates never
     collide (tests/unit/test_registries.py), and no code is :data:`GATE_NONE`.
 
     Examples
     --------
-    >>> from cogstats import _codes
-    >>> gate_code("cycgraph") == _codes.GATE_CYCGRAPH != GATE_NONE
+    >>> gate_code("cycgraph") != GATE_NONE
     True
     """
     if not isinstance(piece, str) or not piece:
@@ -355,10 +353,3 @@ def gate_code(piece: str) -> int:
     if code == GATE_NONE:  # pragma: no cover - no name in use hashes to 0
         raise ValueError(f"kernel piece {piece!r} hashes to the no-gate code")
     return code
-
-
-def __getattr__(name: str) -> int:
-    """``GATE_<NAME>``: :func:`gate_code` of the lower-cased name (``GATE_LIFECYCLE``)."""
-    if name.startswith("GATE_") and len(name) > 5 and name[5:].replace("_", "").isalnum():
-        return gate_code(name[5:].lower())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

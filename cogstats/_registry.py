@@ -38,7 +38,7 @@ from typing import Any, Generic, TypeVar, cast
 from cogstats import _imports
 from cogstats._validation import ParameterError, suggest
 
-__all__ = ["ENGINE_PIECES", "Entry", "Registry", "resolve_import_path"]
+__all__ = ["Entry", "Registry", "resolve_import_path"]
 
 E = TypeVar("E")
 
@@ -46,10 +46,6 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 #: a kernel piece: a module (its ``PIECE``) or ``module:ATTR``
 _KERNEL = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?$")
-
-#: the ``kernel`` of a part registered with the older ``compiled=True``: the simulator's
-#: engine holds its piece under the part's name
-ENGINE_PIECES = "cogstats.sim.engine"
 
 
 @dataclass(frozen=True)
@@ -235,7 +231,6 @@ class Registry(Mapping[str, E], Generic[E]):
         description: str,
         options: type | None = None,
         kernel: str | None = None,
-        compiled: bool = False,
     ) -> Any:
         """Add a part as an :class:`Entry`; use as a class decorator or call with the object.
 
@@ -255,13 +250,7 @@ class Registry(Mapping[str, E], Generic[E]):
             ``PIECE``), or ``"module:ATTR"`` (the piece is the module's attribute
             ``ATTR``), when the simulator's kernel covers it: then :attr:`Entry.compiled`
             is True.
-        compiled : bool
-            The older spelling, for a part whose piece the simulator's engine holds by
-            the part's name (today's retrieval policies): ``kernel`` becomes
-            :data:`ENGINE_PIECES`.  Prefer ``kernel``.
         """
-        if compiled and kernel is None:
-            kernel = ENGINE_PIECES
 
         def add(target: Any) -> Any:
             entry = self._validated(name, target, description, options, kernel)

@@ -512,7 +512,8 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
 
     Examples
     --------
-    >>> args = build_parser("cycgraph").parse_args(["gate", "runs.csv", "--rule", "margin"])
+    >>> args = build_parser("cycgraph").parse_args(
+    ...     ["gate", "runs.csv", "--decision-rule", "margin"])
     >>> args.opt__decision_rule, args.gate
     ('margin', 'cycgraph')
     """

@@ -90,25 +90,10 @@ _LAZY: dict[str, str] = {
 
 __all__ = sorted([*_LAZY, "METHODS"])
 
-#: names that moved out of this package -> their new home (a DeprecationWarning names it)
-_MOVED = {"LineageGate": "cogstats.gates"}
-
-
 _getattr, __dir__ = attach("cogstats.estimators", _LAZY, globals())
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(
-            f"cogstats.estimators.{name} moved to {_MOVED[name]}.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        # a string import: the estimators layer does not depend on the gates layer
-        return getattr(importlib.import_module(_MOVED[name]), name)
     if name == "METHODS":  # the registry, complete
         from cogstats.estimators._base import load_methods
 

@@ -9,7 +9,6 @@ options (naming the allowed ones), and calls it.
 from __future__ import annotations
 
 import html
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -290,25 +289,6 @@ METHODS: Registry[EstimatorSpec] = Registry(
     },
     param="method",
 )
-
-#: names that went away -> what replaces them (module ``__getattr__`` warns)
-_DEPRECATED = {
-    "METHOD_MODULES": "METHODS.builtin",
-    "ESTIMATOR_MODULES": "METHODS.builtin.values()",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        warnings.warn(
-            f"cogstats.estimators._base.{name} is deprecated; use {_DEPRECATED[name]}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if name == "METHOD_MODULES":
-            return dict(METHODS.builtin)
-        return tuple(dict.fromkeys(METHODS.builtin.values()))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_methods() -> Registry[EstimatorSpec]:

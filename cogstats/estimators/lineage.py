@@ -277,23 +277,3 @@ def apply_lessons(
     if exclude_evicted:
         ledger = exclude_lessons(ledger, table)
     return ledger, table
-
-
-#: names that moved -> their new home (the module ``__getattr__`` warns)
-_MOVED = {"LineageGate": "cogstats.gates.lineage"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(
-            f"cogstats.estimators.lineage.{name} moved to {_MOVED[name]} "
-            f"(import it from cogstats.gates)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        # a string import: the estimators layer does not depend on the gates layer
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,15 +41,12 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.lifecycle import LifecycleGate
     from cogstats.gates.lineage import LineageGate
     from cogstats.gates.streaming import (
-        STREAMING_ADAPTERS,
         DuplicateRun,
         IngestResult,
         SkippedLine,
         StaleLockWarning,
         StateLockedError,
-        StreamingAdapter,
         StreamingGate,
-        register_streaming,
     )
     from cogstats.stats import RegressionStats, StreamingStats
 
@@ -75,17 +72,14 @@ _LAZY: dict[str, str] = {
     "EvidenceGate": "cogstats.gates.evidence",
     "LifecycleGate": "cogstats.gates.lifecycle",
     "LineageGate": "cogstats.gates.lineage",
-    "STREAMING_ADAPTERS": "cogstats.gates.streaming",
     "DuplicateRun": "cogstats.gates.streaming",
     "IngestResult": "cogstats.gates.streaming",
     "RegressionStats": "cogstats.stats",
     "SkippedLine": "cogstats.gates.streaming",
     "StaleLockWarning": "cogstats.gates.streaming",
     "StateLockedError": "cogstats.gates.streaming",
-    "StreamingAdapter": "cogstats.gates.streaming",
     "StreamingGate": "cogstats.gates.streaming",
     "StreamingStats": "cogstats.stats",
-    "register_streaming": "cogstats.gates.streaming",
 }
 
 __all__ = sorted(_LAZY)

@@ -85,7 +85,6 @@ def register_gate(
     description: str,
     options: type | None = None,
     kernel: str | None = None,
-    compiled: bool = False,
 ) -> Any:
     """Class decorator adding a gate to :data:`GATES`.
 
@@ -102,9 +101,6 @@ def register_gate(
         holding its kernel piece (its ``PIECE``, e.g. ``"cogstats.sim._kernel_cycgraph"``;
         docs/gates.md, "Writing a gate").  The entry's ``compiled`` is derived from it.
         Without it the gate runs in the reference engine.
-    compiled : bool
-        The older spelling (the engine holds the piece under the gate's name); prefer
-        ``kernel``.
 
     Examples
     --------
@@ -123,9 +119,7 @@ def register_gate(
     True
     >>> GATES.unregister("hold_all_doc")  # (an example should not stay registered)
     """
-    return GATES.register(
-        name, description=description, options=options, kernel=kernel, compiled=compiled
-    )
+    return GATES.register(name, description=description, options=options, kernel=kernel)
 
 
 def get_gate(name: str) -> Entry:

@@ -4,8 +4,7 @@
 evicted lesson and (optionally) gives each lesson its ancestors' evidence, with
 :func:`cogstats.estimators.apply_lessons`, then lets the inner gate decide.  See
 :mod:`cogstats.estimators.lineage` for the two transforms and docs/lineage.md for what
-they change.  (It lived in ``cogstats.estimators.lineage``, which still hands it on with
-a DeprecationWarning.)
+they change.
 """
 
 from __future__ import annotations

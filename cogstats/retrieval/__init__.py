@@ -6,9 +6,6 @@ Every policy has ``select(lessons, ledger=None, *, rng=None, context=None) -> Se
 import path ``"package.module:Class"``).
 """
 
-import warnings
-from typing import Any
-
 from cogstats.retrieval._base import STATUSES, RetrievalPolicy, Selection, live_lesson_table
 from cogstats.retrieval._registry import (
     RETRIEVAL_POLICIES,
@@ -36,17 +33,3 @@ __all__ = [
     "make_policy",
     "register_policy",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """``lesson_table``: the former name of :func:`live_lesson_table` (warns)."""
-    if name == "lesson_table":
-        warnings.warn(
-            "cogstats.retrieval.lesson_table is deprecated: use "
-            "cogstats.retrieval.live_lesson_table (the live lessons of a lesson table); the "
-            "validated store table is cogstats.lessons.lesson_table",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return live_lesson_table
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

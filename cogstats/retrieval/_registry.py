@@ -55,7 +55,6 @@ def register_policy(
     description: str,
     options: type | None = None,
     kernel: str | None = None,
-    compiled: bool = False,
 ) -> Any:
     """Class decorator adding a retrieval policy to :data:`RETRIEVAL_POLICIES`.
 
@@ -63,8 +62,7 @@ def register_policy(
     policy's compiled piece (a :class:`cogstats.sim._kernel_common.KernelPolicy`), as
     ``"package.module"`` (its ``PIECE``) or ``"package.module:ATTR"`` (a module holding
     the pieces of several policies, e.g. ``"cogstats.sim._kernel_policies:POOL_PIECE"``);
-    the entry's ``compiled`` is derived from it.  ``compiled=True`` is the older spelling
-    (the engine holds the piece by the policy's name); prefer ``kernel``.
+    the entry's ``compiled`` is derived from it.
 
     Examples
     --------
@@ -72,7 +70,7 @@ def register_policy(
     'cogstats.sim._kernel_policies:POOL_PIECE'
     """
     return RETRIEVAL_POLICIES.register(
-        name, description=description, options=options, kernel=kernel, compiled=compiled
+        name, description=description, options=options, kernel=kernel
     )
 
 

@@ -12,7 +12,6 @@ engine and the reference engine see the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import special
@@ -243,16 +242,3 @@ def _inverse(dist: EffectDist, u: np.ndarray) -> np.ndarray:
     vals = np.asarray(dist.values)
     idx = np.minimum((u * len(vals)).astype(np.int64), len(vals) - 1)
     return vals[idx]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "lesson_table":  # one name, one meaning (issue 17): the store's is cogstats.lessons'
-        import warnings
-
-        warnings.warn(
-            "cogstats.sim.draws.lesson_table is deprecated; use scenario_lessons",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return scenario_lessons
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

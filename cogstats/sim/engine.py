@@ -23,7 +23,7 @@ import polars as pl
 from cogstats import _codes as C
 from cogstats._codes import ENGINES
 from cogstats._progress import progress_bar
-from cogstats._registry import ENGINE_PIECES, Registry
+from cogstats._registry import Registry
 from cogstats._rng import as_seed_sequence
 from cogstats._validation import ParameterError, check_choice, check_int
 from cogstats.gates import GATES
@@ -43,7 +43,6 @@ from cogstats.sim.draws import (
 from cogstats.sim.metrics import lesson_outcomes, replicate_metrics
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
-from cogstats.sim.result import decision_events as decision_events  # moved to sim.result
 from cogstats.sim.spec import Scenario
 
 __all__ = ["ENGINES", "KernelGate", "KernelPolicy", "as_seed_sequence", "fast_support", "simulate"]
@@ -54,17 +53,12 @@ class _Pieces(Registry[Any]):
     """The compiled pieces of a registry's parts, derived from the parts' entries.
 
     A part compiles exactly when its entry names a kernel piece (``Entry.kernel``: the
-    module holding its ``PIECE``, or ``"module:ATTR"``); nothing else is kept.  Parts
-    registered with the older ``compiled=True`` (``kernel``
-    :data:`cogstats._registry.ENGINE_PIECES`) have their piece held here (``held``), under
-    their name or their class's import path (``"package.module:Class"``, which a renaming
-    of the registry name leaves alone); the built-in parts hold none.
+    module holding its ``PIECE``, or ``"module:ATTR"``); nothing else is kept.
     """
 
-    def __init__(self, kind: str, parts: Registry[Any], held: dict[str, Any], param: str):
+    def __init__(self, kind: str, parts: Registry[Any], param: str):
         super().__init__(kind, param=param, sort=False)
         self._parts = parts
-        self._held = held
 
     def _piece(self, name: str) -> Any:
         parts = self._parts
@@ -75,23 +69,14 @@ class _Pieces(Registry[Any]):
             self._entries.pop(name, None)
             raise KeyError(name)
         piece = self._entries.get(name)
-        if piece is None:
-            if entry.kernel == ENGINE_PIECES:
-                cls = f"{entry.cls.__module__}:{entry.cls.__qualname__}"
-                piece = self._held.get(name, self._held.get(cls))
-                if piece is None:
-                    raise ParameterError(
-                        f"{parts.kind} {name!r} is registered compiled, but the engine holds "
-                        "no piece of that name: name its kernel module (kernel=...)"
-                    )
-            else:  # "module" (its PIECE) or "module:ATTR"
-                module, _, attr = entry.kernel.partition(":")
-                attr = attr or "PIECE"
-                piece = getattr(importlib.import_module(module), attr, None)
-                if piece is None:
-                    raise ParameterError(
-                        f"{parts.kind} {name!r}: its kernel module {module!r} has no {attr}"
-                    )
+        if piece is None:  # "module" (its PIECE) or "module:ATTR"
+            module, _, attr = entry.kernel.partition(":")
+            attr = attr or "PIECE"
+            piece = getattr(importlib.import_module(module), attr, None)
+            if piece is None:
+                raise ParameterError(
+                    f"{parts.kind} {name!r}: its kernel module {module!r} has no {attr}"
+                )
             self._entries[name] = piece
         return piece
 
@@ -133,7 +118,6 @@ def _kernel_covariates(s: Scenario) -> int:
 KERNEL_GATES: Registry[KernelGate] = _Pieces(
     "compiled gate",
     GATES,
-    {},
     param="gate",
 )
 
@@ -147,7 +131,6 @@ KERNEL_GATES: Registry[KernelGate] = _Pieces(
 KERNEL_POLICIES: Registry[KernelPolicy] = _Pieces(
     "compiled retrieval policy",
     RETRIEVAL_POLICIES,
-    {},
     param="retrieval",
 )
 

@@ -165,7 +165,7 @@ class CrossProducts:
             if isinstance(v, (bool, str)):
                 idx.append(self.column(("level", name, v)))
                 val.append(1.0)
-            elif v is not None:  # a number (an adapter that allows nulls: no entry)
+            elif v is not None:  # a number (a gate that allows nulls: no entry)
                 idx.append(self.column(("num", name)))
                 val.append(float(v))
         for j in cols.tolist():

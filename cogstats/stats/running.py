@@ -19,7 +19,6 @@ keeps one per gate.  See docs/production.md, "Streaming gates", for the exactnes
 from __future__ import annotations
 
 import math
-import warnings
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,7 +56,7 @@ class StreamingStats:
     It holds the runs as a :class:`~cogstats.ledger.Ledger` would (ids, scores, the listed
     lesson ids, covariate columns), the lesson table (every lesson id seen, in the order
     first seen, with its trials, its sum of scores in run order, ``sum (y - 1/2)`` and
-    ``sum (y - 1/2)^2``), the totals, and, where an adapter asks for them, the regression
+    ``sum (y - 1/2)^2``), the totals, and, where a gate asks for them, the regression
     cross-products (:meth:`regression`) and confseq's running sums (:attr:`confseq`).
     Gates read it; :meth:`add_run` changes it (a :class:`~cogstats.gates.StreamingGate`
     calls it for every run).
@@ -81,7 +80,7 @@ class StreamingStats:
     Attributes
     ----------
     version : int
-        Increases with every change (an adapter may cache on it).
+        Increases with every change (a gate may cache on it).
     recomputed : int
         Lessons recomputed from their runs for a near tie so far (a diagnostic).
     fallbacks : int
@@ -326,22 +325,6 @@ class StreamingStats:
         runs so far (a ledger's ``fact_ids``); ``table_ids[j]`` is internal row ``j``.
         """
         return tuple(self._lesson_ids)
-
-    @property
-    def lesson_ids(self) -> tuple[str, ...]:
-        """Deprecated: :attr:`table_ids` (every row, absent lessons included).
-
-        The lessons in the runs are :attr:`fact_ids`; this name, beside it, meant the
-        other.
-        """
-        warnings.warn(
-            "StreamingStats.lesson_ids is deprecated: use StreamingStats.table_ids (every "
-            "lesson the statistics hold a row for, absent ones included); the lessons in "
-            "the runs so far are StreamingStats.fact_ids",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.table_ids
 
     def lesson_index(self, fact_ids: Sequence[str]) -> np.ndarray:
         """Return the internal indices of ``fact_ids`` (each added to the table if new)."""
@@ -777,7 +760,7 @@ class StreamingStats:
         Raises
         ------
         ParameterError
-            When the statistics keep no cross-products (the adapter did not ask).
+            When the statistics keep no cross-products (the gate did not ask).
         """
         reg = self._reg
         if reg is None:
@@ -830,7 +813,7 @@ class StreamingStats:
         design), or every lesson's variance inflation factor is below half the threshold
         or above a million times it (an exact dependency, such as a fixed number of
         lessons in every run: infinite in the batch's decomposition), so rounding cannot
-        move it across.  Otherwise the adapter should fall back to the batch check on
+        move it across.  Otherwise the gate should fall back to the batch check on
         :meth:`to_ledger`.
 
         Examples

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from cogstats import Ledger
-from cogstats._cli_options import LEGACY_FLAGS, param_help
+from cogstats._cli_options import param_help
 from cogstats.cli import SUBCOMMANDS, build_parser, flat_frame, main
 from cogstats.estimators import ATTRIBUTION_COLUMNS, METHODS, attribute
 from cogstats.gates import (
@@ -104,7 +104,7 @@ def test_gate_policy_flags_and_candidates(
         [
             "gate",
             str(ledger_file),
-            "--rule",
+            "--decision-rule",
             "margin",
             "--min-trials",
             "7",
@@ -173,26 +173,24 @@ def test_gate_flags_are_generated_from_the_options_dataclass(
             assert f"(default: {default!r})" in text, name_
 
 
-def test_generated_flags_parse_types_choices_and_aliases() -> None:
+def test_generated_flags_parse_types_and_choices() -> None:
     parser = build_parser("cycgraph")
-    args = parser.parse_args(
-        ["gate", "x.csv", "--rule", "margin", "--max-trials", "none", "--promote-margin", "0.1"]
-    )
+    argv = ["gate", "x.csv", "--decision-rule", "margin", "--max-trials", "none"]
+    args = parser.parse_args([*argv, "--promote-margin", "0.1"])
     assert (args.opt__decision_rule, args.opt__max_trials, args.opt__promote_margin) == (
         "margin",
         None,
         0.1,
     )
     with pytest.raises(SystemExit):  # Literal choices come from the class annotation
-        parser.parse_args(["gate", "x.csv", "--rule", "vote"])
-    argv = ["gate", "x.csv", "--gate", "evidence", "--option", "noise_floor_sd=0.05"]
+        parser.parse_args(["gate", "x.csv", "--decision-rule", "vote"])
+    with pytest.raises(SystemExit):  # the older spellings are gone
+        parser.parse_args(["gate", "x.csv", "--rule", "margin"])
+    argv = ["gate", "x.csv", "--gate", "evidence", "--options", "noise_floor_sd=0.05"]
     argv += ["--no-hold-unidentifiable", "--spending-options", "gamma=-2"]
     evidence = build_parser("evidence").parse_args(argv)
     assert evidence.opt__options == ["noise_floor_sd=0.05"]
     assert evidence.opt__hold_unidentifiable is False
-    # every legacy alias names a field of a registered gate
-    fields = {f.name for e in GATES.values() for f in e.fields()}
-    assert set(LEGACY_FLAGS) <= fields
 
 
 def test_gate_evidence_method_and_covariates(

@@ -27,11 +27,6 @@ from cogstats.gates import CycgraphGate
 @dataclasses.dataclass(frozen=True)
 class Gate(CycgraphGate):
     """A gate whose module has import-time code."""
-
-    def streaming_adapter(self):
-        from cogstats.gates.streaming import STREAMING_ADAPTERS
-
-        return STREAMING_ADAPTERS["cycgraph"](self)
 '''
 
 

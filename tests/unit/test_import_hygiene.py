@@ -107,21 +107,12 @@ def test_heavy_methods_still_load_what_they_need() -> None:
 
 def test_method_modules_cover_the_registry() -> None:
     """The registry's built-in modules (the lazy lookup) name the module of every method."""
-    import warnings
-
-    from cogstats.estimators import _base
     from cogstats.estimators._base import METHODS, load_methods
 
     methods = load_methods()
     assert set(METHODS.builtin) == set(methods)
     for name, spec in methods.items():
         assert spec.function.__module__ == METHODS.builtin[name], name
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert dict(METHODS.builtin) == _base.METHOD_MODULES  # deprecated, still there
-        assert set(_base.ESTIMATOR_MODULES) == set(METHODS.builtin.values())
-    assert [w.category for w in caught] == [DeprecationWarning] * 2
-    assert "METHODS.builtin" in str(caught[0].message)
 
 
 def test_simulation_path_skips_statsmodels() -> None:

@@ -152,7 +152,7 @@ def test_cycgraph_demo_gates_through_column_flags(capsys: pytest.CaptureFixture[
     assert main(["gate", str(path)]) == 2
     assert "--column run_id=run --column fact_ids=lessons_in_prompt" in capsys.readouterr().err
     flags = ["--column", "run_id=run", "--column", "fact_ids=lessons_in_prompt"]
-    policy = ["--rule", "margin", "--min-trials", "2", "--max-trials", "6"]
+    policy = ["--decision-rule", "margin", "--min-trials", "2", "--max-trials", "6"]
     assert main(["gate", str(path), *flags, *policy, "--format", "json"]) == 0
     rows = {r["fact_id"]: r for r in json.loads(capsys.readouterr().out)}
     ledger = Ledger.read(path, columns={"run_id": "run", "fact_ids": "lessons_in_prompt"})

@@ -22,13 +22,12 @@ from cogstats._validation import LedgerError
 from cogstats.cli import main
 from cogstats.estimators import attribute
 from cogstats.estimators.lineage import (
-    LineageGate,
     evicted_lessons,
     exclude_lessons,
     lineage_ancestors,
     pool_lineage,
 )
-from cogstats.gates import make_gate
+from cogstats.gates import LineageGate, make_gate
 from tests.helpers import random_inclusion_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -261,7 +260,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_cli_lessons_flags(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     runs, lessons = files
-    base = ["gate", str(runs), "--rule", "margin", "--min-trials", "2", "--format", "json"]
+    base = ["gate", str(runs), "--decision-rule", "margin", "--min-trials", "2", "--format", "json"]
     assert main(base) == 0
     plain = {r["fact_id"]: r for r in json.loads(capsys.readouterr().out)}
     assert plain["P2"]["decision"] == "hold" and plain["L"]["decision"] == "evict"

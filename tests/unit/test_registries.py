@@ -163,7 +163,7 @@ def test_compiled_is_derived_from_the_kernel_piece() -> None:
     every compiled policy."""
     import dataclasses
 
-    from cogstats._registry import ENGINE_PIECES, Entry
+    from cogstats._registry import Entry
     from cogstats.sim.engine import KERNEL_GATES, KERNEL_POLICIES
 
     assert {n for n, e in GATES.items() if e.kernel is not None} == set(KERNEL_GATES)
@@ -177,15 +177,15 @@ def test_compiled_is_derived_from_the_kernel_piece() -> None:
         entry.compiled = False  # type: ignore[misc]
     codes = [KERNEL_GATES[n].code for n in KERNEL_GATES]
     assert len(set(codes)) == len(codes) and C.GATE_NONE not in codes
-    assert KERNEL_GATES["cycgraph"].code == C.gate_code("cycgraph") == C.GATE_CYCGRAPH
+    assert KERNEL_GATES["cycgraph"].code == C.gate_code("cycgraph")
     # a policy names its piece as a gate does: "module:ATTR" in _kernel_policies, beside
-    # its block (none is held by the engine under the older compiled=True any more)
+    # its block
     from cogstats.sim import _kernel_policies as KPOL
     from cogstats.sim._kernel_common import KernelPolicy
 
     for n in KERNEL_POLICIES:
         kernel = RETRIEVAL_POLICIES[n].kernel
-        assert kernel != ENGINE_PIECES and kernel.startswith("cogstats.sim._kernel_policies:")
+        assert kernel.startswith("cogstats.sim._kernel_policies:")
         piece = KERNEL_POLICIES[n]
         assert isinstance(piece, KernelPolicy) and piece is getattr(KPOL, kernel.split(":")[1])
     assert KERNEL_POLICIES["designed"] is KERNEL_POLICIES["randomized"] is KPOL.POOL_PIECE
@@ -390,14 +390,14 @@ def test_every_swappable_part_has_a_registry_of_one_shape() -> None:
     from cogstats._registry import Registry
     from cogstats.admission.registry import DEFENCES, INDEXES
     from cogstats.estimators import METHODS, SPENDING
-    from cogstats.gates import GATES, STREAMING_ADAPTERS
+    from cogstats.gates import GATES
     from cogstats.presets import PRESETS
     from cogstats.reports.registry import REPORTS
     from cogstats.retrieval import RETRIEVAL_POLICIES
     from cogstats.sim.engine import KERNEL_GATES, KERNEL_POLICIES
 
     parts = [GATES, METHODS, SPENDING, RETRIEVAL_POLICIES, PRESETS, REPORTS, DEFENCES, INDEXES]
-    parts += [KERNEL_GATES, KERNEL_POLICIES, STREAMING_ADAPTERS]
+    parts += [KERNEL_GATES, KERNEL_POLICIES]
     assert all(isinstance(r, Registry) for r in parts), [type(r) for r in parts]
     # the compiled pieces cover registered parts only
     assert set(KERNEL_GATES) <= set(GATES) and set(KERNEL_POLICIES) <= set(RETRIEVAL_POLICIES)

@@ -27,14 +27,11 @@ from hypothesis import strategies as st
 from cogstats import Ledger
 from cogstats._validation import LedgerError, LedgerWarning, ParameterError
 from cogstats.gates import (
-    STREAMING_ADAPTERS,
     AuditGate,
     CycgraphGate,
     EvidenceGate,
     GateReport,
-    StreamingAdapter,
     StreamingGate,
-    register_streaming,
 )
 from cogstats.gates import streaming as streaming_module
 
@@ -638,48 +635,6 @@ def test_bad_arguments() -> None:
         StreamingGate(CycgraphGate(), candidates=["a", "a"])
     with pytest.raises(ParameterError, match="on_error"):
         StreamingGate(CycgraphGate()).ingest("x.jsonl", on_error="ignore")  # type: ignore[arg-type]
-
-
-# ---------------------------------------------------------------------- protocol
-def test_a_gate_of_ones_own_streams_through_a_registered_adapter() -> None:
-    """The protocol the ``recommended`` gate will use: an adapter keyed by registry name
-    that reads the regression statistics."""
-    from dataclasses import dataclass
-
-    from cogstats.gates import GATES, register_gate
-
-    @register_gate("count_gate_test", description="promotes lessons in 3+ runs (a test)")
-    @dataclass(frozen=True)
-    class CountGate:
-        at: int = 3
-
-        def evaluate(self, ledger: Ledger, candidates: Any = None, *, rng: Any = None) -> Any:
-            ids = list(ledger.fact_ids if candidates is None else candidates)
-            trials = dict(ledger.fact_stats().select("fact_id", "trials").iter_rows())
-            return _count_report(ids, [trials.get(f, 0) for f in ids], self.at)
-
-    class CountAdapter(StreamingAdapter):
-        regression_covariates = ()
-
-        def __init__(self, gate: CountGate) -> None:
-            self.gate = gate
-
-        def judge(self, stats: Any, candidates: Any) -> GateReport:
-            ids = list(stats.fact_ids if candidates is None else candidates)
-            reg = stats.regression()  # X'X over [1, lessons]: its diagonal is the trials
-            diag = dict(zip(reg.columns[1:], np.diag(reg.xtx)[1:].tolist(), strict=True))
-            return _count_report(ids, [int(diag.get(f, 0)) for f in ids], self.gate.at)
-
-    register_streaming("count_gate_test")(CountAdapter)
-    try:
-        gate = CountGate()
-        check_stream(gate, [(f"r{i}", 0.5, ["a"] if i % 2 else ["a", "b"], {}) for i in range(8)])
-        sg = StreamingGate(gate)
-        sg.record("r1", 0.5, ["a"])
-        assert StreamingGate.load(sg.save(Path(_tmp()) / "s.npz")).gate == gate
-    finally:
-        del STREAMING_ADAPTERS["count_gate_test"]
-        GATES.unregister("count_gate_test")
 
 
 def _count_report(ids: list[str], trials: list[int], at: int) -> GateReport:

@@ -34,21 +34,13 @@ the gate: the built-in gates) or ``statistics(ledger)`` (its own statistics obje
 with ``add_run(run_id, score, fact_ids, covariates)`` is updated run by run, another is
 rebuilt from the runs at each look).  A gate may refuse a run before it is recorded with
 ``check_run(stats, covariates)`` (raise :class:`~cogstats._validation.LedgerError` naming
-the field; default: a covariate its cross-products carry must be in every run).  The
-deprecated *adapters*
-(:class:`StreamingAdapter`, :func:`register_streaming`, :data:`STREAMING_ADAPTERS`) still
-work and warn.
+the field; default: a covariate its cross-products carry must be in every run).
 """
 
 from __future__ import annotations
 
 from cogstats._statelock import StaleLockWarning, StateLockedError
 from cogstats.gates._report import Judgement
-from cogstats.gates.streaming._adapters import (
-    STREAMING_ADAPTERS,
-    StreamingAdapter,
-    register_streaming,
-)
 from cogstats.gates.streaming._ingest import DuplicateRun, IngestResult, SkippedLine
 from cogstats.gates.streaming._runner import StreamingGate
 from cogstats.gates.streaming._state import STATE_FORMAT, STATE_VERSION
@@ -57,7 +49,6 @@ from cogstats.stats import RegressionStats, StreamingStats
 __all__ = [
     "STATE_FORMAT",
     "STATE_VERSION",
-    "STREAMING_ADAPTERS",
     "DuplicateRun",
     "IngestResult",
     "Judgement",
@@ -65,8 +56,6 @@ __all__ = [
     "SkippedLine",
     "StaleLockWarning",
     "StateLockedError",
-    "StreamingAdapter",
     "StreamingGate",
     "StreamingStats",
-    "register_streaming",
 ]

@@ -16,7 +16,6 @@ from cogstats._validation import LedgerError, ParameterError
 from cogstats.gates._registry import make_gate, registry_name
 from cogstats.gates._report import GateReport, Judgement, LessonState, check_statuses
 from cogstats.gates.streaming import _ingest, _state
-from cogstats.gates.streaming._adapters import StreamingAdapter, find_adapter
 from cogstats.gates.streaming._ingest import IngestResult, Marker, RunSources, SkippedLine
 from cogstats.ledger import validate_record, warn_repeated
 from cogstats.stats import StreamingStats
@@ -107,26 +106,21 @@ class StreamingGate:
             )
         self._gate = gate
         self._name = registry_name(gate)
-        if getattr(gate, "uses_lessons", False) and not callable(
-            getattr(gate, "streaming_adapter", None)
-        ):
+        if getattr(gate, "uses_lessons", False):
             raise ParameterError(
                 f"StreamingGate cannot stream gate {self._name!r}: it reads the lesson table "
                 "(uses_lessons); it streams cycgraph and evidence gates (lift, welch, ols, "
                 "confseq) and gates with statistics and judge"
             )
-        # how the gate is run: its deprecated adapter, its running statistics, or the
-        # protocol's statistics(ledger) (updated by add_run, else rebuilt at each look)
-        self._adapter: StreamingAdapter | None = find_adapter(gate, self._name)
-        # "running": the gate judges the runner's StreamingStats; "own": the gate's own
-        # statistics object, updated by its add_run (which may return the updated object)
-        # or, without one, rebuilt from the runs at each look (None)
-        self._mode = "adapter"
+        # how the gate is run: its running statistics, or the protocol's statistics(ledger)
+        # (updated by add_run, else rebuilt at each look). "running": the gate judges the
+        # runner's StreamingStats; "own": the gate's own statistics object, updated by its
+        # add_run (which may return the updated object) or, without one, rebuilt from the
+        # runs at each look (None)
+        self._mode = "running"
         self._own: Any = None
         has_judge = callable(getattr(gate, "judge", None))
-        if self._adapter is not None:
-            self._stats = self._adapter.new_statistics()
-        elif has_judge and callable(getattr(gate, "running_statistics", None)):
+        if has_judge and callable(getattr(gate, "running_statistics", None)):
             first = gate.running_statistics()
             if isinstance(first, StreamingStats):
                 self._mode, self._stats = "running", first
@@ -251,9 +245,7 @@ class StreamingGate:
         self._stats.check_kinds(covs, row=row, source=source)
         try:
             check = getattr(self._gate, "check_run", None)
-            if self._adapter is not None:
-                self._adapter.validate(self._stats, covs)
-            elif callable(check):  # the gate's own refusal of a run (before it is recorded)
+            if callable(check):  # the gate's own refusal of a run (before it is recorded)
                 check(self._stats, covs)
             else:
                 self._stats.check_regression_covariates(covs)
@@ -305,15 +297,7 @@ class StreamingGate:
                 self._own = None  # rebuilt from the runs (without this one) at the next look
             self._cache = None
             raise
-        adapter = self._adapter
-        if adapter is not None:
-            if not replaced:
-                adapter.observe(stats, stats.n_runs - 1)
-            elif adapter.replays_on_replace:
-                adapter.reset(stats)
-                for k in range(stats.n_runs):
-                    adapter.observe(stats, k)
-        elif self._mode == "own":
+        if self._mode == "own":
             # an immutable statistics object returns its update; without add_run, or for a
             # replaced run, the statistics are rebuilt from the runs at the next look
             self._own = own
@@ -378,8 +362,6 @@ class StreamingGate:
     # ------------------------------------------------------------------ judging
     def _judge(self, candidates: Sequence[str] | None) -> Any:
         gate, stats = self._gate, self._stats
-        if self._adapter is not None:
-            return self._adapter.judge(stats, candidates)
         if self._mode == "own":
             if self._own is None:  # statistics without add_run, or a run replaced
                 self._own = gate.statistics(stats.to_ledger())
@@ -402,9 +384,7 @@ class StreamingGate:
             out = Judgement.from_report(out)
         elif not isinstance(out, Judgement):
             raise ParameterError(
-                f"a gate's judge() (or streaming adapter's) must return a GateReport or "
-                "Judgement; got "
-                f"{type(out).__name__}"
+                f"a gate's judge() must return a GateReport or Judgement; got {type(out).__name__}"
             )
         self._cache = (key, out)
         return out
@@ -553,9 +533,8 @@ class StreamingGate:
         version, the gate's registry name and options, candidates, the previous look's
         decisions, ingest markers and skipped lines, the checksums of every member),
         ``runs.json`` (run ids, listed lesson ids, covariate columns) and the statistics
-        as arrays (``scores``, ``lesson_*``, ``xtx``, ...; the adapter's under
-        ``adapter/``).  The same state saves to the same bytes.  See docs/production.md,
-        "Streaming gates".
+        as arrays (``scores``, ``lesson_*``, ``xtx``, ...).  The same state saves to the
+        same bytes.  See docs/production.md, "Streaming gates".
 
         First, when runs were recorded since the last save, the marker of each file
         :meth:`ingest` read before moves past the lines whose runs the state already
@@ -634,9 +613,6 @@ class StreamingGate:
         sources = self._sources.saved(info["run_ids"])
         if sources is not None:  # which ingested file each run came from (duplicate reports)
             runs["sources"] = sources
-        if self._adapter is not None:
-            for name, value in self._adapter.state().items():
-                arrays[f"adapter/{name}"] = value
         return manifest, runs, arrays
 
     @classmethod
@@ -763,10 +739,6 @@ class StreamingGate:
         arrays = _state.upgrade_arrays(manifest, arrays, confseq=keeps_confseq)
         stats = StreamingStats.from_arrays({**runs, **manifest, "confseq": keeps_confseq}, arrays)
         self._stats = stats
-        if self._adapter is not None:
-            self._adapter.restore(
-                {k[len("adapter/") :]: v for k, v in arrays.items() if k.startswith("adapter/")}
-            )
         if self._mode == "own":  # the gate's own statistics: rebuilt from the runs
             self._own = None
         self._last = {f: (v[0], v[1]) for f, v in manifest["last_decisions"].items()}

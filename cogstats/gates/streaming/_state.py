@@ -4,8 +4,8 @@ The file holds ``manifest.json`` (format, version, the gate's registry name and 
 candidates, the previous look's decisions, ingest markers and skipped lines, the
 statistics' totals and column types), ``runs.json`` (run ids, listed lesson ids, covariate
 columns, lesson ids) and the statistics as ``.npy`` arrays (``scores``, ``lesson_*``,
-``xtx``, ...; confseq's running sums under ``confseq/``, a deprecated adapter's own
-state under ``adapter/``).  See docs/production.md, "Streaming gates".
+``xtx``, ...; confseq's running sums under ``confseq/``).  See docs/production.md,
+"Streaming gates".
 
 Versions: 2 (this one) keeps confseq's sums under ``confseq/``; version 1 (cogstats
 before the statistics package) kept them under ``adapter/``, which :func:`upgrade_arrays`
