@@ -12,7 +12,6 @@ or a code such as the UCB1 policy's ``5`` appears in this module only.
 
 from __future__ import annotations
 
-import zlib
 from types import MappingProxyType
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "OUTCOME_STATUS",
     "REASONS",
     "WHY",
-    "gate_code",
     "outcome_code",
     "outcome_of_code",
 ]
@@ -97,7 +95,7 @@ WHY_CONFIDENCE_DECAY = "confidence_decay"
 WHY_CONTRADICTION = "contradiction"
 WHY_SUPERSEDED = "superseded"
 WHY_INACTIVE = "inactive"
-# the lifecycle (the second-version recommended gate, docs/recommended.md)
+# the lifecycle (the recommended gate, docs/recommended.md)
 WHY_HARM_MARGIN = "harm_margin"
 WHY_PROMOTE_MARGIN = "promote_margin"
 WHY_FUTILITY = "futility"
@@ -105,6 +103,7 @@ WHY_NON_INFERIOR = "non_inferior"
 WHY_SUSPECT = "suspect"
 WHY_CRATER = "crater"
 WHY_CLEARED = "cleared"
+WHY_SUSPENDED = "suspended"
 
 #: The ``why`` vocabulary: every value a built-in gate writes, with its meaning.
 WHY: MappingProxyType[str, str] = MappingProxyType(
@@ -148,6 +147,7 @@ WHY: MappingProxyType[str, str] = MappingProxyType(
         WHY_CRATER: "suspend: the lesson arrived with a drop in the score (a lenient test of "
         "the runs it shares with the crater)",
         WHY_CLEARED: "release: re-tests no longer find the suspended lesson suspect",
+        WHY_SUSPENDED: "hold: suspended and re-tested; neither convicted nor cleared yet",
     }
 )
 
@@ -328,28 +328,3 @@ POLICY_CODES: MappingProxyType[str, int] = MappingProxyType(
 # ---------------------------------------------------------------------- simulator
 #: The simulation engines: "auto" picks the compiled one when it covers the scenario.
 ENGINES: tuple[str, ...] = ("auto", "fast", "reference")
-
-# ---------------------------------------------------------------------- gates
-#: The kernel run loop's code for "no gate".
-GATE_NONE = 0
-
-
-def gate_code(piece: str) -> int:
-    """Return the kernel run loop's dispatch code of a compiled gate, derived from its name.
-
-    A compiled gate's code is not kept by hand: it is the CRC-32 of the name of its
-    kernel piece's parameter block (``BLOCK.name``: ``"cycgraph"``, ``"evidence"``, ...),
-    so adding a compiled gate adds no line here.  Names of the compiled gates never
-    collide (tests/unit/test_registries.py), and no code is :data:`GATE_NONE`.
-
-    Examples
-    --------
-    >>> gate_code("cycgraph") != GATE_NONE
-    True
-    """
-    if not isinstance(piece, str) or not piece:
-        raise ValueError(f"a kernel piece's name must be a non-empty string; got {piece!r}")
-    code = zlib.crc32(piece.encode("utf-8"))
-    if code == GATE_NONE:  # pragma: no cover - no name in use hashes to 0
-        raise ValueError(f"kernel piece {piece!r} hashes to the no-gate code")
-    return code

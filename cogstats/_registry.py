@@ -67,9 +67,9 @@ class Entry:
         One line for listings.
     kernel : str or None
         Where the simulator's compiled kernel has the part's piece: the import path of
-        the module holding it (its ``PIECE``, e.g. ``"cogstats.sim._kernel_cycgraph"``),
+        the module holding it (its ``PIECE``, e.g. ``"cogstats.gates.cycgraph.kernel"``),
         or ``"module:ATTR"`` for a module that holds the pieces of several parts (the
-        retrieval policies', ``"cogstats.sim._kernel_policies:POOL_PIECE"``), or None
+        retrieval policies', ``"cogstats.retrieval.kernel:POOL_PIECE"``), or None
         (the part runs in the reference engine).  Named once, by the part's registration
         (``register_gate(..., kernel=...)``, ``register_policy(..., kernel=...)``).
     kind : str
@@ -279,7 +279,7 @@ class Registry(Mapping[str, E], Generic[E]):
         if kernel is not None and not (isinstance(kernel, str) and _KERNEL.match(kernel)):
             raise RuntimeError(
                 f"{where}: kernel must be the import path of the module holding its compiled "
-                "piece, e.g. 'cogstats.sim._kernel_cycgraph' (its PIECE), or 'module:ATTR'; "
+                "piece, e.g. 'cogstats.gates.cycgraph.kernel' (its PIECE), or 'module:ATTR'; "
                 f"got {kernel!r}"
             )
         return Entry(name, obj, opts, description.strip(), kernel, self.kind)

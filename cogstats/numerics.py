@@ -1,7 +1,7 @@
 """Shared numerics: one copy of the small statistics that the library and the simulator share.
 
 Plain Python and numpy, no numba import: production code calls these functions directly,
-and the simulator's compiled kernel (:mod:`cogstats.sim._kernel`) compiles the very same
+and the simulator's compiled kernel (:mod:`cogstats.sim._loop`) compiles the very same
 functions with numba (``njit(inline="always")``), so both give the same bits without a
 second copy kept equal by a test.
 
@@ -47,7 +47,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     The select a rule written once uses, so that it runs on numpy arrays in production
     and compiled on scalars in the simulator (numba's ``numpy.where`` returns a 0-d array
     for scalars; the kernel registers a scalar select for this function instead, see
-    :mod:`cogstats.sim._kernel_common`).  Both branches are evaluated: keep them finite
+    :mod:`cogstats.kernel`).  Both branches are evaluated: keep them finite
     (a safe denominator) where the compiled caller would divide by zero.
 
     Examples

@@ -38,7 +38,7 @@ shows as a large standard error.
 Every number comes from the sufficient statistics ``Z'Z``, ``Z'y``, ``y'y`` and the run
 count (:class:`RidgeStatistics`), accumulated in run order, and the inverse is a
 Gauss-Jordan elimination written with elementwise operations and sequential sums: the
-simulator's compiled kernel (:mod:`cogstats.sim._kernel`) does the same arithmetic in the
+simulator's compiled kernel (:mod:`cogstats.sim._loop`) does the same arithmetic in the
 same order, so the two engines agree bit for bit, and a streaming gate can keep the
 statistics instead of the ledger.  Above ``EXACT_COLUMNS`` columns (far beyond any
 simulated scenario) the inverse and the products go to LAPACK and BLAS instead: the same
@@ -167,7 +167,7 @@ def gauss_jordan_inverse(a: np.ndarray) -> np.ndarray | None:
     """Inverse of a symmetric positive definite matrix by Gauss-Jordan elimination.
 
     Written with elementwise operations only (no BLAS reductions), in the order of
-    ``cogstats.sim._kernel``'s copy, so that both give the same bits.  Returns None when
+    ``cogstats.sim._loop``'s copy, so that both give the same bits.  Returns None when
     a pivot is not positive (relative to the largest diagonal).
 
     Examples
@@ -283,7 +283,7 @@ def duplicate_groups(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
     Two lesson columns share a pattern when their runs are the same (``G_jj = G_kk =
     G_jk`` in the Gram matrix); a lesson in every run or in none is its own group (it is
     not identifiable whatever is merged).  Plain numpy and loops, so that the simulator's
-    kernel compiles this very function (:mod:`cogstats.sim._kernel_lifecycle`).
+    kernel compiles this very function (:mod:`cogstats.gates.recommended.kernel`).
 
     Examples
     --------

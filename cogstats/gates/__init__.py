@@ -20,6 +20,15 @@ from typing import TYPE_CHECKING
 from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
+    from cogstats._codes import OUTCOME_CODES, OUTCOME_STATUS, OUTCOMES
+    from cogstats.gates._options import (
+        check_options,
+        choice,
+        integer,
+        option,
+        real,
+        rule_options,
+    )
     from cogstats.gates._registry import (
         GATES,
         Gate,
@@ -38,8 +47,8 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.gates.audit import AUDIT_DECISION_COLUMNS, AuditGate, audit_entries_from_ledger
     from cogstats.gates.cycgraph import CYCGRAPH_DECISION_COLUMNS, CycgraphGate
     from cogstats.gates.evidence import EVIDENCE_DECISION_COLUMNS, EvidenceGate
-    from cogstats.gates.lifecycle import LifecycleGate
     from cogstats.gates.lineage import LineageGate
+    from cogstats.gates.recommended import LifecycleGate
     from cogstats.gates.streaming import (
         DuplicateRun,
         IngestResult,
@@ -63,6 +72,15 @@ _LAZY: dict[str, str] = {
     "GateReport": "cogstats.gates._report",
     "Judgement": "cogstats.gates._report",
     "LessonState": "cogstats.gates._report",
+    "OUTCOME_CODES": "cogstats._codes",
+    "OUTCOME_STATUS": "cogstats._codes",
+    "OUTCOMES": "cogstats._codes",
+    "check_options": "cogstats.gates._options",
+    "choice": "cogstats.gates._options",
+    "integer": "cogstats.gates._options",
+    "option": "cogstats.gates._options",
+    "real": "cogstats.gates._options",
+    "rule_options": "cogstats.gates._options",
     "AUDIT_DECISION_COLUMNS": "cogstats.gates.audit",
     "AuditGate": "cogstats.gates.audit",
     "audit_entries_from_ledger": "cogstats.gates.audit",
@@ -70,7 +88,7 @@ _LAZY: dict[str, str] = {
     "CycgraphGate": "cogstats.gates.cycgraph",
     "EVIDENCE_DECISION_COLUMNS": "cogstats.gates.evidence",
     "EvidenceGate": "cogstats.gates.evidence",
-    "LifecycleGate": "cogstats.gates.lifecycle",
+    "LifecycleGate": "cogstats.gates.recommended",
     "LineageGate": "cogstats.gates.lineage",
     "DuplicateRun": "cogstats.gates.streaming",
     "IngestResult": "cogstats.gates.streaming",

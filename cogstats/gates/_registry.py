@@ -5,7 +5,7 @@ Every gate is a class whose instances have
 fields of a (frozen) dataclass, validated by the class.  :data:`GATES` maps registry names
 to entries; :func:`get_gate` looks one up (a registered name, or an import path
 ``"package.module:Class"`` for a gate of one's own, so that spawned sweep workers find it);
-:func:`make_gate` builds one.  The built-in gates register themselves in their modules,
+:func:`make_gate` builds one.  The built-in gates register themselves in their folders,
 which load only when asked for (``get_gate("cycgraph")`` does not import the estimators
 that the evidence gate needs).
 """
@@ -13,6 +13,7 @@ that the evidence gate needs).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from cogstats._imports import allow_imports
@@ -63,20 +64,22 @@ def _check_gate(obj: Any) -> str | None:
     return None
 
 
+def _builtin_gates() -> dict[str, str]:
+    """Name -> package of every built-in gate: each folder of this package with a gate.py.
+
+    A built-in gate is one folder, ``cogstats/gates/<name>/``, whose package registers the
+    gate ``<name>`` with :func:`register_gate` (its one registration); the registry imports
+    the folder's package when the name is first asked for.
+    """
+    here = Path(__file__).resolve().parent
+    folders = sorted(p.name for p in here.iterdir() if (p / "gate.py").is_file())
+    return {name: f"{__package__}.{name}" for name in folders}
+
+
 #: The gates: name -> :class:`~cogstats._registry.Entry` (``.name``, ``.cls``,
-#: ``.options``, ``.description``, ``.kernel``, ``.compiled``).  Iterating or listing it loads every
-#: built-in gate.
-GATES: Registry = Registry(
-    "gate",
-    {
-        "cycgraph": "cogstats.gates.cycgraph",
-        "evidence": "cogstats.gates.evidence",
-        "audit": "cogstats.gates.audit",
-        "recommended": "cogstats.gates.lifecycle",
-        "margin_lift": "cogstats.gates.margin_lift",
-    },
-    check=_check_gate,
-)
+#: ``.options``, ``.description``, ``.kernel``, ``.compiled``).  Iterating or listing it
+#: loads every built-in gate.
+GATES: Registry = Registry("gate", _builtin_gates(), check=_check_gate)
 
 
 def register_gate(
@@ -98,7 +101,7 @@ def register_gate(
         The options dataclass (default: the class itself, which must be a dataclass).
     kernel : str, optional
         For a gate the simulator's compiled kernel runs: the import path of the module
-        holding its kernel piece (its ``PIECE``, e.g. ``"cogstats.sim._kernel_cycgraph"``;
+        holding its compiled piece (its ``PIECE``, e.g. ``"cogstats.gates.cycgraph.kernel"``;
         docs/gates.md, "Writing a gate").  The entry's ``compiled`` is derived from it.
         Without it the gate runs in the reference engine.
 
@@ -164,8 +167,9 @@ def registry_name(gate: Any) -> str:
     'cycgraph'
     """
     cls = type(gate)
-    for name, module in GATES.builtin.items():
-        if cls.__module__ == module and GATES[name].cls is cls:
+    for name, package in GATES.builtin.items():
+        home = cls.__module__
+        if (home == package or home.startswith(package + ".")) and GATES[name].cls is cls:
             return name
     for name in GATES:
         if GATES[name].cls is cls:

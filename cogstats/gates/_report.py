@@ -82,10 +82,11 @@ class GateReport:
         (promoted), ``harm_evidence`` (evicted as harmful), ``max_trials``,
         ``max_baseline_runs`` and ``max_looks`` (evicted as no_lift by a stopping rule),
         and for the audit ``min_hits``, ``low_win_rate``, ``win_rate_ok``, ``confidence_decay``,
-        ``contradiction``, ``superseded``, ``inactive``; for the lifecycle (the
-        second-version gate) ``harm_margin`` and ``promote_margin`` (tier 1: evicted as
+        ``contradiction``, ``superseded``, ``inactive``; for the lifecycle gate
+        (``recommended``) ``harm_margin`` and ``promote_margin`` (tier 1: evicted as
         harmful, promoted), ``futility`` (evicted as no_lift), ``non_inferior``
-        (admitted), ``suspect`` and ``crater`` (suspended), ``cleared`` (released).
+        (admitted), ``suspect`` and ``crater`` (suspended), ``cleared`` (released),
+        ``suspended`` (held while suspended).
     settings : mapping
         The gate's policy.
 

@@ -59,15 +59,15 @@ def register_policy(
     """Class decorator adding a retrieval policy to :data:`RETRIEVAL_POLICIES`.
 
     The same arguments as :func:`cogstats.gates.register_gate`: ``kernel`` names the
-    policy's compiled piece (a :class:`cogstats.sim._kernel_common.KernelPolicy`), as
+    policy's compiled piece (a :class:`cogstats.kernel.KernelPolicy`), as
     ``"package.module"`` (its ``PIECE``) or ``"package.module:ATTR"`` (a module holding
-    the pieces of several policies, e.g. ``"cogstats.sim._kernel_policies:POOL_PIECE"``);
+    the pieces of several policies, e.g. ``"cogstats.retrieval.kernel:POOL_PIECE"``);
     the entry's ``compiled`` is derived from it.
 
     Examples
     --------
     >>> get_policy("randomized").kernel
-    'cogstats.sim._kernel_policies:POOL_PIECE'
+    'cogstats.retrieval.kernel:POOL_PIECE'
     """
     return RETRIEVAL_POLICIES.register(
         name, description=description, options=options, kernel=kernel

@@ -152,7 +152,7 @@ class _Gated(RetestSlot, ABC):
 @register_policy(
     "in_progress_first",
     description="cycgraph's retrieval: candidates with most trials first, rest bench",
-    kernel="cogstats.sim._kernel_policies:ORDER_PIECE",
+    kernel="cogstats.retrieval.kernel:ORDER_PIECE",
 )
 @dataclass(frozen=True)
 class InProgressFirst(_Gated):
@@ -241,7 +241,7 @@ class InProgressFirst(_Gated):
 @register_policy(
     "newest_first",
     description="candidates newest first (cycgraph's earlier ordering; churns)",
-    kernel="cogstats.sim._kernel_policies:ORDER_PIECE",
+    kernel="cogstats.retrieval.kernel:ORDER_PIECE",
 )
 @dataclass(frozen=True)
 class NewestFirst(_Gated):
@@ -264,7 +264,7 @@ class NewestFirst(_Gated):
 @register_policy(
     "fewest_trials_first",
     description="candidates with fewest trials first (cycgraph's earlier ordering; starves)",
-    kernel="cogstats.sim._kernel_policies:ORDER_PIECE",
+    kernel="cogstats.retrieval.kernel:ORDER_PIECE",
 )
 @dataclass(frozen=True)
 class FewestTrialsFirst(_Gated):

@@ -203,7 +203,7 @@ def bernoulli_capped_propensity(n: int, slots: int, p: float) -> float:
 @register_policy(
     "randomized",
     description="random candidate sample from the active pool, propensities logged",
-    kernel="cogstats.sim._kernel_policies:POOL_PIECE",
+    kernel="cogstats.retrieval.kernel:POOL_PIECE",
 )
 @dataclass(frozen=True)
 class Randomized(_Pooled):
@@ -287,7 +287,7 @@ class Randomized(_Pooled):
 @register_policy(
     "designed",
     description="paired balanced schedule: a random half of the pool, then its complement",
-    kernel="cogstats.sim._kernel_policies:POOL_PIECE",
+    kernel="cogstats.retrieval.kernel:POOL_PIECE",
 )
 @dataclass(frozen=True)
 class Designed(_Pooled):

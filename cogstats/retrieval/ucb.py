@@ -32,7 +32,7 @@ __all__ = ["UCB1"]
 @register_policy(
     "ucb1",
     description="UCB1 over live lessons (evolving cognition), optional epsilon exploration",
-    kernel="cogstats.sim._kernel_policies:UCB_PIECE",
+    kernel="cogstats.retrieval.kernel:UCB_PIECE",
 )
 @dataclass(frozen=True)
 class UCB1:

@@ -1,7 +1,7 @@
 """The score model of the simulator, written once and called by both engines.
 
 :func:`injected_total`, :func:`oracle_total` and :func:`link_score` are inlined into the
-compiled loop (:mod:`cogstats.sim._kernel`; numba's ``inline="always"``, so the loop is as
+compiled loop (:mod:`cogstats.sim._loop`; numba's ``inline="always"``, so the loop is as
 it was when the model was written out in it) and called from Python by the reference
 engine (:mod:`cogstats.sim.reference`; numba functions are callable from Python).
 """

@@ -1,20 +1,23 @@
 """``simulate``: run a scenario's replicates and score the gate against the truth.
 
-Two engines.  The compiled kernel (:mod:`cogstats.sim._kernel`) covers the built-in
-retrieval policies and gates (the evidence gate in part: see :func:`fast_support`); the
-plain-Python reference engine (:mod:`cogstats.sim.reference`) runs any registered or
-imported gate and policy through the library's objects.  ``engine="auto"`` (the default)
-takes the compiled one when it covers the scenario, else the reference one, and records
-the choice on the result.  Which parts the kernel covers, and how a part's options become
-the kernel's parameter vectors, is each part's compiled piece, named by its registry entry
-(``Entry.kernel``) and held beside its compiled code; :data:`KERNEL_GATES` and
-:data:`KERNEL_POLICIES` are the views of them by registry name.
+Two engines.  The compiled engine (the run loop of :mod:`cogstats.sim._loop`, one copy per
+gate, :mod:`cogstats.sim._loops`) covers every part whose registration names a compiled
+piece: the built-in retrieval policies and gates (the evidence gate in part: see
+:func:`fast_support`) and a gate of one's own that brings its piece; the plain-Python
+reference engine (:mod:`cogstats.sim.reference`) runs any registered or imported gate and
+policy through the library's objects.  ``engine="auto"`` (the default) takes the compiled
+one when it covers the scenario, else the reference one, and records the choice on the
+result.  Which parts the kernel covers, and how a part's options reach its compiled code,
+is each part's piece, named by its registry entry (``Entry.kernel``) and held beside the
+part; :data:`KERNEL_GATES` and :data:`KERNEL_POLICIES` are the views of them by registry
+name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -27,11 +30,10 @@ from cogstats._registry import Registry
 from cogstats._rng import as_seed_sequence
 from cogstats._validation import ParameterError, check_choice, check_int
 from cogstats.gates import GATES
+from cogstats.kernel import COMMON, KernelGate, KernelPolicy
 from cogstats.retrieval import RETRIEVAL_POLICIES
 from cogstats.retrieval.randomized import bernoulli_capped_propensity
-from cogstats.sim import _kernel as K
-from cogstats.sim import _kernel_lifecycle as KLC
-from cogstats.sim._kernel_common import KernelGate, KernelPolicy
+from cogstats.sim._loops import loop_for
 from cogstats.sim.draws import (
     LessonTable,
     Prepared,
@@ -45,7 +47,67 @@ from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.result import SimulationResult
 from cogstats.sim.spec import Scenario
 
-__all__ = ["ENGINES", "KernelGate", "KernelPolicy", "as_seed_sequence", "fast_support", "simulate"]
+__all__ = [
+    "ENGINES",
+    "Inputs",
+    "KernelGate",
+    "KernelPolicy",
+    "Outputs",
+    "as_seed_sequence",
+    "fast_support",
+    "simulate",
+]
+
+#: What the run loop reads of a chunk: the run loop's block (``ip``, ``fp``:
+#: :data:`cogstats.kernel.COMMON`), the retrieval policy's (``pi``, ``pf``), the
+#: randomized policy's propensities by pool size, the gate's table, the scenario's lessons
+#: and the chunk's draws (replicate x run: noise, difficulty, family, retrieval uniforms,
+#: covariates; replicate x lesson: effects).
+Inputs = namedtuple(
+    "Inputs",
+    [
+        "ip",
+        "fp",
+        "pi",
+        "pf",
+        "prop_table",
+        "table",
+        "arrival",
+        "kind",
+        "age_rank",
+        "newest_rank",
+        "applies",
+        "noise",
+        "diff",
+        "fam",
+        "eff",
+        "ru",
+        "cov",
+    ],
+)
+#: What the run loop writes of a chunk (the :class:`~cogstats.sim.raw.RawChunk` arrays)
+#: and the status events of a gate that records them, with their count.
+Outputs = namedtuple(
+    "Outputs",
+    [
+        "score",
+        "recorded",
+        "inj",
+        "ninj",
+        "pid",
+        "pval",
+        "n_logged",
+        "oracle",
+        "first_trial",
+        "trials",
+        "promote_run",
+        "evict_run",
+        "evict_reason",
+        "retire_run",
+        "events",
+        "n_events",
+    ],
+)
 
 
 # ---------------------------------------------------------------------- kernel adapters
@@ -103,18 +165,10 @@ class _Pieces(Registry[Any]):
         return super().entry(name)
 
 
-def _kernel_covariates(s: Scenario) -> int:
-    """Covariate columns the compiled lifecycle gate uses (the proxy, when present)."""
-    gate = s.gate.build()
-    if getattr(gate, "covariates", None) is None or s.difficulty.proxy_corr is None:
-        return 0
-    return int(KLC.PROXY in gate.covariates)
-
-
 #: Gate registry name -> its compiled piece (a :class:`KernelGate`), derived from the
 #: gates' registry entries: a gate compiles by naming its piece's module there
-#: (``register_gate(..., kernel="cogstats.sim._kernel_<gate>")``), with the one dispatch
-#: line of its code in ``cogstats.sim._kernel.run_chunk``.
+#: (``register_gate(..., kernel="cogstats.gates.cycgraph.kernel")``); the run loop runs
+#: its step, one loop per gate (:mod:`cogstats.sim._loops`).
 KERNEL_GATES: Registry[KernelGate] = _Pieces(
     "compiled gate",
     GATES,
@@ -125,8 +179,8 @@ KERNEL_GATES: Registry[KernelGate] = _Pieces(
 #: Retrieval policy registry name -> its compiled piece (a :class:`KernelPolicy`), derived
 #: from the policies' registry entries as :data:`KERNEL_GATES` is: a policy compiles by
 #: naming its piece there (``register_policy(...,
-#: kernel="cogstats.sim._kernel_policies:POOL_PIECE"``; the built-in policies' pieces are
-#: attributes of :mod:`cogstats.sim._kernel_policies`, beside their blocks), and its
+#: kernel="cogstats.retrieval.kernel:POOL_PIECE"``; the built-in policies' pieces are
+#: attributes of :mod:`cogstats.retrieval.kernel`, beside their blocks), and its
 #: dispatch code is ``cogstats._codes.POLICY_CODES``.
 KERNEL_POLICIES: Registry[KernelPolicy] = _Pieces(
     "compiled retrieval policy",
@@ -140,8 +194,9 @@ def fast_support(s: Scenario) -> str | None:
 
     The kernel covers the registered parts that have a compiled piece
     (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
-    the cycgraph, audit, evidence, recommended (the lifecycle gate) and margin_lift gates,
-    with the lifecycle's statuses in retrieval (admitted lessons in the verified block,
+    the cycgraph, audit, evidence and recommended (the lifecycle gate) gates and any
+    gate of one's own whose registration names its piece, with the lifecycle's statuses in
+    retrieval (admitted lessons in the verified block,
     suspended ones through the re-test slot, ``retest_window``, ``fill_empty``).  Its
     evidence gate covers methods
     lift and welch, sequential fixed or group, multiplicity none (or Bonferroni with
@@ -182,25 +237,24 @@ def seed_record(seed: np.random.SeedSequence) -> dict[str, Any]:
     }
 
 
-def params(s: Scenario) -> tuple[np.ndarray, ...]:
-    """Return the kernel's parameter blocks for a scenario.
+def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]:
+    """Return what the compiled engine takes of a scenario's parts.
 
-    The run loop's (int, float) block :data:`cogstats.sim._kernel.COMMON`, then the
-    retrieval policy's own (int, float) block, then the gate's (empty without a gate).
+    The run loop's (int, float) block :data:`cogstats.kernel.COMMON`, the retrieval
+    policy's own (int, float) block, and the gate's options record (None without a gate).
     """
     reason = fast_support(s)
     if reason is not None:
         raise ParameterError(reason)
     g = s.gate
     policy = s.retrieval.build()
-    lay = layout(s)
-    common: dict[str, float] = dict.fromkeys(K.COMMON.ints + K.COMMON.floats, 0)
+    common: dict[str, float] = dict.fromkeys(COMMON.ints + COMMON.floats, 0)
     common.update(
         runs=s.runs,
         lessons=s.n_lessons,
         policy=C.POLICY_CODES[s.retrieval.entry().name],
         max_facts=policy.max_facts,
-        pool=lay.pool,
+        pool=layout(s).pool,
         every=g.every,
         from_run=g.from_run,
         record_empty=int(s.record_empty_runs),
@@ -210,27 +264,30 @@ def params(s: Scenario) -> tuple[np.ndarray, ...]:
         noise_sd=s.score.noise_sd,
         saturation=s.score.saturation or 0.0,
         damping=s.score.poison_damping,
-        gate=C.GATE_NONE,
     )
     retrieval = KERNEL_POLICIES[s.retrieval.entry().name]
-    if retrieval.loop is not None:
-        common.update(retrieval.loop(policy))
+    if retrieval.win_threshold is not None:
+        common["win_threshold"] = retrieval.win_threshold(policy)
     pi, pf = retrieval.pack(policy)
-    entry = g.entry()
-    gi, gf = np.zeros(0, dtype=np.int64), np.zeros(0)
-    if entry is not None:
-        piece = KERNEL_GATES[entry.name]
+    piece = _gate_piece(s)
+    options = None
+    if piece is not None:
         gate = g.build()
-        common["gate"] = piece.code
-        if piece.loop is not None:
-            common.update(piece.loop(gate))
-        gi, gf = piece.pack(gate)
-    ip, fp = K.COMMON.pack(common)
-    return ip, fp, pi, pf, gi, gf
+        common["gram"] = int(piece.gram)
+        if piece.win_threshold is not None:
+            common["win_threshold"] = piece.win_threshold(gate)
+        options = piece.options(gate)
+    ip, fp = COMMON.pack(common)
+    return ip, fp, pi, pf, options
+
+
+def _gate_piece(s: Scenario) -> KernelGate | None:
+    entry = s.gate.entry()
+    return None if entry is None else KERNEL_GATES[entry.name]
 
 
 def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
-    """Simulate a chunk with the compiled kernel.
+    """Simulate a chunk with the compiled engine (the loop of the scenario's gate).
 
     A gate that records its status changes (the lifecycle gate) fills an event buffer,
     turned into the reference engine's status events (:attr:`RawChunk.events`: reason
@@ -238,15 +295,17 @@ def run_fast(s: Scenario, lessons: LessonTable, prep: Prepared) -> RawChunk:
     event (the draws are fixed, so the run is the same).
     """
     n = prep.noise.shape[0]
-    ip, fp, pi, pf, gi, gf = params(s)
-    entry = s.gate.entry()
-    records = entry is not None and KERNEL_GATES[entry.name].events
+    ip, fp, pi, pf, options = params(s)
+    piece = _gate_piece(s)
+    records = piece is not None and piece.events
+    loop = loop_for(None if piece is None else piece.path)
+    inputs = _inputs(s, lessons, prep, (ip, fp, pi, pf), piece)
     cap = _event_capacity(s, n) if records else 1
     while True:
         raw = empty_raw(s, lessons, n)
         events = np.zeros((cap, 7), dtype=np.int64)
         n_events = np.zeros(1, dtype=np.int64)
-        _run_chunk(s, lessons, prep, raw, (ip, fp, pi, pf, gi, gf), events, n_events)
+        loop(inputs, _outputs(raw, events, n_events), options)
         if int(n_events[0]) <= cap:
             break
         cap = int(n_events[0])
@@ -262,7 +321,7 @@ def _event_capacity(s: Scenario, n: int) -> int:
 
 def _events(rows: np.ndarray) -> list[Any]:
     """Return the kernel's event rows as :data:`cogstats.sim.raw.Event` tuples (names)."""
-    from cogstats.gates.lifecycle import LIFECYCLE_WHY
+    from cogstats.gates.recommended import LIFECYCLE_WHY
 
     out = []
     for rep, run, j, frm, to, code, why in rows.tolist():
@@ -271,26 +330,23 @@ def _events(rows: np.ndarray) -> list[Any]:
     return out
 
 
-def _run_chunk(
+def _inputs(
     s: Scenario,
     lessons: LessonTable,
     prep: Prepared,
-    raw: RawChunk,
     blocks: tuple[np.ndarray, ...],
-    events: np.ndarray,
-    n_events: np.ndarray,
-) -> None:
-    ip, fp, pi, pf, gi, gf = blocks
-    K.run_chunk(
-        ip,
-        fp,
-        pi,
-        pf,
-        gi,
-        gf,
+    piece: KernelGate | None,
+) -> Any:
+    """Return the chunk's :data:`Inputs`."""
+    gate = None if piece is None else s.gate.build()
+    table = np.zeros(1) if piece is None or piece.table is None else piece.table(gate)
+    covariates = 0
+    if piece is not None and piece.gram and s.difficulty.proxy_corr is not None:
+        covariates = int("difficulty_proxy" in getattr(gate, "covariates", ()))
+    return Inputs(  # type: ignore[call-arg]
+        *blocks,
         _propensity_table(s),
-        _boundary_table(s),
-        _level_table(s),
+        np.ascontiguousarray(table, dtype=np.float64),
         lessons.arrival,
         lessons.kind,
         lessons.age_rank,
@@ -301,7 +357,13 @@ def _run_chunk(
         np.ascontiguousarray(prep.family),
         np.ascontiguousarray(prep.effects),
         prep.retrieval,
-        _covariate_array(s, prep, _kernel_covariates(s)),
+        _covariate_array(prep, covariates),
+    )
+
+
+def _outputs(raw: RawChunk, events: np.ndarray, n_events: np.ndarray) -> Any:
+    """Return the chunk's :data:`Outputs`: the raw arrays, written in place."""
+    return Outputs(
         raw.score,
         raw.recorded,
         raw.inj,
@@ -338,30 +400,8 @@ def _propensity_table(s: Scenario) -> np.ndarray:
     return table
 
 
-def _boundary_table(s: Scenario) -> np.ndarray:
-    """Group-sequential z boundaries by trial count for a compiled evidence gate."""
-    gate = s.gate.build()
-    if getattr(gate, "sequential", None) != "group" or not callable(
-        getattr(gate, "boundaries", None)
-    ):
-        return np.zeros(1)
-    table = np.full(int(gate.max_trials) + 1, np.inf)
-    for n, b in gate.boundaries().items():
-        table[n] = b
-    return table
-
-
-def _level_table(s: Scenario) -> np.ndarray:
-    """Return the one-sided levels by planned look for the compiled lifecycle gate."""
-    gate = s.gate.build()
-    levels = getattr(gate, "nominal_levels", None)
-    if s.gate.type != "recommended" or not callable(levels):
-        return np.zeros(1)
-    return np.ascontiguousarray(levels(), dtype=np.float64)
-
-
-def _covariate_array(s: Scenario, prep: Prepared, ncov: int) -> np.ndarray:
-    """Each run's covariates for the compiled lifecycle gate (replicate x run x ncov)."""
+def _covariate_array(prep: Prepared, ncov: int) -> np.ndarray:
+    """Each run's covariates for a gate that reads the Gram matrix (replicate x run x ncov)."""
     n, runs = prep.noise.shape
     if ncov == 0 or prep.proxy is None:
         return np.zeros((n, runs, 0))

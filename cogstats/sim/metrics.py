@@ -22,7 +22,7 @@ Definitions (one replicate):
 - ``regret``: mean over runs of (oracle score - score), where the oracle injects the best
   ``max_facts`` helpful lessons that have arrived, under the same difficulty and noise.
 
-The lesson lifecycle (issue 18; from the status events, :meth:`RawChunk.status_events`,
+The lesson lifecycle (from the status events, :meth:`RawChunk.status_events`,
 and the injections; a lesson's status during run ``r`` is the one after the gate's looks
 through run ``r - 1``):
 
@@ -93,7 +93,7 @@ _SUS = STATUS_NAMES.index(SUSPENDED)
 _ADM = STATUS_NAMES.index(ADMITTED)
 _EVI = STATUS_NAMES.index(EVICTED)
 _RET = STATUS_NAMES.index(RETIRED)
-#: The lifecycle metrics (issue 18), also in :data:`METRIC_COLUMNS`.
+#: The lifecycle metrics, also in :data:`METRIC_COLUMNS`.
 LIFECYCLE_COLUMNS: tuple[str, ...] = (
     "poison_exposure",
     "poison_out_last5",

@@ -23,7 +23,7 @@ window and the likely-innocent re-test order can be applied.  The
 simulated ledger names the true difficulty ``true_difficulty`` (a covariate no gate
 selects by default).
 
-It consumes the same pre-drawn numbers as the compiled engine (:mod:`cogstats.sim._kernel`)
+It consumes the same pre-drawn numbers as the compiled engine (:mod:`cogstats.sim._loop`)
 and must reach the same decisions; it exists for that cross-check and for benchmark C1,
 not for production runs (it is about three orders of magnitude slower).
 """
@@ -39,7 +39,7 @@ import numpy as np
 from cogstats import _codes as C
 from cogstats.ledger import Ledger
 from cogstats.lessons import lesson_table
-from cogstats.sim._kernel import injected_total, link_score, oracle_total
+from cogstats.sim._kernel_score import injected_total, link_score, oracle_total
 from cogstats.sim.draws import LessonTable, Prepared
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.spec import Scenario

@@ -11,7 +11,7 @@ after every run; ``history`` runs without the lesson recorded before it arrives,
 counted from its arrival).  With one lesson the debiased ridge is the pooled two-sample t
 test exactly (cogstats.estimators.debiased_ridge), so the statistics are computed in
 closed form for every replicate at once and passed to the gate's own rule
-(:func:`cogstats.gates.lifecycle.lifecycle_rule`), with the statuses it leads to carried
+(:func:`cogstats.gates.recommended.lifecycle_rule`), with the statuses it leads to carried
 from look to look (a suspended lesson is still injected at 1/2: S1's re-test design).
 Decided = promoted or convicted by either tier; suspension, admission and release are not
 decisions.
@@ -57,16 +57,12 @@ import numpy as np
 from scipy import special
 
 from cogstats import _codes as C
-from cogstats.gates.lifecycle import (
-    _ST_ADMITTED,
-    _ST_CANDIDATE,
-    _ST_INACTIVE,
-    _ST_SUSPENDED,
-    _ST_VERIFIED,
-    LifecycleGate,
-    LifecycleStatistics,
-    lifecycle_rule,
-)
+from cogstats.gates import rule_options
+from cogstats.gates.recommended import LifecycleGate, LifecycleStatistics, lifecycle_rule
+
+# the status codes the rule reads (the simulator's; evicted stands for every inactive one)
+_ST_CANDIDATE, _ST_ADMITTED, _ST_VERIFIED = C.STATUS_CANDIDATE, C.STATUS_ADMITTED, C.STATUS_VERIFIED
+_ST_SUSPENDED, _ST_INACTIVE = C.STATUS_SUSPENDED, C.STATUS_EVICTED
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,10 +122,10 @@ def _s1_look(
         crater_p = np.where(
             np.isfinite(t), special.stdtr(np.where(np.isfinite(df), df, 1.0), t), np.nan
         )
-    out, _, _ = lifecycle_rule(
-        t, df, info, est, se, sig, n, np.ones(len(t), dtype=bool), crater_p, status,
-        gate.levels_at(info), **gate.rule_options(),
-    )  # fmt: skip
+    x = {"t": t, "df": df, "info": info, "estimate": est, "se": se, "sigma": sig, "trials": n,
+         "identifiable": np.ones(len(t), dtype=bool), "crater_p": crater_p, "status": status,
+         "level": gate.levels_at(info)}  # fmt: skip
+    out, _, _ = lifecycle_rule(x, rule_options(gate))
     return out
 
 

@@ -29,7 +29,7 @@ def _gate() -> Any:
     # imported here, not at collection: importing registers "recommended", and the
     # protocol test parametrizes over GATES at collection (its why vocabulary does not
     # know the lifecycle words yet: /tmp/coord/requests.md)
-    from cogstats.gates.lifecycle import LifecycleGate
+    from cogstats.gates import LifecycleGate
 
     return LifecycleGate()
 

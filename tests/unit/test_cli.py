@@ -146,7 +146,6 @@ def test_every_registered_gate_runs(
         "audit": [("hold", "win_rate_ok"), ("retire", "low_win_rate")],
         # tier 1 (a margin in noise sds) promotes the +0.3 lesson; tier 2 convicts the other
         "recommended": [("promote", "promote_margin"), ("evict", "harm_evidence")],
-        "margin_lift": [("promote", "promote_evidence"), ("evict", "harm_evidence")],
     }
     assert got == want[name]
 

@@ -22,14 +22,14 @@ at every step, the others (whose statistics are the ledger) on the protocol iden
 on the streaming refusal.  The ledgers are seeded (three shapes: a plain one with
 covariates and a replaced run, scores on a 0.05 grid with exact ties, and logged
 propensities).  The rules' own arithmetic is one copy: the batch gate runs it on arrays,
-the kernel compiles the same functions (docs/gates.md, "Writing a gate").
+the kernel compiles the same functions (docs/gates.md, "Writing a gate").  A gate of one's
+own, written in a folder of its own, is held to the same checks by
+tests/unit/test_gate_folder.py.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -312,46 +312,6 @@ def _check_own_statistics(config: str, gate: Any) -> None:
         assert_same(gate.judge(st, None, list(ledger.fact_ids)), batch, (config, name))
 
 
-def _guide_blocks() -> list[str]:
-    guide = (ROOT / "docs" / "gates.md").read_text(encoding="utf-8")
-    after = guide.split("<!-- writing-a-gate-example -->", 1)[1]
-    return re.findall(r"```python\n(.*?)```", after, flags=re.S)
-
-
-def test_the_guides_example_gate_is_the_module_the_checks_run() -> None:
-    """docs/gates.md, "Writing a gate": the two blocks shown are the gate's module and its
-    kernel piece exactly, and the gate is registered by its one registry line, names its
-    piece there, and the kernel's run loop dispatches its code (one line): so the common
-    check covers it, batch = streaming at every step and = compiled."""
-    from cogstats.sim import _kernel, _kernel_margin_lift
-    from cogstats.sim.engine import KERNEL_GATES
-
-    gate_block, piece_block = _guide_blocks()[:2]
-    module = importlib.import_module("cogstats.gates.margin_lift")
-    assert gate_block == Path(module.__file__).read_text(encoding="utf-8")
-    assert piece_block == Path(_kernel_margin_lift.__file__).read_text(encoding="utf-8")
-    assert GATES.builtin["margin_lift"] == "cogstats.gates.margin_lift"
-    assert GATES["margin_lift"].kernel == "cogstats.sim._kernel_margin_lift"
-    assert KERNEL_GATES["margin_lift"] is _kernel_margin_lift.PIECE
-    loop = Path(_kernel.__file__).read_text(encoding="utf-8")
-    assert loop.count("gate == KML.CODE") == 1
-    assert {c for c, _ in CONFIGS} >= {"margin_lift"}
-    assert {c for c, _ in COMPILED} >= {"margin_lift", "margin_lift[1]"}
-
-
-def test_the_guides_example_gate_decides_streams_and_saves(tmp_path: Path) -> None:
-    """The example decides both ways on the generated ledgers, and a streaming gate of it
-    saves and loads."""
-    from cogstats.gates.margin_lift import MarginLift
-
-    gate = MarginLift(min_trials=2, margin=0.05)
-    sg = check_streaming(gate, ledger_runs("plain", 11), "margin_lift")
-    assert set(sg.report().to_frame()["decision"]) >= {"promote", "evict"}  # it decides
-    back = StreamingGate.load(sg.save(tmp_path / "state.npz"))
-    assert back.gate == gate
-    assert_same(back.report(), sg.report(), "loaded")
-
-
 # ---------------------------------------------------------------- batch = compiled
 #: more settings of the compiled gates, for the compiled check (beyond CONFIGS' defaults)
 COMPILED_VARIANTS: dict[str, list[dict[str, Any]]] = {
@@ -383,7 +343,6 @@ COMPILED_VARIANTS: dict[str, list[dict[str, Any]]] = {
     ],
     "audit": [{"min_hits": 3, "min_win_rate": 0.5}],
     "recommended": [{"min_trials": 2, "max_information": 6.0}],
-    "margin_lift": [{"min_trials": 2, "margin": 0.05}],
 }
 SCENARIO: dict[str, Any] = {
     "runs": 30,

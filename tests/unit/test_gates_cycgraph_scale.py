@@ -241,7 +241,7 @@ def test_near_threshold_set_equals_the_full_density_formula(
     scale: float, multiple_comparison: str, noise_floor_sd: float
 ) -> None:
     """Tolerances blown up by ``scale`` put many rows near a threshold: same set both ways."""
-    from cogstats.gates.cycgraph import _fill_p, _p_exceeds
+    from cogstats.gates.cycgraph.gate import _fill_p, _p_exceeds
     from cogstats.stats import StreamingStats
 
     rng = np.random.default_rng(int(scale) % 1000 + len(multiple_comparison))

@@ -1,9 +1,11 @@
-"""The lifecycle gate compiled (issue 18, build 4): the kernel equals the gate and the reference.
+"""The recommended (lifecycle) gate compiled: the kernel equals the gate and the reference.
 
 Three levels, each of which fails on a wrong copy:
 
-- the scalar t quantile of the kernel (``_tdist.t_ppf``) against scipy's ``stdtrit``;
-- the compiled statistics and rule (``_kernel_lifecycle.judge``, ``rule``) against
+- the scalar t quantile of the kernel (``cogstats.kernel.tdist.t_ppf``) against scipy's
+  ``stdtrit``;
+- the compiled statistics and rule (``cogstats.gates.recommended.kernel.judge``, ``rule``)
+  against
   :meth:`LifecycleGate.decide` and :func:`lifecycle_rule` on random ledgers and random
   inputs: identical outcome and why codes, every statistic within 1e-9 (the NaN pattern
   identical);
@@ -31,11 +33,12 @@ from scipy import special
 
 from cogstats import Ledger
 from cogstats import _codes as C
-from cogstats.gates.lifecycle import LIFECYCLE_WHY, LifecycleGate, lifecycle_rule
-from cogstats.sim import _kernel_lifecycle as KLC
+from cogstats.gates import rule_options
+from cogstats.gates.recommended import LIFECYCLE_WHY, LifecycleGate, lifecycle_rule
+from cogstats.gates.recommended import kernel as KLC
+from cogstats.kernel.tdist import t_ppf
 from cogstats.sim import engine as E
 from cogstats.sim import load_spec, simulate
-from cogstats.sim._tdist import t_ppf
 from cogstats.sim.draws import draw_uniforms, layout, prepare, scenario_lessons
 from cogstats.sim.reference import run_reference
 
@@ -48,8 +51,11 @@ def _v2(path: str, **extra: Any) -> Any:
     return load_spec(ROOT / path).scenario.with_values({**V2, **extra})
 
 
-def _pack(gate: LifecycleGate) -> tuple[np.ndarray, np.ndarray]:
-    return E.KERNEL_GATES["recommended"].pack(gate)
+#: the statuses a lesson may have when judged (candidate, admitted, verified, suspended,
+#: and one inactive), by index
+STATUSES = np.array(
+    [C.STATUS_CANDIDATE, C.STATUS_ADMITTED, C.STATUS_VERIFIED, C.STATUS_SUSPENDED, C.STATUS_EVICTED]
+)
 
 
 # ---------------------------------------------------------------- the t quantile
@@ -89,7 +95,6 @@ def _random_ledger(rng: np.random.Generator, proxy: bool) -> Ledger:
 
 def _compiled_equals_gate(gate: LifecycleGate, stats: Any, status: np.ndarray) -> np.ndarray:
     """Run the compiled judge on ``stats``; assert it equals ``gate.decide``; its codes."""
-    gi, gf = _pack(gate)
     levels = np.ascontiguousarray(gate.nominal_levels())
     r = stats.ridge
     m = len(r.fact_ids)
@@ -97,8 +102,7 @@ def _compiled_equals_gate(gate: LifecycleGate, stats: Any, status: np.ndarray) -
     out, why = np.empty(m, np.int64), np.empty(m, np.int64)
     x, ident = np.empty((len(KLC.EVIDENCE_ROWS), m)), np.empty(m, np.bool_)
     KLC.judge(
-        gi,
-        gf,
+        rule_options(gate),
         levels,
         np.ascontiguousarray(r.gram),
         np.ascontiguousarray(r.zty),
@@ -107,10 +111,7 @@ def _compiled_equals_gate(gate: LifecycleGate, stats: Any, status: np.ndarray) -
         int(r.n_fixed),
         np.ascontiguousarray(stats.with_ss),
         status,
-        out,
-        why,
-        x,
-        ident,
+        KLC.Judged(out, why, x, ident),
     )
     assert out.tolist() == want_out.tolist()
     assert why.tolist() == want_why.tolist()
@@ -132,7 +133,7 @@ def test_compiled_judge_equals_the_gate_on_random_ledgers() -> None:
         gate = gates[trial % 2]
         stats = gate.statistics(_random_ledger(rng, proxy=trial % 3 != 0))
         m = len(stats.ridge.fact_ids)
-        status = rng.integers(0, 5, m).astype(np.int64)
+        status = STATUSES[rng.integers(0, 5, m)].astype(np.int64)
         out = _compiled_equals_gate(gate, stats, status)
         checked += m
         decided |= {C.outcome_of_code(int(o))[0] for o in out}
@@ -167,7 +168,7 @@ def test_compiled_judge_frees_clearly_helpful_lessons_as_the_gate_does() -> None
         fit = gate.fit(stats)
         freed += int(np.sum(~fit.penalized & (fit.t > 0)))
         m = len(stats.ridge.fact_ids)
-        _compiled_equals_gate(gate, stats, np.zeros(m, dtype=np.int64))
+        _compiled_equals_gate(gate, stats, np.full(m, C.STATUS_CANDIDATE, dtype=np.int64))
     assert freed > 0  # the helpful branch ran
 
 
@@ -176,7 +177,7 @@ def test_compiled_rule_equals_lifecycle_rule_on_random_inputs() -> None:
     rng = np.random.default_rng(5)
     k = 4000
     gate = LifecycleGate()
-    gi, gf = _pack(gate)
+    o = rule_options(gate)
 
     def some_nan(v: np.ndarray, share: float = 0.05) -> np.ndarray:
         return np.where(rng.random(v.shape) < share, np.nan, v)
@@ -190,12 +191,12 @@ def test_compiled_rule_equals_lifecycle_rule_on_random_inputs() -> None:
     trials = rng.integers(0, 12, k)
     ident = rng.random(k) < 0.9
     crater_p = some_nan(rng.uniform(0.0, 0.2, k), 0.3)
-    status = rng.integers(0, 5, k).astype(np.int64)
+    status = STATUSES[rng.integers(0, 5, k)].astype(np.int64)
     level = np.where(rng.random(k) < 0.5, 0.0, rng.uniform(0.0, 0.01, k))
-    want_out, want_why, ex = lifecycle_rule(
-        t, df, info, est, se, sigma, trials, ident, crater_p, status, level,
-        **gate.rule_options(),
-    )  # fmt: skip
+    inputs = {"t": t, "df": df, "info": info, "estimate": est, "se": se, "sigma": sigma,
+              "trials": trials, "identifiable": ident, "crater_p": crater_p, "status": status,
+              "level": level}  # fmt: skip
+    want_out, want_why, ex = lifecycle_rule(inputs, o)
     x = np.full((len(KLC.EVIDENCE_ROWS), k), np.nan)
     rows = {name: i for i, name in enumerate(KLC.EVIDENCE_ROWS)}
     for name, v in (("t", t), ("df", df), ("info", info), ("estimate", est), ("se", se),
@@ -204,7 +205,7 @@ def test_compiled_rule_equals_lifecycle_rule_on_random_inputs() -> None:
     out = np.empty(k, np.int64)
     why = np.empty(k, np.int64)
     for i in range(k):
-        out[i], why[i] = KLC.rule(gi, gf, x, i, float(trials[i]), bool(ident[i]), int(status[i]))
+        out[i], why[i] = KLC.rule(o, x, i, float(trials[i]), bool(ident[i]), int(status[i]))
     assert out.tolist() == want_out.tolist()
     assert why.tolist() == want_why.tolist()
     assert set(why.tolist()) == set(range(len(LIFECYCLE_WHY)))  # every branch taken

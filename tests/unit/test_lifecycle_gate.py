@@ -1,4 +1,4 @@
-"""The second-version recommended gate (cogstats.gates.lifecycle, registered recommended).
+"""The recommended gate (cogstats.gates.recommended: LifecycleGate, registered recommended).
 
 Every number a test compares is computed in the test from the ledger (scipy's pooled
 two-sample t test for a lone lesson, the margin statistic by hand), not copied from the
@@ -22,9 +22,8 @@ from scipy import stats as sps
 from cogstats import Ledger
 from cogstats import _codes as C
 from cogstats._validation import ParameterError
-from cogstats.gates import GATES, GateReport, make_gate
-from cogstats.gates import lifecycle as L
-from cogstats.gates.lifecycle import (
+from cogstats.gates import GATES, GateReport, make_gate, rule_options
+from cogstats.gates.recommended import (
     LIFECYCLE_DECISION_COLUMNS,
     LIFECYCLE_WHY,
     LifecycleGate,
@@ -173,14 +172,11 @@ def _rule(status: str, **over: Any) -> tuple[tuple[str, str | None], str]:
         identifiable=True, crater_p=0.5, level=1e-4,
     )  # fmt: skip
     base.update(over)
-    arr = {k: np.array([v]) for k, v in base.items()}
-    out, why, _ = lifecycle_rule(
-        arr["t"].astype(float), arr["df"].astype(float), arr["info"].astype(float),
-        arr["estimate"].astype(float), arr["se"].astype(float), arr["sigma"].astype(float),
-        arr["trials"], arr["identifiable"].astype(bool), arr["crater_p"].astype(float),
-        np.array([L._STATUS_CODE[status]]), arr["level"].astype(float),
-        **LifecycleGate().rule_options(),
-    )  # fmt: skip
+    x = {k: np.array([v], dtype=float) for k, v in base.items()}
+    x["trials"] = x["trials"].astype(np.int64)
+    x["identifiable"] = x["identifiable"].astype(bool)
+    x["status"] = np.array([C.STATUS_NAMES.index(status)])
+    out, why, _ = lifecycle_rule(x, rule_options(LifecycleGate()))
     return C.outcome_of_code(int(out[0])), LIFECYCLE_WHY[int(why[0])]
 
 
@@ -315,8 +311,11 @@ def test_s1_closed_form_equals_the_gate_on_a_ledger() -> None:
 
 
 def test_module_doctests() -> None:
-    res = doctest.testmod(L, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert res.attempted >= 6 and res.failed == 0
+    from cogstats.gates.recommended import gate, rule
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    results = [doctest.testmod(m, optionflags=flags) for m in (gate, rule)]
+    assert sum(r.attempted for r in results) >= 6 and sum(r.failed for r in results) == 0
 
 
 def test_recorded_demo_suspends_the_crater_group_and_convicts_no_genuine_lesson() -> None:

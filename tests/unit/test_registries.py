@@ -48,7 +48,6 @@ def test_public_lookups() -> None:
         "audit",
         "cycgraph",
         "evidence",
-        "margin_lift",
         "recommended",
     }
     assert set(GATES.builtin) <= set(GATES)
@@ -158,9 +157,8 @@ def test_registries_load_lazily() -> None:
 def test_compiled_is_derived_from_the_kernel_piece() -> None:
     """A part compiles iff its entry names a kernel piece (``Entry.kernel``; ``compiled`` is
     a read-only property of it, no second flag): the engine's pieces are derived from the
-    entries, a gate's piece is its module's ``PIECE`` with a dispatch code derived from the
-    block's name (distinct, never the no-gate code), and the kernel's policy codes name
-    every compiled policy."""
+    entries, a gate's piece is its folder's kernel module's ``PIECE`` with a step of its
+    own (distinct), and the kernel's policy codes name every compiled policy."""
     import dataclasses
 
     from cogstats._registry import Entry
@@ -172,20 +170,20 @@ def test_compiled_is_derived_from_the_kernel_piece() -> None:
     )
     assert "compiled" not in {f.name for f in dataclasses.fields(Entry)}
     entry = GATES["cycgraph"]
-    assert entry.compiled and entry.kernel == "cogstats.sim._kernel_cycgraph"
+    assert entry.compiled and entry.kernel == "cogstats.gates.cycgraph.kernel"
     with pytest.raises(AttributeError):
         entry.compiled = False  # type: ignore[misc]
-    codes = [KERNEL_GATES[n].code for n in KERNEL_GATES]
-    assert len(set(codes)) == len(codes) and C.GATE_NONE not in codes
-    assert KERNEL_GATES["cycgraph"].code == C.gate_code("cycgraph")
-    # a policy names its piece as a gate does: "module:ATTR" in _kernel_policies, beside
+    steps = [KERNEL_GATES[n].path for n in KERNEL_GATES]
+    assert len(set(steps)) == len(steps)
+    assert KERNEL_GATES["cycgraph"].path == ("cogstats.gates.cycgraph.kernel", "step")
+    # a policy names its piece as a gate does: "module:ATTR" in retrieval.kernel, beside
     # its block
-    from cogstats.sim import _kernel_policies as KPOL
-    from cogstats.sim._kernel_common import KernelPolicy
+    from cogstats.kernel import KernelPolicy
+    from cogstats.retrieval import kernel as KPOL
 
     for n in KERNEL_POLICIES:
         kernel = RETRIEVAL_POLICIES[n].kernel
-        assert kernel.startswith("cogstats.sim._kernel_policies:")
+        assert kernel.startswith("cogstats.retrieval.kernel:")
         piece = KERNEL_POLICIES[n]
         assert isinstance(piece, KernelPolicy) and piece is getattr(KPOL, kernel.split(":")[1])
     assert KERNEL_POLICIES["designed"] is KERNEL_POLICIES["randomized"] is KPOL.POOL_PIECE
@@ -206,7 +204,7 @@ def test_a_gate_naming_a_kernel_piece_compiles_and_a_bad_one_is_refused() -> Non
         def evaluate(self, ledger: Any, candidates: Any = None, *, rng: Any = None) -> Any:
             raise NotImplementedError
 
-    register_gate("borrowed_piece_test", description="x", kernel="cogstats.sim._kernel_audit")(
+    register_gate("borrowed_piece_test", description="x", kernel="cogstats.gates.audit.kernel")(
         Borrowed
     )
     try:
@@ -223,8 +221,8 @@ def test_a_policy_naming_its_piece_compiles_and_a_missing_one_is_refused() -> No
     """``register_policy(kernel="module:ATTR")`` names a piece as ``register_gate`` does."""
     from dataclasses import dataclass
 
+    from cogstats.retrieval import kernel as KPOL
     from cogstats.retrieval import register_policy
-    from cogstats.sim import _kernel_policies as KPOL
     from cogstats.sim.engine import KERNEL_POLICIES
 
     @dataclass(frozen=True)
@@ -232,9 +230,9 @@ def test_a_policy_naming_its_piece_compiles_and_a_missing_one_is_refused() -> No
         def select(self, lessons: Any, ledger: Any = None, *, rng: Any = None) -> Any:
             raise NotImplementedError
 
-    kernel = "cogstats.sim._kernel_policies:ORDER_PIECE"
+    kernel = "cogstats.retrieval.kernel:ORDER_PIECE"
     register_policy("borrowed_policy_test", description="x", kernel=kernel)(Borrowed)
-    missing = "cogstats.sim._kernel_policies:NO_SUCH_PIECE"
+    missing = "cogstats.retrieval.kernel:NO_SUCH_PIECE"
     register_policy("missing_policy_test", description="x", kernel=missing)(Borrowed)
     try:
         assert RETRIEVAL_POLICIES["borrowed_policy_test"].compiled

@@ -1,4 +1,4 @@
-"""Each gate's rule is written once (issue 17 item 1): plain functions of the gate's module.
+"""Each gate's rule is written once: plain functions of the gate's folder's rule module.
 
 The batch gate and StreamingGate call them on numpy arrays of candidates (vectorised);
 the simulator's kernel pieces compile the very same function objects with numba and call
@@ -18,16 +18,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cogstats import _codes as C
+from cogstats import kernel as _kernel_common
 from cogstats import numerics
 from cogstats.estimators import debiased_ridge
-from cogstats.gates import cycgraph, evidence, lifecycle, lifecycle_rule, margin_lift
-from cogstats.sim import (
-    _kernel_common,
-    _kernel_cycgraph,
-    _kernel_evidence,
-    _kernel_lifecycle,
-    _kernel_margin_lift,
-)
+from cogstats.gates import LifecycleGate, rule_options
+from cogstats.gates.cycgraph import kernel as _kernel_cycgraph
+from cogstats.gates.cycgraph import rule as cycgraph
+from cogstats.gates.evidence import kernel as _kernel_evidence
+from cogstats.gates.evidence import rule as evidence
+from cogstats.gates.recommended import gate as lifecycle
+from cogstats.gates.recommended import kernel as _kernel_lifecycle
+from cogstats.gates.recommended import rule as lifecycle_rule
 
 #: (kernel piece, the names it compiles, the module that owns them)
 PIECES = [
@@ -39,7 +41,6 @@ PIECES = [
     (_kernel_evidence, ("evidence_outcome", "group_sides", "side_alpha"), evidence),
     (_kernel_lifecycle, ("lesson_inference", "suspect_penalties"), debiased_ridge),
     (_kernel_lifecycle, ("not_identifiable", "duplicate_groups"), debiased_ridge),
-    (_kernel_margin_lift, ("margin_lift_rule",), margin_lift),
     (
         _kernel_lifecycle,
         ("rule_evidence", "lifecycle_bounds", "lifecycle_outcome", "crater_t", "lifecycle_look"),
@@ -53,15 +54,15 @@ def test_the_kernel_compiles_the_gates_own_functions(piece: Any, names: Any, own
     for name in names:
         compiled = getattr(piece, name)
         assert compiled.py_func is getattr(owner, name), (piece.__name__, name)
-        rel = Path(inspect.getsourcefile(owner) or "").resolve()
-        assert rel.relative_to(_kernel_common.PACKAGE).as_posix() in _kernel_common.COMPILED_SOURCES
+        source = str(Path(inspect.getsourcefile(owner) or "").resolve())
+        assert source in _kernel_common.compiled_sources(piece.__file__)
     assert _kernel_common.welch_evidence.py_func is numerics.welch_evidence
-    assert _kernel_common.bh_reject.py_func.__module__ == "cogstats.estimators.multiplicity"
+    assert _kernel_cycgraph.bh_reject.py_func.__module__ == "cogstats.estimators.multiplicity"
 
 
 @pytest.mark.parametrize(
     "owner",
-    [cycgraph, evidence, margin_lift, debiased_ridge, lifecycle, lifecycle_rule],
+    [cycgraph, evidence, debiased_ridge, lifecycle, lifecycle_rule],
 )
 def test_the_rules_modules_import_no_numba(owner: Any) -> None:
     tree = ast.parse(Path(inspect.getsourcefile(owner) or "").read_text(encoding="utf-8"))
@@ -173,8 +174,8 @@ def test_evidence_and_ridge_rules_on_arrays_equal_the_compiled_rules() -> None:
 
 
 def test_lifecycle_rule_on_arrays_equals_the_compiled_rule() -> None:
-    """The lifecycle gate's rule (gates/lifecycle_rule.py) on arrays = compiled, lesson by
-    lesson: every outcome and why code taken, NaNs and ties on every comparison."""
+    """The recommended gate's rule (gates/recommended/rule.py) on arrays = compiled, lesson
+    by lesson: every outcome and why code taken, NaNs and ties on every comparison."""
     rng = np.random.default_rng(3)
     k = 3000
 
@@ -185,14 +186,16 @@ def test_lifecycle_rule_on_arrays_equals_the_compiled_rule() -> None:
     df = some_nan(rng.choice([0.5, 1.0, 3.0, 8.0, 20.0], k))
     se = some_nan(np.where(rng.random(k) < 0.05, 0.0, rng.uniform(0.005, 0.08, k)))
     info = some_nan(rng.choice([0.0, 2.0, 5.0, 6.0, 9.0], k))
-    scalar5 = [False, False, False, False, True, True, True]
+    o = rule_options(
+        LifecycleGate(margin_min_df=8.0, margin_min_information=2.0, margin_max_information=6.0)
+    )
     _same(
         lifecycle_rule.rule_evidence,
         _kernel_lifecycle.rule_evidence,
-        [t, df, se, info, 8.0, 2.0, 6.0],
-        scalar5,
+        [t, df, se, info, o],
+        [False, False, False, False, True],
     )
-    _, _, finite, tier1 = lifecycle_rule.rule_evidence(t, df, se, info, 8.0, 2.0, 6.0)
+    _, _, finite, tier1 = lifecycle_rule.rule_evidence(t, df, se, info, o)
     est = np.where(np.isfinite(t * se), t * se, np.nan)
     sigma = rng.uniform(0.02, 0.1, k)
     tails = [np.where(rng.random(k) < 0.1, np.nan, rng.uniform(-3, 3, k)) for _ in range(3)]
@@ -205,21 +208,31 @@ def test_lifecycle_rule_on_arrays_equals_the_compiled_rule() -> None:
             [False] * 5 + [True] + [False] * 5,
         )
         bounds = lifecycle_rule.lifecycle_bounds(finite, tier1, est, se, sigma, 1.0, *tails, *p)
-    status = rng.integers(0, 5, k)
+    statuses = [C.STATUS_CANDIDATE, C.STATUS_ADMITTED, C.STATUS_VERIFIED, C.STATUS_SUSPENDED]
+    status = np.array([*statuses, C.STATUS_EVICTED])[rng.integers(0, 5, k)]
     trials = rng.integers(0, 10, k)
     ident = rng.random(k) < 0.85
     crater_p = np.where(rng.random(k) < 0.5, np.nan, np.round(rng.uniform(0, 0.1, k), 2))
     level = np.where(rng.random(k) < 0.4, 0.0, np.round(rng.uniform(0, 0.8, k), 1))
-    args = [status, trials, ident, finite, t, info, crater_p, level, *bounds]
-    options = [3, 2.0, 1.0, 2, 0.05, 2, 0.05, 0.5, 5.0]
-    with np.errstate(invalid="ignore"):
-        _same(
-            lifecycle_rule.lifecycle_outcome,
-            _kernel_lifecycle.lifecycle_outcome,
-            args + options,
-            [False] * len(args) + [True] * len(options),
+    ev = lifecycle_rule.Evidence(status, trials, ident, finite, t, info, crater_p, level, *bounds)
+    o = rule_options(
+        LifecycleGate(
+            min_trials=3,
+            suspect_t=2.0,
+            release_t=1.0,
+            release_min_trials=2,
+            crater_level=0.05,
+            crater_max_trials=2,
+            admit_margin=0.05,
+            futility_margin=0.5,
+            futility_min_information=5.0,
         )
-        _, why = lifecycle_rule.lifecycle_outcome(*args, *options)
+    )
+    with np.errstate(invalid="ignore"):
+        out, why = lifecycle_rule.lifecycle_outcome(ev, o)
+    for i in range(k):  # compiled, lesson by lesson
+        one = lifecycle_rule.Evidence(*(np.asarray(v)[i] for v in ev))
+        assert _kernel_lifecycle.lifecycle_outcome(one, o) == (out[i], why[i]), i
     assert set(np.asarray(why).tolist()) == set(range(len(lifecycle_rule.LIFECYCLE_WHY)))
     # the crater test's t and the look
     n = rng.integers(0, 8, k).astype(float)

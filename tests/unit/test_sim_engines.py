@@ -353,9 +353,9 @@ def test_welch_moments_are_welch_lift() -> None:
 
 
 def test_gauss_jordan_into_gives_the_estimators_bits() -> None:
+    from cogstats import kernel as KC
     from cogstats.estimators.debiased_ridge import gauss_jordan_inverse
     from cogstats.numerics import gauss_jordan_into
-    from cogstats.sim import _kernel_common as KC
 
     rng = np.random.default_rng(11)
     for p in (1, 3, 17):
@@ -371,12 +371,15 @@ def test_gauss_jordan_into_gives_the_estimators_bits() -> None:
     assert gauss_jordan_inverse(singular) is None
 
 
-def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
-    """A gate compiles by having a kernel piece: its adapter fills every slot of the
-    piece's block by name, and nothing else; no two gates share a block or a dispatch
-    code (derived from the block's name)."""
+def test_each_compiled_gate_reads_its_options_record() -> None:
+    """A gate compiles by having a kernel piece: the piece passes the gate's options record
+    (every numeric field of the gate, derived from its class, nothing else) to its step,
+    and each gate's step is its own (one run loop per step); a block of the run loop or of
+    a policy is filled by name, every slot and no other."""
+    import dataclasses
+
     from cogstats._validation import ParameterError
-    from cogstats.sim import _kernel as K
+    from cogstats.kernel import COMMON, IP_RUNS
     from cogstats.sim.engine import KERNEL_GATES, fast_support, params
 
     gates = {
@@ -384,22 +387,28 @@ def test_each_compiled_gate_fills_exactly_its_own_block() -> None:
         "audit": {"type": "audit"},
         "evidence": {"type": "evidence", "method": "welch", "hold_unidentifiable": False},
         "recommended": {"type": "recommended"},
-        "margin_lift": {"type": "margin_lift"},
     }
     assert set(gates) == set(KERNEL_GATES)
-    assert len({id(p.block) for p in KERNEL_GATES.values()}) == len(KERNEL_GATES)
-    assert len({p.code for p in KERNEL_GATES.values()} - {0}) == len(KERNEL_GATES)
-    for name, gate in gates.items():
-        s = _variant(gate=gate)
+    assert len({KERNEL_GATES[n].path for n in KERNEL_GATES}) == len(KERNEL_GATES)
+    for name, spec in gates.items():
+        s = _variant(gate=spec)
         assert fast_support(s) is None, name
-        piece = KERNEL_GATES[name]
-        ip, _fp, _pi, _pf, gi, gf = params(s)
-        assert (gi.dtype, gf.dtype) == (np.int64, np.float64)
-        assert (len(gi), len(gf)) == (len(piece.block.ints), len(piece.block.floats))
-        assert ip[K.IP_RUNS] == s.runs and ip[K.IP_GATE] == piece.code
-    block = KERNEL_GATES["audit"].block
-    with pytest.raises(ParameterError, match="missing \\['min_win_rate'\\], unknown \\['x'\\]"):
-        block.pack({"min_hits": 1, "x": 2})
+        ip, _fp, _pi, _pf, o = params(s)
+        assert ip[IP_RUNS] == s.runs
+        gate = s.gate.build()
+        numeric = [
+            f.name
+            for f in dataclasses.fields(gate)
+            if isinstance(getattr(gate, f.name), int | float | str | type(None))
+            and f.name not in ("method", "spending")
+        ]
+        assert list(o._fields[: len(numeric)]) == numeric, name
+        for field in numeric:
+            value = getattr(gate, field)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                assert getattr(o, field) == value, (name, field)
+    with pytest.raises(ParameterError, match="missing \\['runs'"):
+        COMMON.pack({"x": 2})
 
 
 def test_the_wald_table_is_regressions() -> None:
@@ -427,7 +436,7 @@ def test_the_wald_table_is_regressions() -> None:
 def test_the_retest_design_options_are_compiled() -> None:
     """fill_empty and retest_window are compiled (issue 18): auto picks the kernel, and
     each option reaches its policy's block."""
-    from cogstats.sim import _kernel_policies as KPOL
+    from cogstats.retrieval import kernel as KPOL
     from cogstats.sim.engine import fast_support, params
     from cogstats.sim.spec import Scenario
 
@@ -435,6 +444,6 @@ def test_the_retest_design_options_are_compiled() -> None:
     assert fast_support(Scenario.from_dict(base)) is None
     s = Scenario.from_dict({**base, "retrieval": {"fill_empty": True, "retest_window": 5}})
     assert fast_support(s) is None
-    _ip, _fp, pi, pf, _gi, _gf = params(s)
+    _ip, _fp, pi, pf, _o = params(s)
     assert pi[KPOL.ORDER_BLOCK.i("fill_empty")] == 1
     assert pi[KPOL.WINDOW] == 5 and pf[KPOL.RETEST_PROB] == 0.5

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from cogstats.sim._tdist import t_cdf
+from cogstats.kernel.tdist import t_cdf
 
 
 def test_matches_scipy() -> None:

@@ -397,6 +397,15 @@ def check_invariants(
     runs, equal the stored ones (trials exactly, sums to 1e-9 relative to the number of
     terms).  Cost O(runs x lessons a run).
     """
+    n, L, totals, kinds = _check_manifest(path, manifest)
+    run_ids, facts, covs, lesson_ids = _check_runs(path, runs, n, L, kinds)
+    scores = _check_scores(path, arrays, run_ids, facts, covs)
+    _check_lessons(path, arrays, scores, facts, (run_ids, lesson_ids))
+    _check_totals(path, manifest, arrays, scores, totals, L)
+
+
+def _check_manifest(path: Path, manifest: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """Check the manifest's fields and types; return its runs, lessons, totals and kinds."""
     gate = manifest.get("gate")
     if not (
         isinstance(gate, dict)
@@ -445,7 +454,13 @@ def check_invariants(
         raise _fail(path, "the manifest's 'totals' and 'kinds' must be objects")
     if set(totals) != {"total_sum", "total_sumc", "total_sumsq", "y_min", "y_max"}:
         raise _fail(path, f"the manifest's totals have the fields {sorted(totals)}")
-    # runs
+    return n, L, totals, kinds
+
+
+def _check_runs(
+    path: Path, runs: Mapping[str, Any], n: int, L: int, kinds: Mapping[str, Any]
+) -> tuple[Any, Any, Any, Any]:
+    """Check runs.json: one run id, lesson list and covariate value per run, the lessons."""
     run_ids: Any = runs.get("run_ids")
     facts: Any = runs.get("fact_ids")
     covs: Any = runs.get("covariates")
@@ -474,7 +489,14 @@ def check_invariants(
         and all(_is_int(k) and 0 <= k < len(sources["files"]) for k in sources["runs"].values())
     ):
         raise _fail(path, "runs.json's sources must map run ids to ingested files")
-    # arrays
+    return run_ids, facts, covs, lesson_ids
+
+
+def _check_scores(
+    path: Path, arrays: Mapping[str, np.ndarray], run_ids: Any, facts: Any, covs: Any
+) -> np.ndarray:
+    """Check every run as the ledger would accept it; return the scores."""
+    n = len(run_ids)
     scores = _array(path, arrays, "scores", "f", (n,))
     if not np.all(np.isfinite(scores)) or (n and (scores.min() < 0.0 or scores.max() > 1.0)):
         bad = int(np.flatnonzero(~((scores >= 0.0) & (scores <= 1.0)))[0])
@@ -493,6 +515,19 @@ def check_invariants(
             validate_record(rec, row=i + 1, source=None, fact_ids_required=False)
         except LedgerError as exc:
             raise _fail(path, f"run {run_id!r} is not a valid run: {exc}") from None
+    return scores
+
+
+def _check_lessons(
+    path: Path,
+    arrays: Mapping[str, np.ndarray],
+    scores: np.ndarray,
+    facts: Any,
+    ids: tuple[Any, Any],
+) -> None:
+    """Check each run's stored lessons and each lesson's trials and sums, from the runs."""
+    run_ids, lesson_ids = ids
+    n, L = len(run_ids), len(lesson_ids)
     trials = _array(path, arrays, "lesson_trials", "iu", (L,))
     sums = {
         k: _array(path, arrays, k, "f", (L,))
@@ -534,6 +569,18 @@ def check_invariants(
                 f"lesson {lesson_ids[j]!r}: {name} is {float(stored[j])!r} stored but "
                 f"{float(got[j])!r} recomputed from its runs",
             )
+
+
+def _check_totals(
+    path: Path,
+    manifest: Mapping[str, Any],
+    arrays: Mapping[str, np.ndarray],
+    scores: np.ndarray,
+    totals: Mapping[str, Any],
+    L: int,
+) -> None:
+    """Check the totals (recomputed from the scores) and the regression arrays' shapes."""
+    n = scores.size
     sc = scores - 0.5
     for name, value in (
         ("total_sum", scores.sum()),

@@ -32,19 +32,13 @@ from scipy import special
 
 from cogstats import _codes as C
 from cogstats._codes import HARMFUL, NO_LIFT
-from cogstats._validation import (
-    ParameterError,
-    check_choice,
-    check_int,
-    check_probability,
-    check_real,
-    suggest,
-)
+from cogstats._validation import ParameterError, check_choice, check_probability, suggest
 
 # only the registry core here: the estimator modules (statsmodels for regression, ...) load
 # when a gate uses them, so a welch/lift gate starts fast (benchmark P1)
 from cogstats.estimators import attribute, get_spec
 from cogstats.estimators.spending import SPENDING, spending_boundaries
+from cogstats.gates._options import check_options, choice, integer, option, real
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
@@ -54,24 +48,15 @@ from cogstats.gates._report import (
     check_statuses,
     report_schema,
 )
+from cogstats.gates.evidence.rule import evidence_outcome, group_sides, side_alpha
 from cogstats.ledger import Ledger
-from cogstats.numerics import where
 
 if TYPE_CHECKING:
     from cogstats.estimators import Attribution
     from cogstats.stats import StreamingStats
     from cogstats.stats.groups import GroupArrays
 
-__all__ = [
-    "EVIDENCE_DECISION_COLUMNS",
-    "EvidenceGate",
-    "evidence_outcome",
-    "group_sides",
-    "side_alpha",
-]
-
-SEQUENTIAL = ("fixed", "anytime", "group")
-MULTIPLICITY = ("none", "bonferroni", "holm", "bh", "by")
+__all__ = ["EVIDENCE_DECISION_COLUMNS", "EvidenceGate"]
 
 _OWN_SCHEMA = {
     "ci_low": pl.Float64,
@@ -90,10 +75,25 @@ _SCHEMA = report_schema(_OWN_SCHEMA)
 EVIDENCE_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 
 
+def _side_error(name: str, value: Any) -> float:
+    """Check a per-side error rate in (0, 0.5)."""
+    v = check_probability(name, value)
+    if v >= 0.5:
+        raise ParameterError(f"{name} must be < 0.5 (a per-side error rate); got {v}")
+    return v
+
+
+def _boolean(name: str, value: Any) -> bool:
+    """Check True or False."""
+    if not isinstance(value, bool):
+        raise ParameterError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
 @register_gate(
     "evidence",
     description="promote/evict on any estimator's inference, with error control",
-    kernel="cogstats.sim._kernel_evidence",
+    kernel="cogstats.gates.evidence.kernel",
 )
 @dataclass(frozen=True)
 class EvidenceGate:
@@ -147,17 +147,17 @@ class EvidenceGate:
 
     method: str = "welch"
     options: Mapping[str, Any] = field(default_factory=dict)
-    alpha: float = 0.05
-    promote_margin: float = 0.0
-    evict_margin: float = 0.0
-    min_trials: int = 3
-    max_trials: int | None = None
-    max_baseline_runs: int | None = None
-    multiplicity: Literal["none", "bonferroni", "holm", "bh", "by"] = "none"
-    sequential: Literal["fixed", "anytime", "group"] = "fixed"
+    alpha: float = option(0.05, _side_error)
+    promote_margin: float = option(0.0, real(minimum=0))
+    evict_margin: float = option(0.0, real(minimum=0))
+    min_trials: int = option(3, integer(minimum=1))
+    max_trials: int | None = option(None, integer(minimum=1, optional=True))
+    max_baseline_runs: int | None = option(None, integer(minimum=2, optional=True))
+    multiplicity: Literal["none", "bonferroni", "holm", "bh", "by"] = option("none", choice())
+    sequential: Literal["fixed", "anytime", "group"] = option("fixed", choice())
     spending: str = "obrien_fleming"
     spending_options: Mapping[str, Any] = field(default_factory=dict)
-    hold_unidentifiable: bool = True
+    hold_unidentifiable: bool = option(True, _boolean)
 
     def __post_init__(self) -> None:
         """Validate the settings and fill in the method's options."""
@@ -175,30 +175,13 @@ class EvidenceGate:
                     f"{suggest(key, spec.defaults)}; allowed: {sorted(spec.defaults)}"
                 )
         set_(self, "options", MappingProxyType(opts))
-        set_(self, "alpha", check_probability("alpha", self.alpha))
-        if self.alpha >= 0.5:
-            raise ParameterError(f"alpha must be < 0.5 (a per-side error rate); got {self.alpha}")
-        set_(self, "promote_margin", check_real("promote_margin", self.promote_margin, minimum=0))
-        set_(self, "evict_margin", check_real("evict_margin", self.evict_margin, minimum=0))
-        set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=1))
-        set_(self, "max_trials", check_int("max_trials", self.max_trials, minimum=1, optional=True))
-        set_(
-            self,
-            "max_baseline_runs",
-            check_int("max_baseline_runs", self.max_baseline_runs, minimum=2, optional=True),
-        )
-        check_choice("multiplicity", self.multiplicity, MULTIPLICITY)
-        check_choice("sequential", self.sequential, SEQUENTIAL)
+        check_options(self)
         if not isinstance(self.spending, str):
             raise ParameterError(
                 f"spending must be a spending function name; got {self.spending!r}"
             )
         SPENDING.make(self.spending, **dict(self.spending_options or {}))  # validates both
         set_(self, "spending_options", MappingProxyType(dict(self.spending_options or {})))
-        if not isinstance(self.hold_unidentifiable, bool):
-            raise ParameterError(
-                f"hold_unidentifiable must be True or False; got {self.hold_unidentifiable!r}"
-            )
         if self.max_trials is not None and self.max_trials < self.min_trials:
             raise ParameterError(
                 f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}"
@@ -648,87 +631,6 @@ def _masked(series: pl.Series, keep: np.ndarray) -> pl.Series:
     """Return ``series`` with null where ``keep`` is False."""
     drop = np.flatnonzero(~keep)
     return series.scatter(drop, None) if drop.size else series
-
-
-# ---------------------------------------------------------------------- the rule, written once
-# Plain functions of numbers or numpy arrays (elementwise): EvidenceGate calls them on arrays
-# of candidates, and the simulator's kernel (cogstats.sim._kernel_evidence) compiles them and
-# calls them lesson by lesson.  Outcome codes are cogstats._codes.OUTCOME_CODES.
-
-
-def side_alpha(alpha: float, m: int, bonferroni: bool) -> float:
-    """Return the one-sided error per side: ``alpha``, divided by ``m`` under Bonferroni.
-
-    ``m`` is the number of lessons judged together (at least one).
-
-    Examples
-    --------
-    >>> side_alpha(0.05, 4, True), side_alpha(0.05, 4, False)
-    (0.0125, 0.05)
-    """
-    if bonferroni and m > 1:
-        return alpha / m
-    return alpha
-
-
-def group_sides(
-    est: Any, se: Any, boundary: Any, promote_margin: float, evict_margin: float
-) -> tuple[Any, Any]:
-    """Return whether promotion and harm are shown at a group-sequential z boundary.
-
-    ``(est - promote_margin) / se >= boundary`` and ``(-evict_margin - est) / se >=
-    boundary``; a standard error of 0 shows neither (numbers or arrays).
-
-    Examples
-    --------
-    >>> up, down = group_sides(np.array([0.3, -0.3, 0.3]), np.array([0.1, 0.1, 0.0]), 2.0, 0, 0)
-    >>> up.tolist(), down.tolist()
-    ([True, False, False], [False, True, False])
-    """
-    pos = se > 0.0
-    safe = where(pos, se, 1.0)
-    return pos & ((est - promote_margin) / safe >= boundary), pos & (
-        (-evict_margin - est) / safe >= boundary
-    )
-
-
-def evidence_outcome(
-    n: Any,
-    n_b: Any,
-    up: Any,
-    down: Any,
-    min_trials: int,
-    max_trials: int,
-    max_baseline_runs: int,
-) -> Any:
-    """Return the evidence gate's outcome code per lesson, from its two rejections.
-
-    ``up``/``down`` (False where a lesson is not tested): one side alone promotes or
-    evicts as harmful, both hold.  A lesson left on hold with ``n >= min_trials`` trials
-    (at least one) at a stopping rule (``max_trials`` trials or ``max_baseline_runs``
-    baseline runs; 0: none) is evicted as no_lift.  Codes:
-    :data:`cogstats._codes.OUTCOME_CODES` (0 hold, 1 promote, 2 evict harmful, 3 evict
-    no_lift).
-
-    Examples
-    --------
-    >>> n, n_b = np.array([5, 5, 5, 9, 2]), np.array([9, 9, 9, 9, 30])
-    >>> up, down = np.array([1, 0, 1, 0, 0], bool), np.array([0, 1, 1, 0, 0], bool)
-    >>> evidence_outcome(n, n_b, up, down, 3, 9, 0).tolist()
-    [1, 2, 0, 3, 0]
-    """
-    promote = up & np.logical_not(down)
-    harmful = down & np.logical_not(up)
-    ready = (n > 0) & (n >= min_trials)
-    stop = ((max_trials > 0) & (n >= max_trials)) | (
-        (max_baseline_runs > 0) & (n_b >= max_baseline_runs)
-    )
-    no_lift = ready & np.logical_not(promote | harmful) & stop
-    return (
-        promote * C.OUTCOME_PROMOTE
-        + harmful * C.OUTCOME_EVICT_HARMFUL
-        + no_lift * C.OUTCOME_EVICT_NO_LIFT
-    )
 
 
 #: methods whose std_error/df describe a t or normal sampling distribution of the estimate

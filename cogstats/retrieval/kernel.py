@@ -1,14 +1,16 @@
-"""The retrieval policies of the compiled kernel: which lessons the next run carries.
+"""The retrieval policies compiled: which lessons the simulator's next run carries.
 
 Array re-implementations of :mod:`cogstats.retrieval` (the cycgraph orderings with the
-rest bench, randomized and designed pools, UCB1), reading the run loop's
-block :data:`cogstats.sim._kernel_common.COMMON` (max_facts, pool size) and each policy's
-own block (:data:`ORDER_BLOCK`, :data:`POOL_BLOCK`, :data:`UCB_BLOCK`) and its piece
-(:data:`ORDER_PIECE`, :data:`POOL_PIECE`, :data:`UCB_PIECE`: a
-:class:`~cogstats.sim._kernel_common.KernelPolicy`, how the policy's options fill its
-block), which the policy's registry entry names
-(``register_policy(..., kernel="cogstats.sim._kernel_policies:POOL_PIECE")``; one module
-holds several pieces, so each is named by its attribute).
+rest bench, randomized and designed pools, UCB1) on the run loop's
+:class:`~cogstats.kernel.Lessons`, reading the run loop's block
+(:data:`cogstats.kernel.COMMON`: max_facts, pool size) and each policy's own block
+(:data:`ORDER_BLOCK`, :data:`POOL_BLOCK`, :data:`UCB_BLOCK`).  The pieces
+(:data:`ORDER_PIECE`, :data:`POOL_PIECE`, :data:`UCB_PIECE`: each a
+:class:`~cogstats.kernel.KernelPolicy`, how the policy's options fill its block) are
+named by the policies' registrations
+(``register_policy(..., kernel="cogstats.retrieval.kernel:POOL_PIECE")``; one module holds
+several pieces, so each is named by its attribute).  Imported only when the simulator
+runs (numba).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from cogstats._codes import (
     STATUS_SUSPENDED,
     STATUS_VERIFIED,
 )
-from cogstats.sim._kernel_common import IP_MAXF, IP_POLICY, IP_POOL, Block, KernelPolicy
+from cogstats.kernel import IP_MAXF, IP_POLICY, IP_POOL, Block, KernelPolicy
 
 __all__ = [
     "ORDER_BLOCK",
@@ -91,7 +93,7 @@ UCB_EXPL = UCB_BLOCK.f("exploration")
 
 # ---------------------------------------------------------------------- the policies' pieces
 # how a policy's options fill its block (by slot name); each policy's registry entry names
-# its piece here (register_policy(..., kernel="cogstats.sim._kernel_policies:ORDER_PIECE"))
+# its piece here (register_policy(..., kernel="cogstats.retrieval.kernel:ORDER_PIECE"))
 def _slots(policy: Any) -> int:
     return int(min(policy.candidate_slots, policy.max_facts))
 
@@ -133,19 +135,15 @@ def _ucb_values(policy: Any) -> dict[str, float]:
     }
 
 
-def _ucb_loop(policy: Any) -> dict[str, float]:
-    return {"win_threshold": policy.win_threshold}  # wins are counted by the run loop
-
-
 #: in_progress_first, newest_first, fewest_trials_first (cycgraph's orderings)
 ORDER_PIECE = KernelPolicy(ORDER_BLOCK, _order_values)
 #: randomized, designed
 POOL_PIECE = KernelPolicy(POOL_BLOCK, _pooled_values)
 #: ucb1
-UCB_PIECE = KernelPolicy(UCB_BLOCK, _ucb_values, _ucb_loop)
+UCB_PIECE = KernelPolicy(UCB_BLOCK, _ucb_values, lambda policy: policy.win_threshold)
 
 
-@njit(cache=True)
+@njit
 def pick_smallest(
     u: np.ndarray, members: np.ndarray, k: int, picked: np.ndarray, inj: np.ndarray, count: int
 ) -> int:
@@ -165,43 +163,27 @@ def pick_smallest(
     return count
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def select(
     ip: np.ndarray,
     pi: np.ndarray,
     pf: np.ndarray,
-    status: np.ndarray,
-    trials: np.ndarray,
-    wins: np.ndarray,
-    last_in: np.ndarray,
-    age_rank: np.ndarray,
-    newest_rank: np.ndarray,
-    applies: np.ndarray,
-    family: int,
-    rec_count: int,
-    u: np.ndarray,
-    inj: np.ndarray,
-    pid: np.ndarray,
-    pval: np.ndarray,
-    by_age: np.ndarray,
-    ibuf: np.ndarray,
-    kbuf: np.ndarray,
-    fbuf: np.ndarray,
-    bbuf: np.ndarray,
+    les: Any,
+    scr: Any,
+    prompt: Any,
     prop_table: np.ndarray,
-    s_with: np.ndarray,
-    ss_with: np.ndarray,
-    tot: np.ndarray,
-    since: np.ndarray,
+    rec_count: int,
+    family: int,
+    u: np.ndarray,
     run: int,
-    gate_t: np.ndarray,
 ) -> tuple[int, int]:
-    """Fill ``inj`` with the lessons of the next run; return (count, logged propensities).
+    """Fill ``prompt.inj`` with the lessons of the coming run; return (count, logged).
 
-    ``s_with``/``ss_with`` are the per-lesson score sums and sums of squares and ``tot``
-    the totals (runs, sum, sum of squares) for the suspect-first policy.  ``since`` holds
-    the first run of each lesson's status and ``run`` is the coming run (the re-test
-    window).
+    ``les`` is what retrieval reads of the lessons (:class:`~cogstats.kernel.Lessons`:
+    statuses, trials, wins, the re-test window's ``since``, the gate's last t), ``scr``
+    its scratch space, ``rec_count`` the runs recorded so far, ``run`` the coming run,
+    ``family`` its task family, ``u`` its uniforms; logged propensities go to
+    ``prompt.pid`` and ``prompt.pval`` (the randomized policy's from ``prop_table``).
 
     The lesson lifecycle, as :mod:`cogstats.retrieval` has it: UCB1 ranks every live
     lesson (candidates, admitted and verified); the other policies keep suspended lessons
@@ -210,72 +192,17 @@ def select(
     prompt at 1) and fill the verified block with verified lessons newest first, then
     admitted ones in rotation (fewest trials, then oldest); ``fill_empty`` (the cycgraph
     orderings) gives places still empty to further candidates, fewest trials first.
-
-    ``ibuf`` (3 x L int), ``kbuf`` (L int), ``fbuf`` (L float) and ``bbuf`` (2 x L bool)
-    are scratch space, allocated once per chunk.
+    Every array is read off its record once (a compiled call or a record's field costs a
+    reference count, every run).
     """
-    n_les = status.shape[0]
     policy = ip[IP_POLICY]
+    if policy == POLICY_UCB1:
+        return _ucb1(ip, pi, pf, les, scr, prompt, rec_count, family, u)
+    status, trials, age_rank = les.status, les.n_with, les.age_rank
+    ibuf, kbuf, bbuf = scr.ibuf, scr.kbuf, scr.bbuf
+    inj = prompt.inj
+    n_les = status.shape[0]
     max_facts = ip[IP_MAXF]
-    count = 0
-    n_logged = 0
-    if policy == POLICY_UCB1:  # UCB1 over every live lesson (in age order, oldest first)
-        live = ibuf[0]
-        n = 0
-        for jj in range(n_les):
-            j = by_age[jj]
-            sj = status[j]
-            if sj in (STATUS_CANDIDATE, STATUS_VERIFIED, STATUS_ADMITTED):
-                live[n] = j
-                n += 1
-        # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
-        span = max_facts - pi[UCB_MINF] + 1
-        k_draw = pi[UCB_MINF] + min(int(u[1] * span), span - 1)
-        k = min(k_draw, n)
-        score = fbuf[:n]
-        total = max(rec_count, 1)
-        for i in range(n):
-            j = live[i]
-            h = max(trials[j], 1)
-            sim = 1.0 if applies[j] < 0 or applies[j] == family else pf[UCB_XSIM]
-            score[i] = sim + wins[j] / h + math.sqrt(pf[UCB_EXPL] * math.log(total) / h)
-        order = np.argsort(-score, kind="mergesort")
-        in_top = bbuf[0, :n]
-        in_top[:] = False
-        for i in range(k):
-            in_top[order[i]] = True
-        eps = pf[UCB_EPS]
-        chosen = in_top
-        if eps > 0 and u[0] < eps:
-            chosen = bbuf[1, :n]
-            chosen[:] = False
-            rand_order = np.argsort(u[2 : n + 2], kind="mergesort")
-            for i in range(k):
-                chosen[rand_order[i]] = True
-        for i in range(n):
-            if chosen[i]:
-                inj[count] = live[i]
-                count += 1
-        if eps > 0:
-            # inclusion probability over the exploration coin and the prompt-size draw
-            kmin = pi[UCB_MINF]
-            mean_k = 0.0
-            for kk in range(kmin, max_facts + 1):
-                mean_k += min(kk, n)
-            mean_k /= span
-            rank = kbuf
-            for i in range(n):
-                rank[order[i]] = i
-            for i in range(n):
-                top = 0
-                for kk in range(kmin, max_facts + 1):
-                    if min(kk, n) > rank[i]:
-                        top += 1
-                pid[n_logged] = live[i]
-                pval[n_logged] = (1 - eps) * (top / span) + eps * (mean_k / n)
-                n_logged += 1
-        return count, n_logged
-
     # the re-test slot (a suspended lesson, at most one a run), then the candidate block
     slots = pi[SLOTS]
     pick = -1
@@ -283,81 +210,41 @@ def select(
     deferred = False
     if slots > 0:
         pick, n_elig, deferred = retest_slot(
-            pi, pf, status, since, run, by_age, u[0], kbuf, gate_t, u[1]
+            pi, pf, status, les.since, run, les.by_age, u[0], kbuf, les.gate_t, u[1]
         )
     if pick >= 0 and not deferred:
         slots -= 1
-    cand = ibuf[0]
-    n = 0
+    count = 0
+    n_logged = 0
     if policy in (POLICY_IN_PROGRESS_FIRST, POLICY_NEWEST_FIRST, POLICY_FEWEST_TRIALS_FIRST):
-        # cycgraph-style orderings with the rest bench
+        # cycgraph's orderings with the rest bench
+        cand = ibuf[0]
         rest = pi[ORDER_REST]
-        keys = kbuf
+        n = 0
         for j in range(n_les):
-            if status[j] != STATUS_CANDIDATE:
-                continue
-            if rest > 0 and trials[j] >= rest:
+            if status[j] != STATUS_CANDIDATE or (rest > 0 and trials[j] >= rest):
                 continue
             cand[n] = j
             if policy == POLICY_IN_PROGRESS_FIRST:
-                keys[n] = -trials[j] * (n_les + 1) + age_rank[j]
+                kbuf[n] = -trials[j] * (n_les + 1) + age_rank[j]
             elif policy == POLICY_NEWEST_FIRST:
-                keys[n] = newest_rank[j]
+                kbuf[n] = les.newest_rank[j]
             else:
-                keys[n] = trials[j] * (n_les + 1) + age_rank[j]
+                kbuf[n] = trials[j] * (n_les + 1) + age_rank[j]
             n += 1
         if n > 1:
-            order = np.argsort(keys[:n], kind="mergesort")
+            order = np.argsort(kbuf[:n], kind="mergesort")
         else:
             order = ibuf[2, :n]
             if n == 1:
                 order[0] = 0
-        take = min(slots, n)
-        for i in range(take):
+        for i in range(min(slots, n)):
             inj[count] = cand[order[i]]
             count += 1
-    else:  # randomized / designed over the active pool (oldest candidates first)
-        pool_cap = ip[IP_POOL]
-        for jj in range(n_les):
-            j = by_age[jj]
-            if status[j] == STATUS_CANDIDATE and n < pool_cap:
-                cand[n] = j
-                n += 1
-        if policy == POLICY_RANDOMIZED:
-            if pi[POOL_BERNOULLI] == 1:
-                # each pool lesson drawn with probability p; at most `slots` kept
-                p_inc = pf[POOL_PINC]
-                drawn = 0
-                for i in range(n):
-                    if u[2 + i] < p_inc:
-                        drawn += 1
-                k = min(slots, drawn)
-                # computed once by the library (cogstats.retrieval.randomized) for every
-                # pool size (row 1: one slot less, taken by a re-test), so both engines
-                # log the same numbers
-                prop = prop_table[int(pick >= 0), n]
-            else:
-                k = min(slots, n)
-                prop = k / n if n > 0 else 0.0
-            count = pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
-            for i in range(n):
-                pid[n_logged] = cand[i]
-                pval[n_logged] = prop
-                n_logged += 1
-        elif policy == POLICY_DESIGNED:
-            if rec_count % 2 == 0:
-                k = min(slots, (n + 1) // 2)
-                count = pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
-            else:
-                rest = ibuf[1]
-                ur = fbuf
-                nr = 0
-                for i in range(n):
-                    if not last_in[cand[i]]:
-                        rest[nr] = cand[i]
-                        ur[nr] = u[2 + i]
-                        nr += 1
-                count = pick_smallest(ur[:nr], rest[:nr], min(slots, nr), bbuf[0], inj, count)
+    else:
+        count, n_logged = _pool(
+            ip, pi, pf, les, scr, prompt, slots, u, prop_table[int(pick >= 0)], rec_count
+        )
     n_chosen = count
     if pick >= 0 and not deferred:
         inj[count] = pick
@@ -366,7 +253,7 @@ def select(
     room = max_facts - count
     if room > 0:
         count = _verified_block(
-            status, trials, age_rank, newest_rank, n_les, room, inj, count, ibuf, kbuf, run - 1
+            status, trials, age_rank, les.newest_rank, n_les, room, inj, count, ibuf, kbuf, run - 1
         )
     if pi[ORDER_FILL] == 1 and count < max_facts:
         count = _fill_empty(
@@ -382,14 +269,198 @@ def select(
         else:
             pick = -1
             n_elig = 0
+    if policy == POLICY_RANDOMIZED or n_elig > 0:
+        n_logged = _log(
+            pi,
+            pf,
+            les,
+            scr,
+            prompt,
+            (count, n_logged, n_chosen, main),
+            pick,
+            (n_elig, deferred),
+            (run, u[1], policy),
+        )
+    return count, n_logged
+
+
+@njit(inline="always")
+def _ucb1(
+    ip: np.ndarray,
+    pi: np.ndarray,
+    pf: np.ndarray,
+    les: Any,
+    scr: Any,
+    prompt: Any,
+    rec_count: int,
+    family: int,
+    u: np.ndarray,
+) -> tuple[int, int]:
+    """UCB1 over every live lesson (in age order, oldest first); its propensities logged."""
+    status, by_age, trials, wins, applies = (
+        les.status,
+        les.by_age,
+        les.n_with,
+        les.wins,
+        les.applies,
+    )
+    n_les = status.shape[0]
+    max_facts = ip[IP_MAXF]
+    inj, pid, pval = prompt.inj, prompt.pid, prompt.pval
+    count = 0
+    n_logged = 0
+    live = scr.ibuf[0]
+    n = 0
+    for jj in range(n_les):
+        j = by_age[jj]
+        if status[j] in (STATUS_CANDIDATE, STATUS_VERIFIED, STATUS_ADMITTED):
+            live[n] = j
+            n += 1
+    # prompt size: uniform on min_facts..max_facts (coin u[1]), at most n
+    span = max_facts - pi[UCB_MINF] + 1
+    k = min(pi[UCB_MINF] + min(int(u[1] * span), span - 1), n)
+    score = scr.fbuf[:n]
+    total = max(rec_count, 1)
+    for i in range(n):
+        j = live[i]
+        h = max(trials[j], 1)
+        sim = 1.0 if applies[j] < 0 or applies[j] == family else pf[UCB_XSIM]
+        score[i] = sim + wins[j] / h + math.sqrt(pf[UCB_EXPL] * math.log(total) / h)
+    order = np.argsort(-score, kind="mergesort")
+    chosen = scr.bbuf[0, :n]
+    chosen[:] = False
+    for i in range(k):
+        chosen[order[i]] = True
+    eps = pf[UCB_EPS]
+    if eps > 0 and u[0] < eps:
+        chosen = scr.bbuf[1, :n]
+        chosen[:] = False
+        rand_order = np.argsort(u[2 : n + 2], kind="mergesort")
+        for i in range(k):
+            chosen[rand_order[i]] = True
+    for i in range(n):
+        if chosen[i]:
+            inj[count] = live[i]
+            count += 1
+    if eps > 0:
+        # inclusion probability over the exploration coin and the prompt-size draw
+        kmin = pi[UCB_MINF]
+        mean_k = 0.0
+        for kk in range(kmin, max_facts + 1):
+            mean_k += min(kk, n)
+        mean_k /= span
+        rank = scr.kbuf
+        for i in range(n):
+            rank[order[i]] = i
+        for i in range(n):
+            top = 0
+            for kk in range(kmin, max_facts + 1):
+                if min(kk, n) > rank[i]:
+                    top += 1
+            pid[n_logged] = live[i]
+            pval[n_logged] = (1 - eps) * (top / span) + eps * (mean_k / n)
+            n_logged += 1
+    return count, n_logged
+
+
+@njit
+def _pool(
+    ip: np.ndarray,
+    pi: np.ndarray,
+    pf: np.ndarray,
+    les: Any,
+    scr: Any,
+    prompt: Any,
+    slots: int,
+    u: np.ndarray,
+    prop_row: np.ndarray,
+    rec_count: int,
+) -> tuple[int, int]:
+    """Fill the candidate block of the randomized and designed pools: (count, logged).
+
+    Over the active pool of the oldest candidates; the randomized policy's propensities
+    logged (from the library's ``prop_row`` by pool size).
+    """
+    status, by_age, last_in = les.status, les.by_age, les.last_in
+    ibuf, fbuf, bbuf = scr.ibuf, scr.fbuf, scr.bbuf
+    inj, pid, pval = prompt.inj, prompt.pid, prompt.pval
+    policy = ip[IP_POLICY]
+    cand = ibuf[0]
+    count = 0
+    n_logged = 0
+    n = 0
+    pool_cap = ip[IP_POOL]
+    for jj in range(status.shape[0]):
+        j = by_age[jj]
+        if status[j] == STATUS_CANDIDATE and n < pool_cap:
+            cand[n] = j
+            n += 1
+    if policy == POLICY_RANDOMIZED:
+        if pi[POOL_BERNOULLI] == 1:
+            # each pool lesson drawn with probability p; at most `slots` kept
+            drawn = 0
+            for i in range(n):
+                if u[2 + i] < pf[POOL_PINC]:
+                    drawn += 1
+            k = min(slots, drawn)
+            # computed once by the library (cogstats.retrieval.randomized) for every pool
+            # size (row 1: one slot less, taken by a re-test): both engines log the same
+            prop = prop_row[n]
+        else:
+            k = min(slots, n)
+            prop = k / n if n > 0 else 0.0
+        count = pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
+        for i in range(n):
+            pid[n_logged] = cand[i]
+            pval[n_logged] = prop
+            n_logged += 1
+    elif policy == POLICY_DESIGNED:
+        if rec_count % 2 == 0:
+            k = min(slots, (n + 1) // 2)
+            count = pick_smallest(u[2 : n + 2], cand[:n], k, bbuf[0], inj, count)
+        else:
+            rest = ibuf[1]
+            nr = 0
+            for i in range(n):
+                if not last_in[cand[i]]:
+                    rest[nr] = cand[i]
+                    fbuf[nr] = u[2 + i]
+                    nr += 1
+            count = pick_smallest(fbuf[:nr], rest[:nr], min(slots, nr), bbuf[0], inj, count)
+    return count, n_logged
+
+
+@njit
+def _log(
+    pi: np.ndarray,
+    pf: np.ndarray,
+    les: Any,
+    scr: Any,
+    prompt: Any,
+    counts: tuple[int, int, int, int],
+    pick: int,
+    retest: tuple[int, bool],
+    at: tuple[int, float, int],
+) -> int:
+    """Log the prompt's propensities beyond the pool's; return the number logged.
+
+    ``counts`` is (prompt size, logged so far, candidates chosen, the prompt before a
+    deferred re-test), ``retest`` the re-test slot's (eligible count, deferred), ``at`` the
+    coming run, its tie-breaking uniform and the policy's code.  The randomized policy
+    logs its verified block at 1; a re-test draw makes the prompt random: every lesson in
+    it is logged (at 1 given the draw, unless the policy logged it already), and every
+    eligible suspect at its share of ``retest_prob``.
+    """
+    count, n_logged, n_chosen, main = counts
+    n_elig, deferred = retest
+    run, u_tie, policy = at
+    inj, pid, pval = prompt.inj, prompt.pid, prompt.pval
     if policy == POLICY_RANDOMIZED:  # the verified block is logged at 1 (its pool above)
         for i in range(n_chosen + (pick >= 0 and not deferred), main):
             pid[n_logged] = inj[i]
             pval[n_logged] = 1.0
             n_logged += 1
     if n_elig > 0:
-        # the re-test draw makes the prompt random: every lesson in it is logged (at 1
-        # given the draw, unless the policy logged it already), and every eligible suspect
         if policy != POLICY_RANDOMIZED:
             for i in range(count):
                 if inj[i] != pick:
@@ -397,15 +468,17 @@ def select(
                     pval[n_logged] = 1.0
                     n_logged += 1
         share = pf[RETEST_PROB] / n_elig
-        _eligible(pi, pf, status, since, run, by_age, kbuf, gate_t, u[1])  # the same list
+        kbuf = scr.kbuf
+        # the same list
+        _eligible(pi, pf, les.status, les.since, run, les.by_age, kbuf, les.gate_t, u_tie)
         for i in range(n_elig):
             pid[n_logged] = kbuf[i]
             pval[n_logged] = share
             n_logged += 1
-    return count, n_logged
+    return n_logged
 
 
-@njit(cache=True)
+@njit
 def _eligible(
     pi: np.ndarray,
     pf: np.ndarray,
@@ -470,7 +543,7 @@ def _eligible(
     return m, guilty
 
 
-@njit(cache=True)
+@njit
 def retest_slot(
     pi: np.ndarray,
     pf: np.ndarray,
@@ -499,7 +572,7 @@ def retest_slot(
     return -1, m, guilty
 
 
-@njit(cache=True)
+@njit
 def _verified_block(
     status: np.ndarray,
     trials: np.ndarray,
@@ -550,7 +623,7 @@ def _verified_block(
     return count
 
 
-@njit(cache=True)
+@njit
 def _fill_empty(
     status: np.ndarray,
     trials: np.ndarray,

@@ -40,9 +40,9 @@ status each leads to is ``OUTCOME_STATUS``), by the lesson's status (``statuses`
 Convictions and promotions do not depend on the status, so the error of each tier holds
 whatever the retrieval did with suspects.  The arithmetic is :func:`lifecycle_rule`,
 vectorised over lessons, and the crater test's :func:`crater_test`: plain functions of
-:mod:`cogstats.gates.lifecycle_rule` that the simulator's kernel compiles as they are
-(:mod:`cogstats.sim._kernel_lifecycle`); docs/recommended.md ("Second version") says how
-each number was chosen and what the rule achieves.
+:mod:`cogstats.gates.recommended.rule` that the gate's compiled piece compiles as they are
+(:mod:`cogstats.gates.recommended.kernel`); docs/recommended.md says how each number was
+chosen and what the rule achieves.
 
 Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons)
 and O(lessons) for the rule.
@@ -61,16 +61,25 @@ import polars as pl
 from scipy import special
 
 from cogstats import _codes as C
-from cogstats._validation import ParameterError, check_int, check_real
+from cogstats._validation import ParameterError
 from cogstats.estimators.debiased_ridge import (
     RidgeFit,
     RidgeStatistics,
-    check_options,
     ridge_fit,
     ridge_statistics,
 )
+from cogstats.estimators.debiased_ridge import check_options as ridge_options
 from cogstats.estimators.spending import SPENDING, planned_look_levels
-from cogstats.gates import _report
+from cogstats.gates._options import (
+    check_options,
+    integer,
+    level,
+    names,
+    option,
+    positive,
+    real,
+    rule_options,
+)
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
@@ -79,38 +88,19 @@ from cogstats.gates._report import (
     report_frame,
     report_schema,
 )
-from cogstats.gates.lifecycle_rule import (
+from cogstats.gates.recommended.rule import (
     LIFECYCLE_WHY,
-    RULE_ADMITTED,
-    RULE_CANDIDATE,
-    RULE_INACTIVE,
-    RULE_SUSPENDED,
-    RULE_VERIFIED,
     crater_t,
     lifecycle_look,
     lifecycle_rule,
 )
 from cogstats.ledger import Ledger
 
-__all__ = [
-    "LIFECYCLE_DECISION_COLUMNS",
-    "LIFECYCLE_WHY",
-    "LifecycleGate",
-    "LifecycleStatistics",
-    "lifecycle_rule",
-]
+__all__ = ["LIFECYCLE_DECISION_COLUMNS", "LifecycleGate", "LifecycleStatistics", "crater_test"]
 
-# status codes of the rule (the store statuses it reads; gates/lifecycle_rule.py)
-_ST_CANDIDATE, _ST_ADMITTED, _ST_VERIFIED = RULE_CANDIDATE, RULE_ADMITTED, RULE_VERIFIED
-_ST_SUSPENDED, _ST_INACTIVE = RULE_SUSPENDED, RULE_INACTIVE
-_STATUS_CODE = {
-    C.CANDIDATE: _ST_CANDIDATE,
-    C.ADMITTED: _ST_ADMITTED,
-    C.VERIFIED: _ST_VERIFIED,
-    C.SUSPENDED: _ST_SUSPENDED,
-    C.EVICTED: _ST_INACTIVE,
-    C.RETIRED: _ST_INACTIVE,
-}
+#: the status code the rule reads of each store status (the simulator's)
+_STATUS_CODE = {name: C.STATUS_NAMES.index(name) for name in C.LESSON_STATUSES}
+_INACTIVE = (C.EVICTED, C.RETIRED)
 
 _OWN_SCHEMA = {
     "status": pl.String,
@@ -397,32 +387,23 @@ def _status_of(value: Any, fact_id: str) -> str:
     return str(status)
 
 
-def _gate_report(name: str, frame: pl.DataFrame, settings: Mapping[str, Any]) -> GateReport:
-    """Build a GateReport of the lifecycle outcomes (admit, suspend, release included).
-
-    ``GateReport`` validates its ``decision`` column against ``_report.DECISIONS``; until
-    that accepts every ``cogstats._codes.OUTCOMES`` entry (requested of the owner of
-    ``gates/_report.py``), the report is built on a frame of the accepted decisions and the
-    lifecycle outcomes are put back afterwards.
-    """
-    if set(C.OUTCOMES) <= set(_report.DECISIONS):
-        return GateReport(name, frame, settings)
-    placeholder = frame.with_columns(pl.lit(C.HOLD).alias("decision"))
-    report = GateReport(name, placeholder, settings)
-    lead = report.decisions.with_columns(frame["decision"].alias("decision"))
-    object.__setattr__(report, "decisions", lead)
-    return report
+def _ridge_option(name: str, value: Any) -> Any:
+    """One of the debiased ridge's options, checked by the estimator."""
+    given = {"penalty": 40.0, "passes": 1, "suspect_z": 0.0, "min_share": 0.0, name: value}
+    return ridge_options(
+        given["penalty"], given["passes"], given["suspect_z"], given["min_share"], None, 0.0
+    )[name]
 
 
 @register_gate(
     "recommended",
     description="lesson lifecycle on the pooled debiased ridge: suspend fast, convict on "
     "two tiers, admit on non-inferiority, retire for no lift on futility only",
-    kernel="cogstats.sim._kernel_lifecycle",
+    kernel="cogstats.gates.recommended.kernel",
 )
 @dataclass(frozen=True)
 class LifecycleGate:
-    """The second-version recommended gate: every status with the evidence behind it.
+    """The recommended gate: every status with the evidence behind it.
 
     Parameters
     ----------
@@ -497,89 +478,50 @@ class LifecycleGate:
     #: the gate suspends lessons (the simulator sizes its propensity log for re-tests)
     suspends = True
 
-    covariates: tuple[str, ...] = ("difficulty_proxy",)
-    penalty: float = 40.0
-    passes: int = 4
-    suspect_z: float = 2.5
-    min_share: float = 0.3
-    alpha: float = 0.0025
+    covariates: tuple[str, ...] = option(("difficulty_proxy",), names)
+    penalty: float = option(40.0, _ridge_option)
+    passes: int = option(4, _ridge_option)
+    suspect_z: float = option(2.5, _ridge_option)
+    min_share: float = option(0.3, _ridge_option)
+    alpha: float = option(0.0025, level)
     spending: str = "hsd"
     spending_options: Mapping[str, Any] = field(default_factory=lambda: {"gamma": -3.0})
-    max_information: float = 25.0
-    looks: int = 100
-    min_trials: int = 3
-    margin: float = 1.5
-    margin_level: float = 0.05
-    margin_min_df: float = 8.0
-    margin_min_information: float = 2.0
-    margin_max_information: float = 3.0
-    suspect_t: float = 1.5
-    release_t: float = 0.75
-    crater_level: float = 0.2
-    crater_max_trials: int = 4
-    admit_margin: float = 0.05
-    admit_level: float = 0.2
-    futility_margin: float = 0.02
-    futility_level: float = 0.01
-    futility_min_information: float = 5.0
-    release_min_trials: int = 2
+    max_information: float = option(25.0, positive)
+    looks: int = option(100, integer(minimum=1))
+    min_trials: int = option(3, integer(minimum=2))
+    margin: float = option(1.5, positive)
+    margin_level: float = option(0.05, level)
+    margin_min_df: float = option(8.0, real(minimum=1.0))
+    margin_min_information: float = option(2.0, real(minimum=0.0))
+    margin_max_information: float = option(3.0, real(minimum=0.0))
+    suspect_t: float = option(1.5, real(minimum=0.0))
+    release_t: float = option(0.75, real(minimum=0.0))
+    crater_level: float = option(0.2, real(minimum=0.0, maximum=0.5))
+    crater_max_trials: int = option(4, integer(minimum=1))
+    admit_margin: float = option(0.05, real(minimum=0.0))
+    admit_level: float = option(0.2, level)
+    futility_margin: float = option(0.02, real())
+    futility_level: float = option(0.01, level)
+    futility_min_information: float = option(5.0, real(minimum=0.0))
+    release_min_trials: int = option(2, integer(minimum=1))
 
     def __post_init__(self) -> None:
-        """Validate every option once."""
-        set_ = object.__setattr__
-        cov = self.covariates
-        if isinstance(cov, str) or not all(isinstance(c, str) and c for c in cov):
-            raise ParameterError(
-                f"covariates must be a list of ledger column names; got {self.covariates!r}"
-            )
-        set_(self, "covariates", tuple(cov))
-        opts = check_options(self.penalty, self.passes, self.suspect_z, self.min_share, None, 0.0)
-        for key in ("penalty", "passes", "suspect_z", "min_share"):
-            set_(self, key, opts[key])
-        for name in ("alpha", "margin_level", "admit_level", "futility_level"):
-            set_(self, name, _open_level(name, getattr(self, name)))
-        lvl = check_real("crater_level", self.crater_level, minimum=0.0, maximum=0.5)
-        set_(self, "crater_level", float(lvl if lvl is not None else 0.0))
+        """Validate every option (each field's check, then how they go together)."""
+        check_options(self)
         if not isinstance(self.spending, str):
             raise ParameterError(
                 f"spending must be a spending function name, one of {sorted(SPENDING)}; "
                 f"got {self.spending!r}"
             )
         SPENDING.make(self.spending, **dict(self.spending_options or {}))  # validates both
-        set_(self, "spending_options", MappingProxyType(dict(self.spending_options or {})))
-        set_(self, "max_information", _positive("max_information", self.max_information))
-        set_(self, "looks", check_int("looks", self.looks, minimum=1))
-        set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=2))
-        set_(self, "margin", _positive("margin", self.margin))
-        mdf = check_real("margin_min_df", self.margin_min_df, minimum=1.0)
-        set_(self, "margin_min_df", float(mdf if mdf is not None else 1.0))
-        for name in (
-            "suspect_t",
-            "release_t",
-            "admit_margin",
-            "futility_min_information",
-            "margin_min_information",
-            "margin_max_information",
-        ):
-            v = check_real(name, getattr(self, name), minimum=0.0)
-            set_(self, name, float(v if v is not None else 0.0))
+        object.__setattr__(
+            self, "spending_options", MappingProxyType(dict(self.spending_options or {}))
+        )
         if self.release_t > self.suspect_t:
             raise ParameterError(
                 f"release_t must be <= suspect_t ({self.suspect_t:g}), so that a released "
                 f"lesson is not suspended again on the same evidence; got {self.release_t:g}"
             )
-        fm = check_real("futility_margin", self.futility_margin)
-        set_(self, "futility_margin", float(fm if fm is not None else 0.0))
-        set_(
-            self,
-            "crater_max_trials",
-            check_int("crater_max_trials", self.crater_max_trials, minimum=1),
-        )
-        set_(
-            self,
-            "release_min_trials",
-            check_int("release_min_trials", self.release_min_trials, minimum=1),
-        )
 
     def to_policy(self) -> dict[str, Any]:
         """Return the gate's options as a plain dict (round-trips through the constructor).
@@ -723,36 +665,16 @@ class LifecycleGate:
             helpful_min_info=self.max_information,
         )
 
-    def rule_options(self) -> dict[str, Any]:
-        """Return the keyword options of :func:`lifecycle_rule` for this gate."""
-        return {
-            "min_trials": self.min_trials,
-            "margin": self.margin,
-            "margin_level": self.margin_level,
-            "margin_min_df": self.margin_min_df,
-            "margin_min_information": self.margin_min_information,
-            "margin_max_information": self.margin_max_information,
-            "suspect_t": self.suspect_t,
-            "release_t": self.release_t,
-            "release_min_trials": self.release_min_trials,
-            "crater_level": self.crater_level,
-            "crater_max_trials": self.crater_max_trials,
-            "admit_margin": self.admit_margin,
-            "admit_level": self.admit_level,
-            "futility_margin": self.futility_margin,
-            "futility_level": self.futility_level,
-            "futility_min_information": self.futility_min_information,
-        }
-
     def decide(
         self, stats: LifecycleStatistics, status: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """Outcome and why codes for every lesson column of ``stats`` (arrays, no report).
 
-        ``status`` holds the rule's status codes aligned on ``stats.ridge.fact_ids``
-        (see :func:`lifecycle_rule`); the third value carries the fit and the rule's
-        statistics (``t``, ``df``, ``info``, ``estimate``, ``se``, ``sigma``, ``trials``,
-        ``identifiable``, ``crater_t``, ``crater_p``, ``level`` and those of the rule).
+        ``status`` holds the status codes aligned on ``stats.ridge.fact_ids``
+        (``cogstats._codes.STATUS_*``, see :func:`lifecycle_rule`); the third value
+        carries the fit and the rule's statistics (``t``, ``df``, ``info``, ``estimate``,
+        ``se``, ``sigma``, ``trials``, ``identifiable``, ``crater_t``, ``crater_p``,
+        ``level`` and those of the rule).
         """
         if isinstance(stats, _Running):  # kept by a streaming gate (running_statistics)
             stats = stats.batch_form()
@@ -766,20 +688,20 @@ class LifecycleGate:
         info = np.asarray(fit.info, dtype=float)
         level = self.levels_at(info)
         ct, _, cp = crater_test(stats)
-        out, why, extra = lifecycle_rule(
-            np.asarray(fit.t, dtype=float),
-            np.asarray(fit.df, dtype=float),
-            info,
-            np.asarray(fit.estimate, dtype=float),
-            np.asarray(fit.std_error, dtype=float),
-            np.asarray(fit.sigma, dtype=float),
-            trials,
-            np.asarray(fit.identifiable, dtype=bool),
-            cp,
-            np.asarray(status, dtype=np.int64),
-            level,
-            **self.rule_options(),
-        )
+        x = {
+            "t": np.asarray(fit.t, dtype=float),
+            "df": np.asarray(fit.df, dtype=float),
+            "info": info,
+            "estimate": np.asarray(fit.estimate, dtype=float),
+            "se": np.asarray(fit.std_error, dtype=float),
+            "sigma": np.asarray(fit.sigma, dtype=float),
+            "trials": trials,
+            "identifiable": np.asarray(fit.identifiable, dtype=bool),
+            "crater_p": cp,
+            "status": np.asarray(status, dtype=np.int64),
+            "level": level,
+        }
+        out, why, extra = lifecycle_rule(x, rule_options(self))
         extra.update(
             t=fit.t,
             df=fit.df,
@@ -859,7 +781,7 @@ class LifecycleGate:
             i = col.get(f)
             status = _status_of(st[f], f) if f in st else C.CANDIDATE
             if i is None:
-                inactive = _STATUS_CODE[status] == _ST_INACTIVE
+                inactive = status in _INACTIVE
                 rows.append(
                     {
                         "fact_id": f,
@@ -903,7 +825,7 @@ class LifecycleGate:
         settings = self.to_policy()
         if note:  # the covariate rule's fallback, as evaluate notes it
             settings["covariate_note"] = note
-        return _gate_report("recommended", report_frame(rows, _SCHEMA), settings)
+        return GateReport("recommended", report_frame(rows, _SCHEMA), settings)
 
     def evaluate(
         self,
@@ -1012,17 +934,3 @@ class _Running:
 def _num(v: Any) -> float | None:
     v = float(v)
     return v if math.isfinite(v) else None
-
-
-def _open_level(name: str, value: Any) -> float:
-    v = check_real(name, value, minimum=0.0, maximum=0.5)
-    if v is None or not 0.0 < v < 0.5:
-        raise ParameterError(f"{name} must be a one-sided level in (0, 0.5); got {value!r}")
-    return float(v)
-
-
-def _positive(name: str, value: Any) -> float:
-    v = check_real(name, value, minimum=0.0)
-    if v is None or not v > 0:
-        raise ParameterError(f"{name} must be > 0; got {value!r}")
-    return float(v)

@@ -1,13 +1,15 @@
-"""The lifecycle gate's rule, written once: plain functions on numbers or numpy arrays.
+"""The recommended gate's rule, written once: plain functions on numbers or numpy arrays.
 
 :class:`~cogstats.gates.LifecycleGate` (``recommended``) decides with these functions on
-every lesson at once (numpy arrays, :func:`lifecycle_rule`); the simulator's kernel piece
-(:mod:`cogstats.sim._kernel_lifecycle`) compiles the very same function objects with numba
-and calls them lesson by lesson.  No numba here, and no per-lesson Python loop: each
+every lesson at once (numpy arrays, :func:`lifecycle_rule`); its compiled piece
+(:mod:`cogstats.gates.recommended.kernel`) compiles the very same function objects with
+numba and calls them lesson by lesson.  No numba here, and no per-lesson Python loop: each
 function is elementwise, with :func:`cogstats.numerics.where` as its select (a scalar
-select when compiled).  The special functions are the runner's: scipy's ``stdtr`` /
-``stdtrit`` here, :mod:`cogstats.sim._tdist` in the kernel, which evaluates them only
-where the rule reads them (:func:`rule_evidence` says where).
+select when compiled).  The options are the gate's record ``o``
+(:func:`cogstats.gates.rule_options`: ``o.min_trials``, ``o.margin``...).  The special
+functions are the runner's: scipy's ``stdtr`` / ``stdtrit`` here,
+:mod:`cogstats.kernel.tdist` in the kernel, which evaluates them only where the rule reads
+them (:func:`rule_evidence` says where).
 
 The steps, in order:
 
@@ -17,17 +19,21 @@ The steps, in order:
    functions);
 3. :func:`lifecycle_bounds`: tier 1's statistics and bound, tier 2's p-values, the two
    one-sided bounds of admission and futility;
-4. :func:`lifecycle_outcome`: the outcome and why codes, the first matching rule winning
-   (the order of :mod:`cogstats.gates.lifecycle`'s docstring).
+4. :func:`lifecycle_outcome`: the outcome and why codes from a lesson's
+   :class:`Evidence`, the first matching rule winning (the order of
+   :mod:`cogstats.gates.recommended.gate`'s docstring).
 
 Beside them: :func:`crater_t` (the crater test's pooled two-sample t from sums) and
 :func:`lifecycle_look` (tier 2's planned look at an information).  :data:`LIFECYCLE_WHY`
-names the why codes; :data:`RULE_CANDIDATE` ... :data:`RULE_INACTIVE` are the status codes
-the rule reads.
+names the why codes; the statuses the rule reads are the simulator's codes
+(``cogstats._codes.STATUS_*``: candidate, admitted, verified, suspended; any other is
+inactive).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -38,11 +44,7 @@ from cogstats.numerics import where
 
 __all__ = [
     "LIFECYCLE_WHY",
-    "RULE_ADMITTED",
-    "RULE_CANDIDATE",
-    "RULE_INACTIVE",
-    "RULE_SUSPENDED",
-    "RULE_VERIFIED",
+    "Evidence",
     "crater_t",
     "lifecycle_bounds",
     "lifecycle_look",
@@ -51,16 +53,6 @@ __all__ = [
     "rule_evidence",
 ]
 
-# ------------------------------------------------------------------ why words
-WHY_HARM_MARGIN = "harm_margin"
-WHY_PROMOTE_MARGIN = "promote_margin"
-WHY_FUTILITY = "futility"
-WHY_NON_INFERIOR = "non_inferior"
-WHY_SUSPECT = "suspect"
-WHY_CRATER = "crater"
-WHY_CLEARED = "cleared"
-WHY_SUSPENDED = "suspended"
-
 #: The ``why`` words of the lifecycle gate, in code order (:func:`lifecycle_outcome`'s why
 #: codes index this tuple).
 LIFECYCLE_WHY: tuple[str, ...] = (
@@ -68,47 +60,64 @@ LIFECYCLE_WHY: tuple[str, ...] = (
     C.WHY_NOT_IDENTIFIABLE,  # 1
     C.WHY_NO_ESTIMATE,  # 2
     C.WHY_INSUFFICIENT_EVIDENCE,  # 3
-    WHY_HARM_MARGIN,  # 4  tier 1 conviction
+    C.WHY_HARM_MARGIN,  # 4  tier 1 conviction
     C.WHY_HARM_EVIDENCE,  # 5  tier 2 conviction
-    WHY_PROMOTE_MARGIN,  # 6
+    C.WHY_PROMOTE_MARGIN,  # 6
     C.WHY_PROMOTE_EVIDENCE,  # 7
-    WHY_SUSPECT,  # 8
-    WHY_CRATER,  # 9
-    WHY_CLEARED,  # 10
-    WHY_FUTILITY,  # 11
-    WHY_NON_INFERIOR,  # 12
+    C.WHY_SUSPECT,  # 8
+    C.WHY_CRATER,  # 9
+    C.WHY_CLEARED,  # 10
+    C.WHY_FUTILITY,  # 11
+    C.WHY_NON_INFERIOR,  # 12
     C.WHY_INACTIVE,  # 13
-    WHY_SUSPENDED,  # 14 held while suspended
+    C.WHY_SUSPENDED,  # 14 held while suspended
 )
 
-#: The status codes the rule reads (a store status: candidate, admitted, verified,
-#: suspended; evicted and retired lessons are inactive).
-RULE_CANDIDATE, RULE_ADMITTED, RULE_VERIFIED, RULE_SUSPENDED, RULE_INACTIVE = range(5)
+#: What the rule reads of one lesson (numbers, or numpy arrays aligned on lessons):
+#: ``status`` (``cogstats._codes.STATUS_*``), ``trials``, ``identifiable``, ``finite``
+#: and the t and information (:func:`rule_evidence`), the crater test's one-sided p
+#: (NaN: none), tier 2's ``level`` at the lesson's look, and :func:`lifecycle_bounds`'
+#: statistics.
+Evidence = namedtuple(
+    "Evidence",
+    [
+        "status",
+        "trials",
+        "identifiable",
+        "finite",
+        "t",
+        "info",
+        "crater_p",
+        "level",
+        "m_harm",
+        "m_prom",
+        "m_bound",
+        "p_prom",
+        "p_evict",
+        "ci_low",
+        "ci_high",
+    ],
+)
 
 
-def rule_evidence(
-    t: Any,
-    df: Any,
-    se: Any,
-    info: Any,
-    margin_min_df: float,
-    margin_min_information: float,
-    margin_max_information: float,
-) -> tuple[Any, Any, Any, Any]:
+def rule_evidence(t: Any, df: Any, se: Any, info: Any, o: Any) -> tuple[Any, Any, Any, Any]:
     """Return ``(dfs, dfq, finite, tier1)``: where the rule's t statistics are usable.
 
     ``dfs`` is ``df`` where it is at least 1 (NaN elsewhere), ``dfq`` the degrees of
     freedom the t tails and quantiles take (``dfs``, 1 where NaN), ``finite`` whether the
     lesson's t is usable (t, ``dfs`` and se finite, se > 0: the rule's statistics are
     defined, the tails needed), ``tier1`` whether tier 1's bound applies (``finite`` with
-    at least ``margin_min_df`` degrees of freedom and an information in
-    [``margin_min_information``, ``margin_max_information``]).  Numbers or numpy arrays.
+    at least ``o.margin_min_df`` degrees of freedom and an information in
+    [``o.margin_min_information``, ``o.margin_max_information``]).  Numbers or numpy
+    arrays; ``o`` the gate's options record.
 
     Examples
     --------
+    >>> from cogstats.gates import LifecycleGate, rule_options
+    >>> o = rule_options(LifecycleGate(margin_max_information=6.0))
     >>> dfs, dfq, finite, tier1 = rule_evidence(
     ...     np.array([-3.0, np.nan, 1.0]), np.array([12.0, 12.0, 0.5]),
-    ...     np.array([0.05, 0.05, 0.05]), np.array([4.0, 4.0, 4.0]), 8.0, 2.0, 6.0)
+    ...     np.array([0.05, 0.05, 0.05]), np.array([4.0, 4.0, 4.0]), o)
     >>> dfq.tolist(), finite.tolist(), tier1.tolist()
     ([12.0, 12.0, 1.0], [True, False, False], [True, False, False])
     """
@@ -117,9 +126,9 @@ def rule_evidence(
     finite = np.isfinite(t) & np.isfinite(dfs) & np.isfinite(se) & (se > 0.0)
     tier1 = (
         finite
-        & (dfs >= margin_min_df)
-        & (info >= margin_min_information)
-        & (info <= margin_max_information)
+        & (dfs >= o.margin_min_df)
+        & (info >= o.margin_min_information)
+        & (info <= o.margin_max_information)
     )
     return dfs, dfq, finite, tier1
 
@@ -167,38 +176,11 @@ def lifecycle_bounds(
     return m_harm, m_prom, m_bound, p_prom, p_evict, ci_low, ci_high
 
 
-def lifecycle_outcome(
-    status: Any,
-    trials: Any,
-    identifiable: Any,
-    finite: Any,
-    t: Any,
-    info: Any,
-    crater_p: Any,
-    level: Any,
-    m_harm: Any,
-    m_prom: Any,
-    m_bound: Any,
-    p_prom: Any,
-    p_evict: Any,
-    ci_low: Any,
-    ci_high: Any,
-    min_trials: int,
-    suspect_t: float,
-    release_t: float,
-    release_min_trials: int,
-    crater_level: float,
-    crater_max_trials: int,
-    admit_margin: float,
-    futility_margin: float,
-    futility_min_information: float,
-) -> tuple[Any, Any]:
+def lifecycle_outcome(ev: Any, o: Any) -> tuple[Any, Any]:
     """Return ``(outcome code, why code)``: the first matching rule of the lifecycle wins.
 
-    ``status`` is the rule's status code (:data:`RULE_CANDIDATE` ...), ``trials`` the
-    lesson's trials, ``crater_p`` the crater test's one-sided p (NaN: none), ``level``
-    tier 2's level at the lesson's look, the rest from :func:`rule_evidence` and
-    :func:`lifecycle_bounds`.  In order: inactive (held); tier 1 then tier 2 conviction
+    ``ev`` is the lesson's :class:`Evidence` (numbers, or arrays aligned on lessons), ``o``
+    the gate's options record.  In order: inactive (held); tier 1 then tier 2 conviction
     (any status); tier 1 then tier 2 promotion (candidates, admitted); suspension on the
     t, then on the crater test of a fresh lesson or one the regression cannot tell apart;
     eviction for no lift (candidates, admitted, suspended); release of a suspect; admission
@@ -209,37 +191,44 @@ def lifecycle_outcome(
 
     Examples
     --------
-    >>> out, why = lifecycle_outcome(
-    ...     np.array([0, 3]), np.array([10, 10]), np.array([True, True]),
-    ...     np.array([True, True]), np.array([-6.0, -0.5]), np.array([5.0, 5.0]),
-    ...     np.array([np.nan, np.nan]), np.array([0.0, 0.0]), np.array([-4.0, 1.0]),
-    ...     np.array([-8.0, -1.0]), np.array([1.7, 1.7]), np.array([1.0, 0.7]),
-    ...     np.array([0.0, 0.3]), np.array([-0.4, -0.03]), np.array([-0.2, 0.06]),
-    ...     3, 2.0, 1.0, 2, 0.05, 2, 0.05, 0.02, 5.0)
-    >>> [C.outcome_of_code(int(o)) for o in out], [LIFECYCLE_WHY[int(w)] for w in why]
+    >>> from cogstats.gates import LifecycleGate, rule_options
+    >>> o = rule_options(LifecycleGate(suspect_t=2.0, release_t=1.0, crater_level=0.05,
+    ...                                crater_max_trials=2, futility_margin=0.02))
+    >>> ev = Evidence(
+    ...     np.array([C.STATUS_CANDIDATE, C.STATUS_SUSPENDED]), np.array([10, 10]),
+    ...     np.array([True, True]), np.array([True, True]), np.array([-6.0, -0.5]),
+    ...     np.array([5.0, 5.0]), np.array([np.nan, np.nan]), np.array([0.0, 0.0]),
+    ...     np.array([-4.0, 1.0]), np.array([-8.0, -1.0]), np.array([1.7, 1.7]),
+    ...     np.array([1.0, 0.7]), np.array([0.0, 0.3]), np.array([-0.4, -0.03]),
+    ...     np.array([-0.2, 0.06]))
+    >>> out, why = lifecycle_outcome(ev, o)
+    >>> [C.outcome_of_code(int(c)) for c in out], [LIFECYCLE_WHY[int(w)] for w in why]
     ([('evict', 'eval-gate:harmful'), ('release', None)], ['harm_margin', 'cleared'])
     """
-    inactive = status == RULE_INACTIVE
-    suspended = status == RULE_SUSPENDED
-    open_ = (status == RULE_CANDIDATE) | (status == RULE_ADMITTED)
+    status, trials, identifiable, finite = ev.status, ev.trials, ev.identifiable, ev.finite
+    t, info, crater_p, level = ev.t, ev.info, ev.crater_p, ev.level
+    min_trials = o.min_trials
+    open_ = (status == C.STATUS_CANDIDATE) | (status == C.STATUS_ADMITTED)
+    suspended = status == C.STATUS_SUSPENDED
+    inactive = np.logical_not(open_ | suspended | (status == C.STATUS_VERIFIED))
     enough = trials >= min_trials
     judged = enough & identifiable & finite & np.logical_not(inactive)
-    cmp = where(np.isfinite(m_bound), m_bound, np.inf)
+    cmp = where(np.isfinite(ev.m_bound), ev.m_bound, np.inf)
     has_t = np.isfinite(t)
     # the crater test judges a fresh lesson, and one whose effect the regression cannot
     # separate from the lessons it ran with (not identifiable, or no t): its marginal
     # test is the test of the group it always ran with
     apart = identifiable & has_t
-    fresh = open_ & (trials >= 1) & ((trials <= crater_max_trials) | np.logical_not(apart))
+    fresh = open_ & (trials >= 1) & ((trials <= o.crater_max_trials) | np.logical_not(apart))
     usable = identifiable & finite & np.logical_not(inactive)
     # futility (no lift on evidence), with harm beyond the admission margin excluded: a
     # lesson that may be harmful stays under test until it is convicted or cleared
     no_lift = (
         judged
         & (open_ | suspended)
-        & (info >= futility_min_information)
-        & (ci_high < futility_margin)
-        & (ci_low > -admit_margin)
+        & (info >= o.futility_min_information)
+        & (ev.ci_high < o.futility_margin)
+        & (ev.ci_low > -o.admit_margin)
     )
     # the rules as selects from the last to the first, so that the first that holds wins;
     # last, the holds with the reason nothing was decided (14 suspended, else 3)
@@ -252,27 +241,27 @@ def lifecycle_outcome(
     c = np.logical_not(enough)
     out, why = where(c, C.OUTCOME_HOLD, out), where(c, 0, why)
     # admission: a non-inferiority bound
-    c = judged & (status == RULE_CANDIDATE) & (ci_low > -admit_margin)
+    c = judged & (status == C.STATUS_CANDIDATE) & (ev.ci_low > -o.admit_margin)
     out, why = where(c, C.OUTCOME_ADMIT, out), where(c, 12, why)
     # release of a re-tested suspect
-    c = usable & (trials >= release_min_trials) & suspended & (t >= -release_t)
+    c = usable & (trials >= o.release_min_trials) & suspended & (t >= -o.release_t)
     out, why = where(c, C.OUTCOME_RELEASE, out), where(c, 10, why)
     out, why = where(no_lift, C.OUTCOME_EVICT_NO_LIFT, out), where(no_lift, 11, why)
     # suspension: a fast lenient test (the ridge t, or the crater of a fresh lesson; a
     # lesson that shares its pattern with others carries its group's t)
-    c = fresh & np.isfinite(crater_p) & (crater_p <= crater_level)
+    c = fresh & np.isfinite(crater_p) & (crater_p <= o.crater_level)
     out, why = where(c, C.OUTCOME_SUSPEND, out), where(c, 9, why)
-    c = open_ & (trials >= 2) & has_t & (t < -suspect_t)
+    c = open_ & (trials >= 2) & has_t & (t < -o.suspect_t)
     out, why = where(c, C.OUTCOME_SUSPEND, out), where(c, 8, why)
     # promotions (candidates and admitted lessons): tier 2, then tier 1
-    c = judged & open_ & (level > 0.0) & (p_prom <= level)
+    c = judged & open_ & (level > 0.0) & (ev.p_prom <= level)
     out, why = where(c, C.OUTCOME_PROMOTE, out), where(c, 7, why)
-    c = judged & open_ & (m_prom > cmp)
+    c = judged & open_ & (ev.m_prom > cmp)
     out, why = where(c, C.OUTCOME_PROMOTE, out), where(c, 6, why)
     # convictions (any status but inactive): tier 2, then tier 1
-    c = judged & (level > 0.0) & (p_evict <= level)
+    c = judged & (level > 0.0) & (ev.p_evict <= level)
     out, why = where(c, C.OUTCOME_EVICT_HARMFUL, out), where(c, 5, why)
-    c = judged & (m_harm < -cmp)
+    c = judged & (ev.m_harm < -cmp)
     out, why = where(c, C.OUTCOME_EVICT_HARMFUL, out), where(c, 4, why)
     # an inactive lesson (evicted, retired) is held
     out, why = where(inactive, C.OUTCOME_HOLD, out), where(inactive, 13, why)
@@ -332,113 +321,61 @@ def lifecycle_look(info: Any, max_information: float, looks: int) -> Any:
     )
 
 
-def lifecycle_rule(
-    t: np.ndarray,
-    df: np.ndarray,
-    info: np.ndarray,
-    estimate: np.ndarray,
-    se: np.ndarray,
-    sigma: np.ndarray,
-    trials: np.ndarray,
-    identifiable: np.ndarray,
-    crater_p: np.ndarray,
-    status: np.ndarray,
-    level: np.ndarray,
-    *,
-    min_trials: int,
-    margin: float,
-    margin_level: float,
-    margin_min_df: float,
-    margin_min_information: float,
-    margin_max_information: float,
-    suspect_t: float,
-    release_t: float,
-    release_min_trials: int,
-    crater_level: float,
-    crater_max_trials: int,
-    admit_margin: float,
-    admit_level: float,
-    futility_margin: float,
-    futility_level: float,
-    futility_min_information: float,
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+def lifecycle_rule(x: Mapping[str, np.ndarray], o: Any) -> tuple[Any, Any, dict[str, Any]]:
     """Apply the lifecycle rule, vectorised over lessons: outcome codes, why codes, statistics.
 
-    Every input array is aligned on lessons.  ``status`` holds the rule's status codes
-    (0 candidate, 1 admitted, 2 verified, 3 suspended, 4 evicted or retired); ``level``
-    tier 2's one-sided level at each lesson's look.  Returns the outcome codes
+    ``x`` holds arrays aligned on lessons: the fit's ``t``, ``df``, ``info``,
+    ``estimate``, ``se`` and ``sigma``, the lessons' ``trials`` and ``identifiable``,
+    the crater test's ``crater_p``, ``status`` (``cogstats._codes.STATUS_*``) and tier
+    2's ``level`` at each lesson's look; ``o`` the gate's options record
+    (:func:`cogstats.gates.rule_options`).  Returns the outcome codes
     (``cogstats._codes.OUTCOME_CODES``), indices into :data:`LIFECYCLE_WHY`, and the
     derived statistics (``margin_harm``, ``margin_promote``, ``margin_bound``,
-    ``p_promote``, ``p_evict``, ``ci_low``, ``ci_high``).  The first matching rule wins,
-    in the order of :mod:`cogstats.gates.lifecycle`'s docstring (conviction, promotion,
-    suspension, release, futility, admission): :func:`rule_evidence`, scipy's t tails,
-    :func:`lifecycle_bounds` and :func:`lifecycle_outcome`, the functions the simulator's
-    kernel compiles.
+    ``p_promote``, ``p_evict``, ``ci_low``, ``ci_high``): :func:`rule_evidence`, scipy's t
+    tails, :func:`lifecycle_bounds` and :func:`lifecycle_outcome`, the functions the
+    simulator's kernel compiles.
 
     Examples
     --------
+    >>> from cogstats.gates import LifecycleGate, rule_options
+    >>> o = rule_options(LifecycleGate(margin=1.0, margin_max_information=6.0))
     >>> one = lambda v: np.array([v], dtype=float)
-    >>> out, why, _ = lifecycle_rule(
-    ...     one(-6.0), one(20.0), one(5.0), one(-0.3), one(0.05), one(0.1), one(10),
-    ...     np.array([True]), one(np.nan), np.array([0]), one(1e-4), min_trials=3,
-    ...     margin=1.0, margin_level=0.05, margin_min_df=8, margin_min_information=2.0,
-    ...     margin_max_information=6.0,
-    ...     suspect_t=2.0, release_t=1.0, release_min_trials=2,
-    ...     crater_level=0.05, crater_max_trials=2, admit_margin=0.05, admit_level=0.1,
-    ...     futility_margin=0.02, futility_level=0.01, futility_min_information=5.0)
+    >>> x = {"t": one(-6.0), "df": one(20.0), "info": one(5.0), "estimate": one(-0.3),
+    ...      "se": one(0.05), "sigma": one(0.1), "trials": one(10),
+    ...      "identifiable": np.array([True]), "crater_p": one(np.nan),
+    ...      "status": np.array([C.STATUS_CANDIDATE]), "level": one(1e-4)}
+    >>> out, why, _ = lifecycle_rule(x, o)
     >>> C.outcome_of_code(int(out[0])), LIFECYCLE_WHY[int(why[0])]
     (('evict', 'eval-gate:harmful'), 'harm_margin')
     """
-    _, dfq, finite, tier1 = rule_evidence(
-        t, df, se, info, margin_min_df, margin_min_information, margin_max_information
-    )
+    t, se = x["t"], x["se"]
+    _, dfq, finite, tier1 = rule_evidence(t, x["df"], se, x["info"], o)
     with np.errstate(invalid="ignore", divide="ignore"):
-        m_harm, m_prom, m_bound, p_prom, p_evict, ci_low, ci_high = lifecycle_bounds(
+        bounds = lifecycle_bounds(
             finite,
             tier1,
-            estimate,
+            x["estimate"],
             se,
-            sigma,
-            margin,
-            special.stdtrit(dfq, 1.0 - margin_level),
-            special.stdtrit(dfq, 1.0 - admit_level),
-            special.stdtrit(dfq, 1.0 - futility_level),
+            x["sigma"],
+            o.margin,
+            special.stdtrit(dfq, 1.0 - o.margin_level),
+            special.stdtrit(dfq, 1.0 - o.admit_level),
+            special.stdtrit(dfq, 1.0 - o.futility_level),
             special.stdtr(dfq, -t),
             special.stdtr(dfq, t),
         )
-    out, why = lifecycle_outcome(
-        status,
-        trials,
-        identifiable,
+    ev = Evidence(
+        x["status"],
+        x["trials"],
+        x["identifiable"],
         finite,
         t,
-        info,
-        crater_p,
-        level,
-        m_harm,
-        m_prom,
-        m_bound,
-        p_prom,
-        p_evict,
-        ci_low,
-        ci_high,
-        min_trials,
-        suspect_t,
-        release_t,
-        release_min_trials,
-        crater_level,
-        crater_max_trials,
-        admit_margin,
-        futility_margin,
-        futility_min_information,
+        x["info"],
+        x["crater_p"],
+        x["level"],
+        *bounds,
     )
-    stats = {
-        "margin_harm": m_harm,
-        "margin_promote": m_prom,
-        "margin_bound": m_bound,
-        "p_promote": p_prom,
-        "p_evict": p_evict,
-        "ci_low": ci_low,
-        "ci_high": ci_high,
-    }
+    out, why = lifecycle_outcome(ev, o)
+    names = ("margin_harm", "margin_promote", "margin_bound", "p_promote", "p_evict")
+    stats = dict(zip((*names, "ci_low", "ci_high"), bounds, strict=True))
     return np.asarray(out, dtype=np.int64), np.asarray(why, dtype=np.int64), stats

@@ -20,7 +20,8 @@ import polars as pl
 
 from cogstats import _codes as C
 from cogstats._codes import CONTRADICTION, LOW_WIN_RATE, SUPERSEDED
-from cogstats._validation import LedgerError, ParameterError, check_int, check_real
+from cogstats._validation import LedgerError, ParameterError, check_real
+from cogstats.gates._options import check_options, integer, option, real
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
@@ -52,7 +53,7 @@ AUDIT_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "audit",
     description="the evolving-cognition audit: retire lessons with a low win rate",
-    kernel="cogstats.sim._kernel_audit",
+    kernel="cogstats.gates.audit.kernel",
 )
 @dataclass(frozen=True)
 class AuditGate:
@@ -102,33 +103,15 @@ class AuditGate:
     #: the audit judges every live lesson, verified ones included (gate protocol)
     judges_verified: ClassVar[bool] = True
 
-    min_hits: int = 5
-    min_win_rate: float = 0.4
-    decay_age_days: float = 90.0
-    decay_factor: float = 0.9
-    win_threshold: float = 0.5
+    min_hits: int = option(5, integer(minimum=1))
+    min_win_rate: float = option(0.4, real(minimum=0.0, maximum=1.0))
+    decay_age_days: float = option(90.0, real(minimum=0.0))
+    decay_factor: float = option(0.9, real(minimum=0.0, maximum=1.0))
+    win_threshold: float = option(0.5, real(minimum=0.0, maximum=1.0))
 
     def __post_init__(self) -> None:
-        """Validate the parameters."""
-        object.__setattr__(self, "min_hits", check_int("min_hits", self.min_hits, minimum=1))
-        object.__setattr__(
-            self,
-            "min_win_rate",
-            check_real("min_win_rate", self.min_win_rate, minimum=0.0, maximum=1.0),
-        )
-        object.__setattr__(
-            self, "decay_age_days", check_real("decay_age_days", self.decay_age_days, minimum=0.0)
-        )
-        object.__setattr__(
-            self,
-            "decay_factor",
-            check_real("decay_factor", self.decay_factor, minimum=0.0, maximum=1.0),
-        )
-        object.__setattr__(
-            self,
-            "win_threshold",
-            check_real("win_threshold", self.win_threshold, minimum=0.0, maximum=1.0),
-        )
+        """Validate the parameters (each field's check)."""
+        check_options(self)
 
     def to_policy(self) -> dict[str, Any]:
         """Return the parameters as a dict."""

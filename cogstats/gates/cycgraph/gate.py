@@ -20,14 +20,9 @@ from scipy import special
 
 from cogstats import _codes as C
 from cogstats._codes import HARMFUL, NO_LIFT
-from cogstats._validation import (
-    ParameterError,
-    check_choice,
-    check_int,
-    check_real,
-    suggest,
-)
+from cogstats._validation import ParameterError, suggest
 from cogstats.estimators.multiplicity import bh_step_up
+from cogstats.gates._options import check_options, choice, integer, option, real
 from cogstats.gates._registry import register_gate
 from cogstats.gates._report import (
     REPORT_COLUMNS,
@@ -39,21 +34,21 @@ from cogstats.gates._report import (
     check_statuses,
     report_schema,
 )
+from cogstats.gates.cycgraph.rule import (
+    inference_outcome,
+    is_tested,
+    margin_outcome,
+    spending_factor,
+    spent_pvalue,
+)
 from cogstats.ledger import Ledger
-from cogstats.numerics import floor_log2, welch_evidence, where
+from cogstats.numerics import welch_evidence
 from cogstats.stats import groups as lesson_groups
 
 if TYPE_CHECKING:
     from cogstats.stats import StreamingStats
 
-__all__ = [
-    "CYCGRAPH_DECISION_COLUMNS",
-    "CycgraphGate",
-    "inference_outcome",
-    "margin_outcome",
-    "spending_factor",
-    "spent_pvalue",
-]
+__all__ = ["CYCGRAPH_DECISION_COLUMNS", "CycgraphGate"]
 
 _OWN_SCHEMA = {
     "lift": pl.Float64,
@@ -73,7 +68,7 @@ CYCGRAPH_DECISION_COLUMNS: tuple[str, ...] = (*REPORT_COLUMNS, *_OWN_SCHEMA)
 @register_gate(
     "cycgraph",
     description="cycgraph's eval gate (margin or inference rule), reproduced exactly",
-    kernel="cogstats.sim._kernel_cycgraph",
+    kernel="cogstats.gates.cycgraph.kernel",
 )
 @dataclass(frozen=True)
 class CycgraphGate:
@@ -118,40 +113,21 @@ class CycgraphGate:
     ('a',)
     """
 
-    decision_rule: Literal["inference", "margin"] = "inference"
-    min_trials: int = 3
-    promote_margin: float = 0.05
-    evict_margin: float = 0.05
-    max_trials: int | None = None
-    max_baseline_runs: int | None = None
-    promote_confidence: float = 0.9
-    evict_confidence: float = 0.9
-    noise_floor_sd: float = 0.1
-    multiple_comparison: Literal["bh", "none"] = "bh"
-    sequential_control: Literal["doubling", "none"] = "doubling"
+    decision_rule: Literal["inference", "margin"] = option("inference", choice())
+    min_trials: int = option(3, integer(minimum=1))
+    promote_margin: float = option(0.05, real(minimum=0))
+    evict_margin: float = option(0.05, real(minimum=0))
+    max_trials: int | None = option(None, integer(minimum=1, optional=True))
+    max_baseline_runs: int | None = option(None, integer(minimum=2, optional=True))
+    promote_confidence: float = option(0.9, real(minimum=0.5, maximum=0.999))
+    evict_confidence: float = option(0.9, real(minimum=0.5, maximum=0.999))
+    noise_floor_sd: float = option(0.1, real(minimum=0))
+    multiple_comparison: Literal["bh", "none"] = option("bh", choice())
+    sequential_control: Literal["doubling", "none"] = option("doubling", choice())
 
     def __post_init__(self) -> None:
-        """Validate the options."""
-        check_choice("decision_rule", self.decision_rule, ("inference", "margin"))
-        set_ = object.__setattr__
-        set_(self, "min_trials", check_int("min_trials", self.min_trials, minimum=1))
-        set_(self, "promote_margin", check_real("promote_margin", self.promote_margin, minimum=0))
-        set_(self, "evict_margin", check_real("evict_margin", self.evict_margin, minimum=0))
-        set_(
-            self,
-            "max_trials",
-            check_int("max_trials", self.max_trials, minimum=1, optional=True),
-        )
-        set_(
-            self,
-            "max_baseline_runs",
-            check_int("max_baseline_runs", self.max_baseline_runs, minimum=2, optional=True),
-        )
-        for name in ("promote_confidence", "evict_confidence"):
-            set_(self, name, check_real(name, getattr(self, name), minimum=0.5, maximum=0.999))
-        set_(self, "noise_floor_sd", check_real("noise_floor_sd", self.noise_floor_sd, minimum=0))
-        check_choice("multiple_comparison", self.multiple_comparison, ("bh", "none"))
-        check_choice("sequential_control", self.sequential_control, ("doubling", "none"))
+        """Validate the options (each field's check, then how they go together)."""
+        check_options(self)
         if self.max_trials is not None and self.max_trials < self.min_trials:
             raise ParameterError(
                 f"max_trials must be >= min_trials ({self.min_trials}); got {self.max_trials}: "
@@ -431,8 +407,8 @@ class CycgraphGate:
                 estimate=lift,
             )
             return out
-        small = ready & ((n < 2) | (n_b < 2))
-        tested = ready & ~small
+        tested = is_tested(n, n_b, self.min_trials)
+        small = ready & ~tested
         nf = np.where(tested, n, 2).astype(float)
         nbf = np.where(tested, n_b, 2).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -471,7 +447,16 @@ class CycgraphGate:
         up_p = np.ones(k)
         down_p = np.ones(k)
         _fill_p_arrays(
-            np.flatnonzero(~lazy), lift, se, df, factor, margins, p_promote, p_evict, up_p, down_p
+            np.flatnonzero(~lazy),
+            lift,
+            se,
+            df,
+            factor,
+            margins,
+            p_promote,
+            p_evict,
+            up_p,
+            down_p,
         )
         idx = np.flatnonzero(tested)
         up = np.zeros(k, dtype=bool)
@@ -622,111 +607,6 @@ _DECISION_OF_CODE = np.zeros(len(C.OUTCOME_CODES), dtype=np.int8)
 _REASON_OF_CODE = np.zeros(len(C.OUTCOME_CODES), dtype=np.int8)
 _DECISION_OF_CODE[[C.OUTCOME_PROMOTE, C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_EVICT_NO_LIFT]] = [1, 2, 2]
 _REASON_OF_CODE[[C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_EVICT_NO_LIFT]] = [1, 2]
-
-
-# ---------------------------------------------------------------------- the rule, written once
-# Plain functions of numbers or numpy arrays (elementwise, no Python loop over lessons): the
-# batch gate and StreamingGate call them on arrays of candidates, and the simulator's kernel
-# (cogstats.sim._kernel_cycgraph) compiles the very same functions with numba and calls them
-# lesson by lesson.  Outcome codes are cogstats._codes.OUTCOME_CODES.
-
-
-def margin_outcome(
-    n: Any,
-    n_b: Any,
-    lift: Any,
-    min_trials: int,
-    max_trials: int,
-    promote_margin: float,
-    evict_margin: float,
-) -> Any:
-    """Return the margin rule's outcome code per lesson (hold, promote, evict).
-
-    A lesson with ``n >= min_trials`` trials (and at least one) and a baseline (``n_b >
-    0``) is promoted when its lift reaches ``promote_margin``, evicted as harmful when
-    ``-lift`` reaches ``evict_margin``; undecided at ``max_trials`` trials (0: no cap) it
-    is evicted as no_lift, with or without a baseline.  Codes:
-    :data:`cogstats._codes.OUTCOME_CODES` (0 hold, 1 promote, 2 evict harmful, 3 evict
-    no_lift).
-
-    Examples
-    --------
-    >>> margin_outcome(np.array([5, 5, 5, 1, 9]), np.array([5, 5, 5, 9, 0]),
-    ...                np.array([0.06, -0.07, 0.0, 0.5, np.nan]), 3, 9, 0.05, 0.05).tolist()
-    [1, 2, 0, 0, 3]
-    """
-    ready = n >= max(min_trials, 1)
-    active = ready & (n_b > 0)
-    promote = active & (lift >= promote_margin)
-    harmful = active & (-lift >= evict_margin)
-    out = where(promote, C.OUTCOME_PROMOTE, where(harmful, C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_HOLD))
-    if max_trials > 0:  # undecided at the cap, with or without a baseline
-        stop = ready & (n >= max_trials) & (out == C.OUTCOME_HOLD)
-        out = where(stop, C.OUTCOME_EVICT_NO_LIFT, out)
-    return out
-
-
-def spending_factor(n_b: Any, doubling: bool) -> Any:
-    """Return cycgraph's doubling spending factor ``2**floor(log2(n_b))`` (1 without doubling).
-
-    Examples
-    --------
-    >>> spending_factor(np.array([1, 2, 7, 8]), True).tolist(), float(spending_factor(9, False))
-    ([1.0, 2.0, 4.0, 8.0], 1.0)
-    """
-    return where(doubling, 2.0 ** floor_log2(n_b), 1.0)
-
-
-def spent_pvalue(p: Any, factor: Any) -> Any:
-    """Return a one-sided p-value spent over the baseline bracket: ``min(1, p * factor)``.
-
-    Examples
-    --------
-    >>> spent_pvalue(np.array([0.01, 0.3]), 4.0).tolist()
-    [0.04, 1.0]
-    """
-    return np.minimum(1.0, p * factor)
-
-
-def inference_outcome(
-    n: Any,
-    n_b: Any,
-    up: Any,
-    down: Any,
-    min_trials: int,
-    max_trials: int,
-    max_baseline_runs: int,
-) -> Any:
-    """Return the inference rule's outcome code per lesson, from its two rejections.
-
-    A lesson is tested with ``n >= min_trials`` trials, at least two a side (``n``,
-    ``n_b``); ``up``/``down`` say whether promotion and harm were shown (its spent
-    p-values against ``1 - confidence``, after Benjamini-Hochberg where the gate applies
-    it): one side alone promotes or evicts as harmful, both hold.  Undecided and at a
-    stopping rule (``max_trials`` trials or ``max_baseline_runs`` baseline runs; 0: none)
-    it is evicted as no_lift; so is a lesson with too few runs a side at ``max_trials``.
-    Codes as :func:`margin_outcome`.
-
-    Examples
-    --------
-    >>> n, n_b = np.array([4, 4, 4, 4, 1]), np.array([6, 6, 6, 20, 9])
-    >>> up, down = np.array([1, 0, 1, 0, 0], bool), np.array([0, 1, 1, 0, 0], bool)
-    >>> inference_outcome(n, n_b, up, down, 1, 0, 20).tolist()
-    [1, 2, 0, 3, 0]
-    """
-    ready = n >= max(min_trials, 1)
-    tested = ready & (n >= 2) & (n_b >= 2)
-    out = where(
-        tested & up & np.logical_not(down),
-        C.OUTCOME_PROMOTE,
-        where(tested & down & np.logical_not(up), C.OUTCOME_EVICT_HARMFUL, C.OUTCOME_HOLD),
-    )
-    max_hit = (max_trials > 0) & (n >= max_trials)
-    stop = max_hit | ((max_baseline_runs > 0) & (n_b >= max_baseline_runs))
-    no_lift = (ready & np.logical_not(tested) & max_hit) | (
-        tested & np.logical_not(up | down) & stop
-    )
-    return where(no_lift, C.OUTCOME_EVICT_NO_LIFT, out)
 
 
 _FLOAT_MAX = np.finfo(np.float64).max
