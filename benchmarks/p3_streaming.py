@@ -37,7 +37,7 @@ PER_RUN = 8
 TARGET_S = 1e-3
 SAMPLE_EVERY = 250
 KEYS = ("fact_id", "decision", "reason", "why", "trials", "baseline_runs")
-EVIDENCE = ("lift", "se", "df", "p_promote", "p_evict", "estimate", "std_error")
+EVIDENCE = ("lift", "se", "df", "confidence_promote", "confidence_evict", "estimate", "std_error")
 
 
 def make_runs(n_runs: int, seed: int = SEED) -> list[tuple[str, float, list[str]]]:

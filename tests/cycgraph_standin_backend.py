@@ -91,9 +91,10 @@ def compute(request: dict[str, Any]) -> dict[str, Any]:
             got = report.decision(fact_id)
             evidence = None
             if got["lift"] is not None:
-                evidence = {
-                    k: got[k] for k in ("lift", "se", "df", "p_promote", "p_evict", "trials")
-                }
+                evidence = {k: got[k] for k in ("lift", "se", "df", "trials")}
+                # cycgraph's names for the gate's confidence columns
+                evidence["p_promote"] = got["confidence_promote"]
+                evidence["p_evict"] = got["confidence_evict"]
                 evidence["baseline_runs"] = got["baseline_runs"]
                 if got["alpha_bracket"] is not None:
                     evidence["alpha_bracket"] = got["alpha_bracket"]

@@ -6,7 +6,8 @@ with probability 1/2 it equals the Banzhaf value estimated by maximum sample reu
 MSR estimator of Wang & Jia, 2023): the average score with the lesson minus the average
 without.  ``welch`` adds cycgraph's inference: Welch standard error with each group's
 variance floored at ``noise_floor_sd**2``, Welch-Satterthwaite degrees of freedom, and the
-one-sided probabilities ``p_promote`` and ``p_evict`` that the gate thresholds.
+one-sided confidences ``confidence_promote`` and ``confidence_evict`` (cycgraph's
+``p_promote`` and ``p_evict``) that the gate thresholds.
 
 The primitives (:func:`welch_lift`, :func:`student_t_cdf`, :func:`required_trials`) are
 validated against the vectors recorded from cycgraph's code, to 1e-9.
@@ -268,7 +269,10 @@ def lift_from_stats(g: dict[str, np.ndarray], level: float) -> Attribution:
         "promote_margin": 0.05,
         "evict_margin": 0.05,
     },
-    description="cycgraph's inference statistics: Welch with a noise floor, p_promote, p_evict",
+    description=(
+        "cycgraph's inference statistics: Welch with a noise floor, "
+        "confidence_promote, confidence_evict"
+    ),
     invalid={
         "confidence_level": 0.0,
         "noise_floor_sd": -0.1,
@@ -288,7 +292,8 @@ def welch(
 
     As :func:`lift` but each group's variance is floored at ``noise_floor_sd**2`` (a
     missing variance counts as 0 first), and the method columns add cycgraph's
-    ``p_promote = P(lift > promote_margin)`` and ``p_evict = P(lift < -evict_margin)``.
+    ``confidence_promote = P(lift > promote_margin)`` and
+    ``confidence_evict = P(lift < -evict_margin)``.
 
     Cost: as :func:`lift`, O(runs x lessons-per-run + lessons) time and memory.
 
@@ -300,7 +305,7 @@ def welch(
     ...     + [{"run_id": f"b{i}", "score": 0.5, "fact_ids": []} for i in range(5)]
     ... )
     >>> row = attribute(ledger, method="welch").row("a")
-    >>> round(row["std_error"], 6), round(row["p_promote"], 6)
+    >>> round(row["std_error"], 6), round(row["confidence_promote"], 6)
     (0.063246, 0.999724)
     """
     level = check_probability("confidence_level", confidence_level)
@@ -316,8 +321,8 @@ def welch_from_stats(
     """Compute the ``welch`` attribution from per-lesson group statistics."""
     est, se, df = _welch_arrays(g, floor**2)
     lo, hi = _interval(est, se, df, level)
-    p_promote = _p_exceeds(est, se, df, pm)
-    p_evict = 1.0 - _p_exceeds(est, se, df, -em)
+    confidence_promote = _p_exceeds(est, se, df, pm)
+    confidence_evict = 1.0 - _p_exceeds(est, se, df, -em)
     table = make_table(
         "welch",
         {
@@ -330,8 +335,8 @@ def welch_from_stats(
             "trials": g["n_a"],
             "baseline_runs": g["n_b"],
             "df": df,
-            "p_promote": p_promote,
-            "p_evict": p_evict,
+            "confidence_promote": confidence_promote,
+            "confidence_evict": confidence_evict,
         },
     )
     settings: dict[str, Any] = {

@@ -178,8 +178,8 @@ def old_cycgraph_evaluate(
             lift=promo.lift,
             se=promo.se,
             df=promo.df,
-            p_promote=promo.p_exceeds,
-            p_evict=1.0 - evict.p_exceeds,
+            confidence_promote=promo.p_exceeds,
+            confidence_evict=1.0 - evict.p_exceeds,
         )
         if gate.sequential_control == "doubling":
             row["alpha_bracket"] = n_b.bit_length() - 1
@@ -194,8 +194,8 @@ def old_cycgraph_evaluate(
         "lift": pl.Float64,
         "se": pl.Float64,
         "df": pl.Float64,
-        "p_promote": pl.Float64,
-        "p_evict": pl.Float64,
+        "confidence_promote": pl.Float64,
+        "confidence_evict": pl.Float64,
         "baseline_runs": pl.Int64,
         "alpha_bracket": pl.Int64,
     }
@@ -207,8 +207,8 @@ def _apply_tests(gate: CycgraphGate, tested: list[dict[str, Any]]) -> None:
         k = row.get("alpha_bracket")
         return p if k is None else min(1.0, p * 2.0**k)
 
-    promote_p = np.array([spend(r, 1.0 - r["p_promote"]) for r in tested])
-    evict_p = np.array([spend(r, 1.0 - r["p_evict"]) for r in tested])
+    promote_p = np.array([spend(r, 1.0 - r["confidence_promote"]) for r in tested])
+    evict_p = np.array([spend(r, 1.0 - r["confidence_evict"]) for r in tested])
     q_promote = 1.0 - gate.promote_confidence
     q_evict = 1.0 - gate.evict_confidence
     if gate.multiple_comparison == "bh":

@@ -20,6 +20,8 @@ from cogstats.retrieval import InProgressFirst
 
 TOL = 1e-9
 EVIDENCE_FIELDS = ("lift", "se", "df", "p_promote", "p_evict", "trials", "baseline_runs")
+#: cycgraph's evidence names -> the gate's columns (cycgraph's p_* are confidences)
+COLUMN = {"p_promote": "confidence_promote", "p_evict": "confidence_evict"}
 
 
 def _close(got: float, want: float) -> bool:
@@ -70,10 +72,11 @@ def test_gate_case(gate_case: dict[str, Any]) -> None:
         evidence = want["evidence"]
         if evidence is None:
             for name in ("lift", "se", "df", "p_promote", "p_evict", "alpha_bracket"):
-                assert got[name] is None, name
+                assert got[COLUMN.get(name, name)] is None, name
             continue
         for name in EVIDENCE_FIELDS:
-            assert _close(got[name], evidence[name]), (name, got[name], evidence[name])
+            value = got[COLUMN.get(name, name)]
+            assert _close(value, evidence[name]), (name, value, evidence[name])
         assert got["alpha_bracket"] == evidence.get("alpha_bracket")
 
 

@@ -174,7 +174,7 @@ def test_cycgraph_both_sides_hold() -> None:
         exact=np.array([True]),
     )
     out = gate._decide_core(stats)
-    assert out["p_promote"][0] > 0.99 and out["p_evict"][0] > 0.99
+    assert out["confidence_promote"][0] > 0.99 and out["confidence_evict"][0] > 0.99
     assert out["decision"][0] == 0 and out["why"][0] == "both_sides"
 
 

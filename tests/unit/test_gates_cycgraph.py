@@ -85,7 +85,7 @@ def test_doubling_bracket_penalty() -> None:
     )
     plain = CycgraphGate(sequential_control="none", multiple_comparison="none").evaluate(ledger)
     doubled = CycgraphGate(multiple_comparison="none").evaluate(ledger)
-    p = 1 - plain.decision("a")["p_promote"]
+    p = 1 - plain.decision("a")["confidence_promote"]
     assert doubled.decision("a")["alpha_bracket"] == 1
     assert (p <= 0.1) == (plain.promoted == ("a",))
     assert (2 * p <= 0.1) == (doubled.promoted == ("a",))

@@ -22,7 +22,7 @@ from cogstats import Ledger, _ledger_stats
 from cogstats.gates import CycgraphGate
 from tests.oracle.v0 import old_cycgraph_evaluate, old_stats
 
-EVIDENCE = ("lift", "se", "df", "p_promote", "p_evict")
+EVIDENCE = ("lift", "se", "df", "confidence_promote", "confidence_evict")
 
 
 def _assert_same(new: pl.DataFrame, old: pl.DataFrame) -> None:
@@ -266,9 +266,9 @@ def test_near_threshold_set_equals_the_full_density_formula(
         assert not full["lazy"].any()
         # ... equal to one eager call on every row (elementwise: the same floats)
         pp = _p_exceeds(d["lift"], d["se"], d["df"], 0.05)
-        np.testing.assert_array_equal(full["p_promote"], pp)
+        np.testing.assert_array_equal(full["confidence_promote"], pp)
         np.testing.assert_array_equal(
-            full["p_evict"], 1.0 - _p_exceeds(d["lift"], d["se"], d["df"], -0.05)
+            full["confidence_evict"], 1.0 - _p_exceeds(d["lift"], d["se"], d["df"], -0.05)
         )
         tols = (lt * scale, vat * scale, vbt * scale)
         got = gate._near_thresholds(g, d, *tols)
@@ -277,7 +277,7 @@ def test_near_threshold_set_equals_the_full_density_formula(
         found += want.size
         # deferred p-values are the eager ones, bit for bit, once filled
         _fill_p(d)
-        for name in ("p_promote", "p_evict", "up_p", "down_p"):
+        for name in ("confidence_promote", "confidence_evict", "up_p", "down_p"):
             np.testing.assert_array_equal(d[name], full[name])
     if scale >= 1e11:
         assert found > 0  # the comparison saw near rows

@@ -54,8 +54,8 @@ _OWN_SCHEMA = {
     "lift": pl.Float64,
     "se": pl.Float64,
     "df": pl.Float64,
-    "p_promote": pl.Float64,
-    "p_evict": pl.Float64,
+    "confidence_promote": pl.Float64,
+    "confidence_evict": pl.Float64,
     "alpha_bracket": pl.Int64,
 }
 _SCHEMA = report_schema(_OWN_SCHEMA)
@@ -201,9 +201,10 @@ class CycgraphGate:
         GateReport
             Columns :data:`CYCGRAPH_DECISION_COLUMNS`.  ``trials``, ``baseline_runs`` and
             ``why`` are always filled; cycgraph's evidence columns (``lift`` ...
-            ``p_evict``, ``alpha_bracket``) only where cycgraph reports evidence
+            ``confidence_evict``, ``alpha_bracket``) only where cycgraph reports evidence
             (inference rule, tested candidates; ``alpha_bracket`` only under doubling
-            control), with cycgraph's values: ``p_promote`` and ``p_evict`` are its
+            control), with cycgraph's values: ``confidence_promote`` and
+            ``confidence_evict`` (cycgraph's ``p_promote`` and ``p_evict``) are the
             confidences ``P(lift > promote_margin)`` and ``P(lift < -evict_margin)``, not
             p-values.  ``estimate`` is the lift the rule compared (the margin rule's too)
             and ``std_error`` the Welch standard error (inference rule).
@@ -442,8 +443,8 @@ class CycgraphGate:
                 & np.isfinite(df)
             )
         margins = np.array([self.promote_margin, -self.evict_margin], dtype=np.float64)
-        p_promote = np.full(k, np.nan)
-        p_evict = np.full(k, np.nan)
+        confidence_promote = np.full(k, np.nan)
+        confidence_evict = np.full(k, np.nan)
         up_p = np.ones(k)
         down_p = np.ones(k)
         _fill_p_arrays(
@@ -453,8 +454,8 @@ class CycgraphGate:
             df,
             factor,
             margins,
-            p_promote,
-            p_evict,
+            confidence_promote,
+            confidence_evict,
             up_p,
             down_p,
         )
@@ -491,8 +492,8 @@ class CycgraphGate:
             lift=lift,
             se=se,
             df=df,
-            p_promote=p_promote,
-            p_evict=p_evict,
+            confidence_promote=confidence_promote,
+            confidence_evict=confidence_evict,
             up_p=up_p,
             down_p=down_p,
             lazy=lazy,
@@ -645,8 +646,8 @@ def _fill_p_arrays(
     df: np.ndarray,
     factor: np.ndarray,
     margins: np.ndarray,
-    p_promote: np.ndarray,
-    p_evict: np.ndarray,
+    confidence_promote: np.ndarray,
+    confidence_evict: np.ndarray,
     up_p: np.ndarray,
     down_p: np.ndarray,
 ) -> None:
@@ -662,10 +663,10 @@ def _fill_p_arrays(
         np.repeat(margins, k),
     )
     pp = both[:k]
-    p_promote[rows] = pp
-    p_evict[rows] = 1.0 - both[k:]
+    confidence_promote[rows] = pp
+    confidence_evict[rows] = 1.0 - both[k:]
     up_p[rows] = spent_pvalue(1.0 - pp, factor[rows])
-    down_p[rows] = spent_pvalue(1.0 - p_evict[rows], factor[rows])
+    down_p[rows] = spent_pvalue(1.0 - confidence_evict[rows], factor[rows])
 
 
 def _fill_p(d: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
@@ -683,8 +684,8 @@ def _fill_p(d: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
         d["df"],
         d["factor"],
         d["margins"],
-        d["p_promote"],
-        d["p_evict"],
+        d["confidence_promote"],
+        d["confidence_evict"],
         d["up_p"],
         d["down_p"],
     )
@@ -702,7 +703,7 @@ def _frame(
         return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
 
     evidence: dict[str, pl.Series] = {}
-    for name in ("lift", "se", "df", "p_promote", "p_evict"):
+    for name in ("lift", "se", "df", "confidence_promote", "confidence_evict"):
         # cycgraph reports evidence for tested candidates only (never under the margin rule)
         values = np.where(tested, d[name], np.nan) if name in d else np.full(k, np.nan)
         evidence[name] = floats(name, values)
@@ -725,8 +726,8 @@ def _frame(
             evidence["lift"],
             evidence["se"],
             evidence["df"],
-            evidence["p_promote"],
-            evidence["p_evict"],
+            evidence["confidence_promote"],
+            evidence["confidence_evict"],
             bracket,
         ]
     )
@@ -762,7 +763,7 @@ def _rows_frame(
         floats("std_error", d["std_error"][rows] if "std_error" in d else nan),
         pl.Series("baseline_runs", g.n_b[rows], dtype=pl.Int64),
     ]
-    for name in ("lift", "se", "df", "p_promote", "p_evict"):
+    for name in ("lift", "se", "df", "confidence_promote", "confidence_evict"):
         cols.append(floats(name, np.where(tested, d[name][rows], np.nan) if name in d else nan))
     if "alpha_bracket" in d:
         pairs = zip(d["alpha_bracket"][rows].tolist(), tested.tolist(), strict=True)
