@@ -369,6 +369,58 @@ def _inout_test(
     Returns arrays over all columns (NaN inference where a column cannot be tested: in
     every run, in none, or constant within every stratum).
     """
+    out, moments = _inout_moments(y, x, codes)
+    cols = moments["cols"]
+    k_all, k, B = x.shape[1], cols.size, permutations
+    if k == 0 or B == 0:
+        return out
+    counts = _inout_loop(
+        y,
+        x,
+        codes,
+        moments,
+        permutations=B,
+        alternative=alternative,
+        confidence_level=confidence_level,
+        batch_size=batch_size,
+        gen=gen,
+        intervals=intervals,
+    )
+    sd = moments["sd"]
+    for key, values in (
+        ("null_mean", moments["centre"]),
+        ("null_sd", sd),
+        ("z", np.where(sd > 0, moments["z_obs"], np.nan)),
+        ("pvalue_greater", counts["p_g"]),
+        ("pvalue_less", counts["p_l"]),
+        ("pvalue_abs", counts["p_a"]),
+        ("pvalue_maxt", counts["p_adj"]),
+        ("ci_low", counts["lo"]),
+        ("ci_high", counts["hi"]),
+    ):
+        out[key][cols] = values
+    null = counts["null"]
+    if null is not None and k == k_all:
+        out["null"] = null
+    elif null is not None:
+        full = np.full((B, k_all), np.nan)
+        full[:, cols] = null
+        out["null"] = full
+    out["maxima"] = counts["maxima"]
+    out["batch_rows"] = counts["rows"]
+    return out
+
+
+def _inout_moments(
+    y: np.ndarray, x: sparse.csc_array, codes: np.ndarray | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Compute the observed lifts (the result skeleton) and the testable columns' null moments.
+
+    Returns ``(out, moments)``: ``out`` holds every column's estimate and counts with NaN
+    inference to fill; ``moments`` the testable columns (``cols``) and, for them, the
+    per-stratum inclusion counts, the exact permutation mean (``centre``) and standard
+    deviation (``sd``) of the lift and the observed standardized statistic (``z_obs``).
+    """
     n, k_all = x.shape
     n1_all = np.asarray(x.sum(axis=0)).ravel()
     n0_all = n - n1_all
@@ -384,8 +436,6 @@ def _inout_test(
     spread = inside * (size[None, :] - inside)
     testable = (n1_all > 0) & (n0_all > 0) & (spread.sum(axis=1) > 0)
     cols = np.flatnonzero(testable)
-    k = cols.size
-    B = permutations
 
     total = float(y.sum())
     s_obs_all = x.T @ y
@@ -417,22 +467,58 @@ def _inout_test(
     out["null"] = None
     out["maxima"] = np.empty(0)
     out["batch_rows"] = 0
-    if k == 0 or B == 0:
-        return out
-
-    xs = sparse.csc_array(x[:, cols])
+    moments: dict[str, Any] = {"cols": cols}
+    if cols.size == 0:
+        return out, moments
     n1 = n1_all[cols].astype(float)
     n0 = n0_all[cols].astype(float)
-    t_obs = estimate[cols]
     var_factor = np.where(size >= 2, ss / np.maximum(size * (size - 1), 1), 0.0)
     exp_sum = inside[cols] @ mean
     var_sum = spread[cols] @ var_factor
     centre = exp_sum / n1 - (total - exp_sum) / n0
     sd = np.sqrt(var_sum) * (1.0 / n1 + 1.0 / n0)
     sd_eff = np.where(sd > 0, sd, 1.0)
+    t_obs = estimate[cols]
+    moments.update(
+        n1=n1,
+        n0=n0,
+        total=total,
+        t_obs=t_obs,
+        centre=centre,
+        sd=sd,
+        sd_eff=sd_eff,
+        z_obs=(t_obs - centre) / sd_eff,
+    )
+    return out, moments
+
+
+def _inout_loop(
+    y: np.ndarray,
+    x: sparse.csc_array,
+    codes: np.ndarray | None,
+    moments: dict[str, Any],
+    *,
+    permutations: int,
+    alternative: str,
+    confidence_level: float,
+    batch_size: int | None,
+    gen: np.random.Generator,
+    intervals: bool,
+) -> dict[str, Any]:
+    """Run the permutation batches of the in/out test: p-values, max-T, null, intervals."""
+    n = x.shape[0]
+    cols = moments["cols"]
+    k, B = cols.size, permutations
+    n1, n0, total = moments["n1"], moments["n0"], moments["total"]
+    t_obs, centre, sd_eff, z_obs = (
+        moments["t_obs"],
+        moments["centre"],
+        moments["sd_eff"],
+        moments["z_obs"],
+    )
+    xs = sparse.csc_array(x[:, cols])
     gamma = TIE_TOLERANCE * max(float(np.max(np.abs(y))), np.finfo(float).tiny)
     gz = gamma / sd_eff
-    z_obs = (t_obs - centre) / sd_eff
     sign = {"two-sided": 0, "greater": 1, "less": -1}[alternative]
     stat_obs = np.abs(z_obs) if sign == 0 else sign * z_obs
 
@@ -490,10 +576,6 @@ def _inout_test(
             high = _keep_extreme(high, np.where(moving, theta, -np.inf), r, largest=True)
         start += b
 
-    p_g = (1.0 + cnt_g) / (B + 1.0)
-    p_l = (1.0 + cnt_l) / (B + 1.0)
-    p_a = (1.0 + cnt_a) / (B + 1.0)
-    p_adj = _maxt_pvalues(maxima, stat_obs, gz)
     if bits is None:
         lo = np.full(k, np.nan)
         hi = np.full(k, np.nan)
@@ -504,27 +586,56 @@ def _inout_test(
             hi = np.full(k, np.inf)
         elif sign == -1:
             lo = np.full(k, -np.inf)
-    for key, values in (
-        ("null_mean", centre),
-        ("null_sd", sd),
-        ("z", np.where(sd > 0, z_obs, np.nan)),
-        ("pvalue_greater", p_g),
-        ("pvalue_less", p_l),
-        ("pvalue_abs", p_a),
-        ("pvalue_maxt", p_adj),
-        ("ci_low", lo),
-        ("ci_high", hi),
-    ):
-        out[key][cols] = values
-    if null is not None and k == k_all:
-        out["null"] = null
-    elif null is not None:
-        full = np.full((B, k_all), np.nan)
-        full[:, cols] = null
-        out["null"] = full
-    out["maxima"] = maxima
-    out["batch_rows"] = rows
-    return out
+    return {
+        "p_g": (1.0 + cnt_g) / (B + 1.0),
+        "p_l": (1.0 + cnt_l) / (B + 1.0),
+        "p_a": (1.0 + cnt_a) / (B + 1.0),
+        "p_adj": _maxt_pvalues(maxima, stat_obs, gz),
+        "lo": lo,
+        "hi": hi,
+        "null": null,
+        "maxima": maxima,
+        "rows": rows,
+    }
+
+
+def _permutation_table(
+    fact_ids: Sequence[str], y: np.ndarray, x: sparse.csc_array, res: dict[str, Any], alt: str
+) -> pl.DataFrame:
+    """Build the ``permutation`` method's table from the in/out test's arrays."""
+    n1, n0 = res["n1"], res["n0"]
+    s_with = x.T @ y
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_with = np.where(n1 > 0, s_with / np.maximum(n1, 1), np.nan)
+        mean_without = np.where(n0 > 0, (y.sum() - s_with) / np.maximum(n0, 1), np.nan)
+    p_main = {
+        "two-sided": res["pvalue_abs"],
+        "greater": res["pvalue_greater"],
+        "less": res["pvalue_less"],
+    }[alt]
+    equal_tail = np.minimum(1.0, 2.0 * np.minimum(res["pvalue_greater"], res["pvalue_less"]))
+    table = make_table(
+        "permutation",
+        {
+            "fact_id": list(fact_ids),
+            "estimate": res["estimate"],
+            "std_error": res["null_sd"],
+            "ci_low": res["ci_low"],
+            "ci_high": res["ci_high"],
+            "pvalue": p_main,
+            "trials": n1,
+            "baseline_runs": n0,
+            "mean_with": mean_with,
+            "mean_without": mean_without,
+            "z": res["z"],
+            "null_mean": res["null_mean"],
+            "pvalue_maxt": res["pvalue_maxt"],
+            "pvalue_greater": res["pvalue_greater"],
+            "pvalue_less": res["pvalue_less"],
+            "pvalue_equal_tail": equal_tail,
+        },
+    )
+    return table
 
 
 @register(
@@ -671,38 +782,7 @@ def permutation(
         gen=gen,
         intervals=kind == "inversion",
     )
-    n1, n0 = res["n1"], res["n0"]
-    s_with = x.T @ y
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_with = np.where(n1 > 0, s_with / np.maximum(n1, 1), np.nan)
-        mean_without = np.where(n0 > 0, (y.sum() - s_with) / np.maximum(n0, 1), np.nan)
-    p_main = {
-        "two-sided": res["pvalue_abs"],
-        "greater": res["pvalue_greater"],
-        "less": res["pvalue_less"],
-    }[alt]
-    equal_tail = np.minimum(1.0, 2.0 * np.minimum(res["pvalue_greater"], res["pvalue_less"]))
-    table = make_table(
-        "permutation",
-        {
-            "fact_id": list(design.fact_ids),
-            "estimate": res["estimate"],
-            "std_error": res["null_sd"],
-            "ci_low": res["ci_low"],
-            "ci_high": res["ci_high"],
-            "pvalue": p_main,
-            "trials": n1,
-            "baseline_runs": n0,
-            "mean_with": mean_with,
-            "mean_without": mean_without,
-            "z": res["z"],
-            "null_mean": res["null_mean"],
-            "pvalue_maxt": res["pvalue_maxt"],
-            "pvalue_greater": res["pvalue_greater"],
-            "pvalue_less": res["pvalue_less"],
-            "pvalue_equal_tail": equal_tail,
-        },
-    )
+    table = _permutation_table(design.fact_ids, y, x, res, alt)
     null, quantiles = _null_summary(res["null"], design.fact_ids)
     settings: dict[str, Any] = {
         "permutations": b,
