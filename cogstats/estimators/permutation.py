@@ -76,7 +76,8 @@ from scipy import linalg, sparse, special
 from cogstats._rng import generator_with_seed
 from cogstats._validation import ParameterError, check_choice, check_int, check_probability
 from cogstats.estimators._base import Attribution, make_table, register
-from cogstats.estimators.identifiability import covariate_design, lesson_identifiability
+from cogstats.estimators._linear import _check_bool, _Design, _prepare, contrast_setting
+from cogstats.estimators.identifiability import DEFAULT_VIF_THRESHOLD, covariate_design
 from cogstats.ledger import Ledger
 
 __all__ = ["freedman_lane", "permutation"]
@@ -817,8 +818,14 @@ def _freedman_lane_test(
     alternative: str,
     batch_size: int | None,
     gen: np.random.Generator,
+    contrasts: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Freedman-Lane for the columns ``lesson_cols`` of a full-rank ``design`` (array level).
+
+    With ``contrasts`` (``(columns, k)``), the tested coefficients are the contrasts
+    ``c' beta`` instead (``lesson_cols`` is then ignored): the reduced model is the fit
+    constrained to ``c' beta = 0``, whose residual is ``e + (c' beta) Z (Z'Z)^-1 c /
+    (c' (Z'Z)^-1 c)``, and the rows ``c_j`` below become ``c' (Z'Z)^-1 Z'``.
 
     With ``design = QR``, ``beta = R^-1 Q'y`` and ``c_j`` the j-th row of
     ``(Z'Z)^-1 Z'``, the reduced residual of lesson ``j`` is ``e_j = e + beta_j c_j / V_jj``
@@ -843,13 +850,22 @@ def _freedman_lane_test(
     se = np.sqrt(s2 * v_diag)
     with np.errstate(invalid="ignore", divide="ignore"):
         t_all = beta / se
-    cols = np.asarray(lesson_cols, dtype=np.intp)
-    k = cols.size
-    coef = r_inv[cols] @ q.T  # rows c_j of (Z'Z)^-1 Z'
-    vl = v_diag[cols]
-    reduced = resid[None, :] + coef * (beta[cols] / vl)[:, None]  # k x n
+    if contrasts is None:
+        cols = np.asarray(lesson_cols, dtype=np.intp)
+        r_rows = r_inv[cols]
+        vl = v_diag[cols]
+        b_obs, se_obs, t_obs = beta[cols], se[cols], t_all[cols]
+    else:
+        r_rows = contrasts.T @ r_inv  # rows c' R^-1: c' beta = c' R^-1 Q'y
+        vl = (r_rows**2).sum(axis=1)
+        b_obs = contrasts.T @ beta
+        se_obs = np.sqrt(s2 * vl)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t_obs = b_obs / se_obs
+    k = r_rows.shape[0]
+    coef = r_rows @ q.T  # rows c_j of (Z'Z)^-1 Z'
+    reduced = resid[None, :] + coef * (b_obs / vl)[:, None]  # k x n
     rss_reduced = (reduced**2).sum(axis=1)
-    t_obs = t_all[cols]
     sign = {"two-sided": 0, "greater": 1, "less": -1}[alternative]
     stat_obs = np.abs(t_obs) if sign == 0 else sign * t_obs
     tol = TIE_TOLERANCE * np.maximum(1.0, np.abs(t_obs))
@@ -862,7 +878,6 @@ def _freedman_lane_test(
     cnt_g = np.zeros(k, dtype=np.int64)
     cnt_l = np.zeros(k, dtype=np.int64)
     cnt_a = np.zeros(k, dtype=np.int64)
-    r_rows = r_inv[cols]
     start = 0
     for idx in _permutation_batches(gen, np.arange(n, dtype=np.intp), None, B, rows):
         b = idx.shape[0]
@@ -884,8 +899,8 @@ def _freedman_lane_test(
     p_l = (1.0 + cnt_l) / (B + 1.0)
     p_a = (1.0 + cnt_a) / (B + 1.0)
     return {
-        "beta": beta[cols],
-        "se": se[cols],
+        "beta": b_obs,
+        "se": se_obs,
         "t": t_obs,
         "df": df,
         "pvalue": {"two-sided": p_a, "greater": p_g, "less": p_l}[alternative],
@@ -908,6 +923,81 @@ def _t_interval(
     return np.full(est.shape, -np.inf), est + q * se
 
 
+def _freedman_lane_fit(
+    d: _Design,
+    full: np.ndarray,
+    n_base: int,
+    permutations: int,
+    alternative: str,
+    batch_size: int | None,
+    gen: np.random.Generator,
+) -> dict[str, Any]:
+    """Run the test on the reported lessons; arrays over every lesson (NaN where untested)."""
+    k_all = len(d.fact_ids)
+    report = np.flatnonzero(d.reported)
+    out: dict[str, Any] = {
+        name: np.full(k_all, np.nan) for name in ("est", "se", "t", "pvalue", "padj")
+    }
+    out.update(null=None, maxima=np.empty(0), batch_rows=0, df=d.n - full.shape[1])
+    if report.size and d.n and np.ptp(d.y) == 0:
+        # every run scored the same: the coefficients are exactly 0 (a fit and its
+        # permutations would give t statistics of rounding noise over rounding noise)
+        out["est"][report], out["se"][report] = 0.0, 0.0
+        out["pvalue"][report], out["padj"][report] = 1.0, 1.0
+    elif report.size and out["df"] >= 1:
+        res = _freedman_lane_test(
+            d.y,
+            full,
+            np.arange(n_base, full.shape[1]),
+            permutations=permutations,
+            alternative=alternative,
+            batch_size=batch_size,
+            gen=gen,
+            contrasts=d.lesson_weights(full.shape[1]),
+        )
+        out["est"][report], out["se"][report], out["t"][report] = res["beta"], res["se"], res["t"]
+        out["pvalue"][report], out["padj"][report] = res["pvalue"], res["pvalue_maxt"]
+        out["maxima"], out["batch_rows"] = res["maxima"], res["batch_rows"]
+        if res["null"] is not None:
+            out["null"] = np.full((permutations, k_all), np.nan)
+            out["null"][:, report] = res["null"]
+    return out
+
+
+def _freedman_lane_table(
+    d: _Design, res: dict[str, Any], level: float, alternative: str
+) -> pl.DataFrame:
+    """Build the ``freedman_lane`` method's table."""
+    est, se, t, df = res["est"], res["se"], res["t"], res["df"]
+    df_col = np.where(np.isfinite(est), float(max(df, 0)), np.nan)
+    lo, hi = _t_interval(est, se, float(max(df, 1)), level, alternative)
+    with np.errstate(invalid="ignore"):
+        p_ols = 2.0 * special.stdtr(max(df, 1), -np.abs(t))
+    n1 = d.trials
+    return make_table(
+        "freedman_lane",
+        {
+            "fact_id": list(d.fact_ids),
+            "estimate": est,
+            "std_error": se,
+            "ci_low": lo,
+            "ci_high": hi,
+            "pvalue": res["pvalue"],
+            "trials": n1,
+            "baseline_runs": d.n - n1,
+            "t": t,
+            "df": df_col,
+            "pvalue_ols": p_ols,
+            "pvalue_maxt": res["padj"],
+            "identifiable": d.reported,
+            "aliased_with": d.ident["aliased_with"],
+            "relative_to": d.ident["relative_to"]
+            if "relative_to" in d.ident.columns
+            else pl.Series("relative_to", [None] * len(d.fact_ids), dtype=pl.String),
+        },
+    )
+
+
 @register(
     "freedman_lane",
     defaults={
@@ -916,6 +1006,7 @@ def _t_interval(
         "alternative": "two-sided",
         "confidence_level": 0.95,
         "batch_size": None,
+        "mean_contrasts": True,
     },
     description="Freedman-Lane residual permutation test of OLS lesson coefficients "
     "(lessons + covariates), max-T adjusted",
@@ -926,6 +1017,7 @@ def _t_interval(
         "alternative": "both",
         "confidence_level": 0.0,
         "batch_size": 0,
+        "mean_contrasts": "no",
     },
 )
 def freedman_lane(
@@ -937,6 +1029,7 @@ def freedman_lane(
     alternative: str,
     confidence_level: float,
     batch_size: int | None,
+    mean_contrasts: bool,
 ) -> Attribution:
     """Freedman-Lane permutation test of every lesson's coefficient in an OLS fit.
 
@@ -966,6 +1059,9 @@ def freedman_lane(
     batch_size : int or None
         Permutations per batch; None keeps the working memory within 64 MB.  Results do
         not depend on it.
+    mean_contrasts : bool
+        On fixed-size prompts, test each lesson of a pool relative to its mean lesson
+        (default True), as ``ols`` estimates it; False keeps them not identifiable.
 
     Returns
     -------
@@ -977,7 +1073,10 @@ def freedman_lane(
         variance changes with the shift); ``pvalue``: the permutation p-value.  Method
         columns: ``t`` (observed t), ``df`` (``n - p``), ``pvalue_ols`` (the classical
         two-sided t-test), ``pvalue_maxt`` (Westfall-Young single-step max-T over the
-        tested lessons), ``identifiable``.  ``extras``: ``null_distribution`` (``B x
+        tested lessons), ``identifiable``, ``aliased_with``, ``relative_to``.  On
+        fixed-size prompts (as for ``ols``) the tested coefficient of a lesson of a pool
+        is its contrast with the pool's mean lesson (the reduced model is the fit
+        constrained to a zero contrast).  ``extras``: ``null_distribution`` (``B x
         lessons`` permuted t, NaN columns for untested lessons), ``null_quantiles``,
         ``max_statistic``, ``permutations``, ``design_columns``, ``rng_state``.
 
@@ -1011,84 +1110,25 @@ def freedman_lane(
     (0.001, True)
     """
     b = cast(int, check_int("permutations", permutations, minimum=1))
-    controls = covariate_design(ledger, covariates)
+    covariate_design(ledger, covariates)  # a bad name is reported first
     alt = check_choice("alternative", alternative, ALTERNATIVES)
     level = check_probability("confidence_level", confidence_level)
     rows = _check_batch_size(batch_size)
     gen, seed, state = generator_with_seed(rng)
-
-    design = ledger.design()
-    ids = list(design.fact_ids)
-    y = ledger.scores
-    x = design.dense()
-    n, k_all = x.shape
-    n1 = x.sum(axis=0).astype(np.int64)
-    ident = lesson_identifiability(
-        design.matrix, ids, controls=controls.matrix, control_sources=controls.sources
-    )
-    keep = np.asarray(ident["identifiable"].to_numpy(), dtype=bool)
-    kept = np.flatnonzero(keep)
-    base = np.hstack([np.ones((n, 1)), controls.matrix])
-    full = np.hstack([base, x[:, kept]])
-    if n and np.linalg.matrix_rank(base) < base.shape[1]:
+    relative = _check_bool("mean_contrasts", mean_contrasts)
+    d = _prepare(ledger, covariates, DEFAULT_VIF_THRESHOLD, contrasts=relative)
+    controls = d.controls
+    full = d.exog()
+    n_base = 1 + controls.matrix.shape[1]
+    if d.n and np.linalg.matrix_rank(full[:, :n_base]) < n_base:
         raise ParameterError(
             f"covariates: the columns {controls.columns!r} are collinear with each other or "
             "with the intercept; leave the redundant ones out"
         )
-    est = np.full(k_all, np.nan)
-    se = np.full(k_all, np.nan)
-    t = np.full(k_all, np.nan)
-    pval = np.full(k_all, np.nan)
-    padj = np.full(k_all, np.nan)
-    null_full: np.ndarray | None = None
-    maxima = np.empty(0)
-    batch_rows = 0
-    df = n - full.shape[1]
-    if kept.size and n and np.ptp(y) == 0:
-        # every run scored the same: the coefficients are exactly 0 (a fit and its
-        # permutations would give t statistics of rounding noise over rounding noise)
-        est[kept], se[kept], t[kept] = 0.0, 0.0, np.nan
-        pval[kept], padj[kept] = 1.0, 1.0
-    elif kept.size and df >= 1:
-        lesson_cols = np.arange(base.shape[1], full.shape[1])
-        res = _freedman_lane_test(
-            y,
-            full,
-            lesson_cols,
-            permutations=b,
-            alternative=alt,
-            batch_size=rows,
-            gen=gen,
-        )
-        est[kept], se[kept], t[kept] = res["beta"], res["se"], res["t"]
-        pval[kept], padj[kept] = res["pvalue"], res["pvalue_maxt"]
-        maxima, batch_rows = res["maxima"], res["batch_rows"]
-        if res["null"] is not None:
-            null_full = np.full((b, k_all), np.nan)
-            null_full[:, kept] = res["null"]
-    df_col = np.where(np.isfinite(est), float(max(df, 0)), np.nan)
-    lo, hi = _t_interval(est, se, float(max(df, 1)), level, alt)
-    with np.errstate(invalid="ignore"):
-        p_ols = 2.0 * special.stdtr(max(df, 1), -np.abs(t))
-    table = make_table(
-        "freedman_lane",
-        {
-            "fact_id": ids,
-            "estimate": est,
-            "std_error": se,
-            "ci_low": lo,
-            "ci_high": hi,
-            "pvalue": pval,
-            "trials": n1,
-            "baseline_runs": n - n1,
-            "t": t,
-            "df": df_col,
-            "pvalue_ols": p_ols,
-            "pvalue_maxt": padj,
-            "identifiable": keep,
-        },
-    )
-    null, quantiles = _null_summary(null_full, ids)
+    res = _freedman_lane_fit(d, full, n_base, b, alt, rows, gen)
+    table = _freedman_lane_table(d, res, level, alt)
+    ids = list(d.fact_ids)
+    null, quantiles = _null_summary(res["null"], ids)
     settings: dict[str, Any] = {
         "permutations": b,
         "covariates": tuple(controls.covariates),
@@ -1097,15 +1137,18 @@ def freedman_lane(
         "batch_size": rows,
         "interval": "wald" if alt == "two-sided" else "one-sided t",
         "tie_tolerance": TIE_TOLERANCE,
+        "mean_contrasts": relative,
+        **contrast_setting(d),
     }
     extras: dict[str, Any] = {
         "null_distribution": null,
         "null_quantiles": quantiles,
-        "max_statistic": maxima,
+        "max_statistic": res["maxima"],
         "permutations": b,
-        "design_columns": ("intercept", *controls.columns, *(ids[j] for j in kept)),
-        "identifiability": ident,
-        "batch_size": batch_rows,
+        "design_columns": ("intercept", *d.exog_names()[1:]),
+        "identifiability": d.ident,
+        "batch_size": res["batch_rows"],
         "rng_state": state,
+        "contrasts": d.plan,
     }
     return Attribution("freedman_lane", table, settings, seed, extras)

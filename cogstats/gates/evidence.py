@@ -380,10 +380,21 @@ class EvidenceGate:
                 self.method,
                 rng=rng,
                 confidence_level=self._level(m),
-                **dict(self.options),
+                **self._options(),
             )
             identifiable = self._identifiable(ledger, result)
         return self._report(ids, n, n_runs, m, result, identifiable)
+
+    def _options(self) -> dict[str, Any]:
+        """Return the method's options, asking for absolute effects only.
+
+        A gate judges a lesson's own effect, never one relative to a pool's mean lesson
+        (``mean_contrasts=False`` where the method takes it).
+        """
+        options = dict(self.options)
+        if "mean_contrasts" in get_spec(self.method).defaults:
+            options.setdefault("mean_contrasts", False)
+        return options
 
     def _judged(self, n: np.ndarray, n_runs: int) -> np.ndarray:
         """Return the lessons the estimator is asked about: ``min_trials`` trials and a baseline."""
@@ -737,6 +748,8 @@ _WALD_METHODS = ("lift", "welch", "ols", "ridge", "fraclogit", "mixed", "ipw", "
 # ====================================================================== running statistics
 #: the methods whose evidence running sums give (ols with the classical covariance)
 _RUNNING_METHODS = ("lift", "welch", "ols", "confseq")
+
+
 #: relative widening of every interval in the near-tie checks (function rounding)
 _SLACK = 1e-12
 #: relative uncertainty assumed for the streaming OLS estimates and standard errors
@@ -872,7 +885,7 @@ def _running_ols(
 
     def batch() -> Attribution:
         stats.fallbacks += 1
-        return attribute(stats.to_ledger(), "ols", confidence_level=level, **dict(gate.options))
+        return attribute(stats.to_ledger(), "ols", confidence_level=level, **gate._options())
 
     reg = stats.regression()
     n = reg.n
