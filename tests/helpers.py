@@ -146,3 +146,41 @@ def fixed_size_ledger(
         for i in range(n_runs)
     ]
     return Ledger.from_records(records)
+
+
+#: :func:`write_episode_ledger`'s column mapping (ledger name -> its column)
+EPISODE_COLUMNS = {"run_id": "episode", "score": "reward", "fact_ids": "memories_used"}
+
+
+def write_episode_ledger(
+    path: str,
+    *,
+    n_runs: int = 420,
+    lessons: int = 64,
+    per_run: int = 6,
+    harmful: Sequence[str] = ("m04", "m18"),
+    helpful: Sequence[str] = ("m06", "m31", "m45"),
+    seed: int = 9,
+) -> None:
+    """Write a fixed-size-prompt ledger as a user would: every run holds ``per_run`` lessons.
+
+    Columns ``episode, reward, memories_used, task_hardness, task_type`` (as issue 31's
+    trial); lessons ``m01`` .. ``m64``; additive: reward = clip(0.6 - 0.2 hardness + task
+    shift (-0.05, 0, 0.05) - 0.15 per harmful + 0.1 per helpful + N(0, 0.05)).
+    """
+    import csv
+
+    gen = np.random.default_rng(seed)
+    ids = [f"m{j:02d}" for j in range(1, lessons + 1)]
+    effect = {**dict.fromkeys(harmful, -0.15), **dict.fromkeys(helpful, 0.1)}
+    shift = {"math": -0.05, "code": 0.0, "prose": 0.05}
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["episode", "reward", "memories_used", "task_hardness", "task_type"])
+        for r in range(n_runs):
+            used = [ids[j] for j in gen.choice(lessons, per_run, replace=False)]
+            hard = float(gen.uniform(0, 1))
+            kind = ("math", "code", "prose")[r % 3]
+            s = 0.6 - 0.2 * hard + shift[kind] + sum(effect.get(u, 0.0) for u in used)
+            s = float(np.clip(s + gen.normal(0, 0.05), 0.0, 1.0))
+            w.writerow([r, round(s, 4), ";".join(used), round(hard, 3), kind])

@@ -10,7 +10,6 @@ for nothing; ``mixed``'s fallback is one clean line.
 
 from __future__ import annotations
 
-import csv
 import io
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import polars as pl
 import pytest
 
 from cogstats.cli import main
+from tests.helpers import write_episode_ledger
 
 COLUMNS = ["--column", "run_id=episode", "--column", "score=reward"]
 COLUMNS += ["--column", "fact_ids=memories_used"]
@@ -29,21 +29,8 @@ HELPFUL = ("m05", "m17")
 @pytest.fixture(scope="module")
 def user_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """420 runs, 6 of 24 lessons each, additive: two harmful (-0.15), two helpful (+0.1)."""
-    gen = np.random.default_rng(9)
-    ids = [f"m{j:02d}" for j in range(1, 25)]
-    effect = {**dict.fromkeys(HARMFUL, -0.15), **dict.fromkeys(HELPFUL, 0.1)}
     path = tmp_path_factory.mktemp("user") / "episodes.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["episode", "reward", "memories_used", "task_hardness", "task_type"])
-        for r in range(420):
-            used = [ids[j] for j in gen.choice(24, 6, replace=False)]
-            hard = float(gen.uniform(0, 1))
-            kind = ("math", "code", "prose")[r % 3]
-            shift = {"math": -0.05, "code": 0.0, "prose": 0.05}[kind]
-            s = 0.6 - 0.2 * hard + shift + sum(effect.get(u, 0.0) for u in used)
-            s += float(gen.normal(0, 0.05))
-            w.writerow([r, round(min(max(s, 0.0), 1.0), 4), ";".join(used), round(hard, 3), kind])
+    write_episode_ledger(str(path), lessons=24, harmful=HARMFUL, helpful=HELPFUL)
     return path
 
 
