@@ -243,6 +243,7 @@ def _covariate_rule(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
     options = getattr(gate, "options", None)
     if isinstance(options, Mapping):  # a method's options: --covariates sets them
         used = tuple(options.get("covariates") or ())
+        used += tuple(str(options[k]) for k in _ADJUSTING_OPTIONS if options.get(k) is not None)
         how = _covariates_how(getattr(gate, "method", None))
     else:
         used, how = (), "--gate recommended {flag}"
@@ -512,7 +513,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _demo_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--out", default="reports/demo")
-    p.add_argument("--quick", action="store_true", help="CI-sized run")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the short version: the simulations and the CI sweep, then four reports "
+        "(quickstart, ledger_audit, poison_replay, tradeoffs) at CI parameters; the index "
+        "lists the others with the command that renders each",
+    )
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

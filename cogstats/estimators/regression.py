@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
-from scipy import special
+from scipy import sparse, special
 
 from cogstats._validation import (
     ParameterError,
@@ -83,6 +83,7 @@ from cogstats.estimators._linear import (
     sandwich,
     sparse_ols,
 )
+from cogstats.estimators.contrasts import mean_contrasts
 from cogstats.estimators.identifiability import (
     DEFAULT_VIF_THRESHOLD,
     covariate_design,
@@ -422,7 +423,10 @@ def ridge(
         lessons sharing a pattern split their joint effect); only lessons in every run or
         in none get null estimate and inference.  ``settings["penalty_value"]`` is the
         penalty used, ``settings["effective_df"]`` the trace of the hat matrix;
-        ``extras`` hold the GCV curve.
+        ``extras`` hold the GCV curve.  On fixed-size prompts the estimates of a pool's
+        lessons sum to 0 (the penalty leaves nothing in the pool's constant direction):
+        they are relative to the pool's mean lesson, which ``relative_to`` names (as for
+        ``ols``).
 
     Notes
     -----
@@ -508,7 +512,21 @@ def ridge(
     lo, hi, p = _normal_inference(est, se, level)
     if constant:
         p = np.ones_like(est)  # an effect known to be exactly 0 (as for lift)
-    d = _Design(y, x, design.fact_ids, (x > 0).sum(axis=0).astype(np.int64), controls, ident, keep)
+    # on fixed-size prompts the estimates are orthogonal to the pool's constant sum: they
+    # sum to 0 over the pool, relative to its mean lesson (said in relative_to)
+    plan = None
+    if n:
+        plan = mean_contrasts(
+            sparse.csc_array(x),
+            design.fact_ids,
+            controls.matrix,
+            ident,
+            vif_threshold=DEFAULT_VIF_THRESHOLD,
+        )
+    if plan is not None:
+        ident = ident.with_columns(plan.ident["relative_to"])
+    trials = (x > 0).sum(axis=0).astype(np.int64)
+    d = _Design(y, x, design.fact_ids, trials, controls, ident, keep, plan)
     table = regression_table("ridge", d, keep, est, se, lo, hi, p)
     effective_df = float(q.shape[1] + np.sum(s**2 / (s**2 + lam)))
     settings = regression_settings(
@@ -521,6 +539,7 @@ def ridge(
         interval="wald",
         reference="normal",
         centring="partialled out intercept and covariates; lessons not rescaled",
+        **contrast_setting(d),
     )
     extras = {
         "gcv_penalties": grid,
@@ -968,6 +987,51 @@ def _mixed_fallback(
     return used, est, se, est - q * se, est + q * se, p, texts
 
 
+def _mixed_inference(
+    d: _Design,
+    dummies: np.ndarray,
+    codes: np.ndarray,
+    maxiter: int,
+    level: float,
+    groups: str,
+    n_levels: int,
+) -> tuple[Any, Any, tuple[Any, ...], str | None, list[str]]:
+    """Fit MixedLM (or fall back to OLS); the reported lessons' inference.
+
+    Returns ``(mixedlm fit, fit used, (est, se, lo, hi, p, df, group_variance), reason of
+    a fallback or None, statsmodels' warnings as text)``.
+    """
+    exog = d.exog()
+    reason: str | None = None
+    fit: Any = None
+    caught: list[warnings.WarningMessage] = []
+    constant = np.ptp(d.y) == 0
+    if not constant:
+        fit, reason, caught = _mixedlm_fit(d, exog, codes, maxiter)
+    fit_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+    group_variance: float | None = 0.0
+    used: Any = None
+    df = math.inf
+    if constant:
+        est, se, lo, hi, p = _constant_scores(int(d.reported.sum()))
+    elif reason is None:
+        est, se = _fixed_effects(d, exog, np.asarray(fit.fe_params), _fe_cov(fit))
+        group_variance = float(np.asarray(fit.cov_re).ravel()[0])
+        used = fit
+        lo, hi, p = _normal_inference(est, se, level)
+    else:
+        note = (
+            f"mixed: {reason}; fell back to OLS with {groups} fixed effects and "
+            f"cluster-robust standard errors by {groups} ({n_levels} clusters)"
+        )
+        warnings.warn(MixedFallbackWarning(note), stacklevel=4)
+        used, est, se, lo, hi, p, fallback_warnings = _mixed_fallback(d, dummies, codes, level)
+        fit_warnings += fallback_warnings
+        df = float(n_levels - 1)
+        group_variance = None
+    return fit, used, (est, se, lo, hi, p, df, group_variance), reason, fit_warnings
+
+
 @register(
     "mixed",
     defaults={
@@ -1080,34 +1144,10 @@ def mixed(
     d = _prepare(
         ledger, covariates, threshold, extra=dummies, extra_source=groups, contrasts=relative
     )
-    exog = d.exog()
-    reason: str | None = None
-    fit: Any = None
-    caught: list[warnings.WarningMessage] = []
-    constant = np.ptp(d.y) == 0
-    if not constant:
-        fit, reason, caught = _mixedlm_fit(d, exog, codes, maxiter)
-    fit_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
-    group_variance: float | None = 0.0
-    used: Any = None
-    df = math.inf
-    if constant:
-        est, se, lo, hi, p = _constant_scores(int(d.reported.sum()))
-    elif reason is None:
-        est, se = _fixed_effects(d, exog, np.asarray(fit.fe_params), _fe_cov(fit))
-        group_variance = float(np.asarray(fit.cov_re).ravel()[0])
-        used = fit
-        lo, hi, p = _normal_inference(est, se, level)
-    else:
-        note = (
-            f"mixed: {reason}; fell back to OLS with {groups!r} fixed effects and "
-            f"cluster-robust standard errors by {groups!r} ({len(levels)} clusters)"
-        )
-        warnings.warn(MixedFallbackWarning(note), stacklevel=3)
-        used, est, se, lo, hi, p, fallback_warnings = _mixed_fallback(d, dummies, codes, level)
-        fit_warnings += fallback_warnings
-        df = float(len(levels) - 1)
-        group_variance = None
+    fit, used, inference, reason, fit_warnings = _mixed_inference(
+        d, dummies, codes, maxiter, level, f"{groups!r}", len(levels)
+    )
+    est, se, lo, hi, p, df, group_variance = inference
     fallback = reason is not None
     table = regression_table(
         "mixed",

@@ -114,6 +114,15 @@ def test_ols_equals_deviation_coding(fixed: Ledger, cov: str) -> None:
         assert np.sign(row["estimate"]) == np.sign(effect) and row["pvalue"] < 1e-6
 
 
+def test_ridge_on_fixed_size_prompts_is_relative_to_the_mean(fixed: Ledger) -> None:
+    """Ridge's estimates lie in the design's row space: they sum to 0 over the pool."""
+    result = attribute(fixed, "ridge", covariates=("difficulty_proxy", "family"))
+    frame = result.to_frame()
+    assert frame["relative_to"].to_list() == ["mean of 12 lessons"] * 12
+    assert abs(float(frame["estimate"].sum())) < 1e-12
+    assert "relative to the pool's mean lesson" in result.settings["contrasts"]
+
+
 def test_ols_equals_pinv_contrasts(fixed: Ledger) -> None:
     """The same contrasts from statsmodels' pseudo-inverse fit of the rank-deficient design."""
     frame = attribute(

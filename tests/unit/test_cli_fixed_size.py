@@ -133,3 +133,14 @@ def test_mixed_fallback_is_one_clean_line(
     lines = [line for line in captured.err.splitlines() if "fell back" in line]
     assert len(lines) == 1 and lines[0].startswith("cogstats attribute: warning: mixed: ")
     assert ".py:" not in captured.err and "MixedFallbackWarning" not in captured.err
+
+
+def test_a_gate_on_a_stratified_permutation_is_not_told_it_adjusts_for_nothing(
+    user_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["gate", str(user_file), *COLUMNS, "--gate", "evidence", "--method", "permutation"]
+    argv += ["--options", "permutations=99", "--seed", "1"]
+    assert main([*argv, "--options", 'strata="task_type"']) == 0
+    assert "adjusts for nothing" not in capsys.readouterr().err
+    assert main(argv) == 0
+    assert "adjusts for nothing" in capsys.readouterr().err
