@@ -340,3 +340,31 @@ def test_freedman_lane_contrasts_match_a_statsmodels_loop() -> None:
         t_obs = full.tvalues[col]
         count = (np.abs(t_null) >= np.abs(t_obs) - 1e-9 * max(1, abs(t_obs))).sum()
         assert row["pvalue"] == (1 + count) / (b_count + 1)
+
+
+def test_simulated_accuracy_scores_contrasts_against_relative_truth() -> None:
+    """A simulation whose prompts always hold 2 of 4 lessons: the rows carry relative_to,
+    their truth is the lesson's effect minus the pool's mean effect, and the intervals
+    cover it (at least nominally: HC3)."""
+    from cogstats.reports.evaluation import attribution_accuracy, compare_attributions
+    from cogstats.sim import Scenario, simulate
+
+    effects = {"a": 0.1, "b": 0.0, "c": -0.06, "d": 0.0}
+    scenario = Scenario.from_dict(
+        {
+            "runs": 60,
+            "gate": {"type": "none"},
+            "retrieval": {"policy": "randomized", "max_facts": 2, "candidate_slots": 2},
+            "lessons": {"listed": [{"id": k, "effect": v} for k, v in effects.items()]},
+        }
+    )
+    result = simulate(scenario, replicates=120, rng=4)
+    truth = result.lessons.filter(pl.col("replicate") == 0)
+    rows = compare_attributions(result.ledger(0), {"ols": {}}, truth=truth, rng=1)
+    mean = sum(effects.values()) / 4
+    got = dict(zip(rows["fact_id"].to_list(), rows["true_effect"].to_list(), strict=True))
+    assert got == pytest.approx({k: v - mean for k, v in effects.items()})
+    assert rows["true_effect_absolute"].to_list() == [effects[f] for f in rows["fact_id"]]
+    acc = attribution_accuracy(result, {"ols": {}}, rng=1).row(0, named=True)
+    assert acc["estimated_share"] == 1.0
+    assert acc["coverage"] >= 0.95 - 3.5 * acc["coverage_mcse"]
