@@ -83,7 +83,7 @@ from cogstats.estimators._linear import (
     sandwich,
     sparse_ols,
 )
-from cogstats.estimators.contrasts import mean_contrasts
+from cogstats.estimators.contrasts import contrast_marginal_effects, mean_contrasts
 from cogstats.estimators.identifiability import (
     DEFAULT_VIF_THRESHOLD,
     covariate_design,
@@ -369,6 +369,37 @@ def _gcv(
     return np.asarray(np.where(n - dof > 0, out, np.inf))
 
 
+def _ridge_solve(
+    xt: np.ndarray, yt: np.ndarray, q: np.ndarray, fixed: float | None, cov: str
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
+    """Solve the ridge on the residualized design; the penalty by GCV unless ``fixed``.
+
+    Returns ``(estimate, std_error, penalty, GCV grid, GCV curve, singular values)``.
+    """
+    n = yt.size
+    u, s, vt = np.linalg.svd(xt, full_matrices=False)
+    rank = int(np.sum(s > (s[0] if s.size else 0.0) * max(xt.shape) * np.finfo(float).eps))
+    u, s, vt = u[:, :rank], s[:rank], vt[:rank]
+    c = u.T @ yt
+    rss_perp = float(yt @ yt - c @ c)
+    col_ss = float(np.mean(np.sum(xt * xt, axis=0))) if xt.shape[1] else 1.0
+    grid = GCV_GRID * col_ss
+    curve = _gcv(s, c, rss_perp, n, q.shape[1], grid)
+    lam = float(grid[int(np.argmin(curve))]) if fixed is None else fixed
+    shrink = s / (s**2 + lam)
+    est = vt.T @ (shrink * c)
+    resid = yt - xt @ est
+    leverage = np.sum(q * q, axis=1) + np.sum(u * u * (s**2 / (s**2 + lam))[None, :], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = resid**2 if cov == "HC0" else (resid / (1.0 - leverage)) ** 2
+    # Var(b) = A diag(w) A' with A = V diag(s / (s^2 + lam)) U'; only its diagonal is needed,
+    # computed through the rank x rank middle matrix U' diag(w) U (A itself is p x n).
+    vd = vt.T * shrink[None, :]
+    middle = (u * w[:, None]).T @ u
+    se = np.sqrt(np.sum((vd @ middle) * vd, axis=1))
+    return est, se, lam, grid, curve, s
+
+
 @register(
     "ridge",
     defaults={"penalty": "gcv", "covariates": (), "cov": "HC3", "confidence_level": 0.95},
@@ -489,26 +520,7 @@ def ridge(
     constant = n > 0 and np.ptp(y) == 0
     # every run the same score: the residualized score is exactly 0 (not rounding noise)
     yt = np.zeros(n) if constant else y - q @ (q.T @ y)
-    u, s, vt = np.linalg.svd(xt, full_matrices=False)
-    rank = int(np.sum(s > (s[0] if s.size else 0.0) * max(xt.shape) * np.finfo(float).eps))
-    u, s, vt = u[:, :rank], s[:rank], vt[:rank]
-    c = u.T @ yt
-    rss_perp = float(yt @ yt - c @ c)
-    col_ss = float(np.mean(np.sum(xt * xt, axis=0))) if keep.any() else 1.0
-    grid = GCV_GRID * col_ss
-    curve = _gcv(s, c, rss_perp, n, q.shape[1], grid)
-    lam = float(grid[int(np.argmin(curve))]) if fixed is None else fixed
-    shrink = s / (s**2 + lam)
-    est = vt.T @ (shrink * c)
-    resid = yt - xt @ est
-    leverage = np.sum(q * q, axis=1) + np.sum(u * u * (s**2 / (s**2 + lam))[None, :], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = resid**2 if cov == "HC0" else (resid / (1.0 - leverage)) ** 2
-    # Var(b) = A diag(w) A' with A = V diag(s / (s^2 + lam)) U'; only its diagonal is needed,
-    # computed through the rank x rank middle matrix U' diag(w) U (A itself is p x n).
-    vd = vt.T * shrink[None, :]
-    middle = (u * w[:, None]).T @ u
-    se = np.sqrt(np.sum((vd @ middle) * vd, axis=1))
+    est, se, lam, grid, curve, s = _ridge_solve(xt, yt, q, fixed, cov)
     lo, hi, p = _normal_inference(est, se, level)
     if constant:
         p = np.ones_like(est)  # an effect known to be exactly 0 (as for lift)
@@ -676,49 +688,6 @@ def _fraclogit_fit(d: _Design, exog: np.ndarray, cov: str) -> tuple[Any, ...]:
     log_odds, log_odds_se = contrast_estimates(params, weights, cov=vcov)
     ame, se = contrast_marginal_effects(exog, params, weights, vcov)
     return fit, vcov, ame, se, log_odds, log_odds_se, caught
-
-
-def contrast_marginal_effects(
-    exog: np.ndarray, params: np.ndarray, weights: np.ndarray, cov: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Average marginal effects of log-odds contrasts in a logit model, with delta-method SEs.
-
-    For a contrast ``delta = w' b`` the effect is ``mean_i l_i * delta`` with ``l_i =
-    mu_i (1 - mu_i)`` the slope of ``expit`` at run ``i``; its gradient with respect to
-    ``b`` is ``mean(l) w + delta * mean_i l_i (1 - 2 mu_i) x_i``, so ``Var = g' cov g``.
-
-    Parameters
-    ----------
-    exog : array
-        ``(n, k)`` design.
-    params : array
-        ``(k,)`` log-odds coefficients.
-    weights : array
-        ``(k, r)``: one contrast per column.
-    cov : array
-        ``(k, k)`` covariance of ``params``.
-
-    Returns
-    -------
-    (ame, se) : two arrays of length ``r``
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> exog = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
-    >>> w = np.array([[0.0], [0.5], [-0.5]])          # (b1 - b2) / 2
-    >>> ame, se = contrast_marginal_effects(exog, np.array([0.0, 1.0, -1.0]), w, np.eye(3))
-    >>> round(float(ame[0]), 6)
-    0.196612
-    """
-    mu = special.expit(exog @ params)
-    slope = mu * (1.0 - mu)
-    delta = weights.T @ params
-    ame = slope.mean() * delta
-    curve = exog.T @ (slope * (1.0 - 2.0 * mu)) / exog.shape[0]
-    grad = slope.mean() * weights + curve[:, None] * delta[None, :]
-    var = np.sum((cov @ grad) * grad, axis=0)
-    return ame, np.sqrt(np.maximum(var, 0.0))
 
 
 @register(
