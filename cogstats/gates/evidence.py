@@ -386,15 +386,9 @@ class EvidenceGate:
         return self._report(ids, n, n_runs, m, result, identifiable)
 
     def _options(self) -> dict[str, Any]:
-        """Return the method's options, asking for absolute effects only.
-
-        A gate judges a lesson's own effect, never one relative to a pool's mean lesson
-        (``mean_contrasts=False`` where the method takes it).
-        """
-        options = dict(self.options)
-        if "mean_contrasts" in get_spec(self.method).defaults:
-            options.setdefault("mean_contrasts", False)
-        return options
+        """Return the method's options, for absolute effects only (no mean contrasts)."""
+        own = "mean_contrasts" in get_spec(self.method).defaults
+        return {**({"mean_contrasts": False} if own else {}), **dict(self.options)}
 
     def _judged(self, n: np.ndarray, n_runs: int) -> np.ndarray:
         """Return the lessons the estimator is asked about: ``min_trials`` trials and a baseline."""
@@ -748,8 +742,6 @@ _WALD_METHODS = ("lift", "welch", "ols", "ridge", "fraclogit", "mixed", "ipw", "
 # ====================================================================== running statistics
 #: the methods whose evidence running sums give (ols with the classical covariance)
 _RUNNING_METHODS = ("lift", "welch", "ols", "confseq")
-
-
 #: relative widening of every interval in the near-tie checks (function rounding)
 _SLACK = 1e-12
 #: relative uncertainty assumed for the streaming OLS estimates and standard errors
