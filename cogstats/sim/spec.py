@@ -52,7 +52,6 @@ own options tune it (they are the paths ``policy.gate.<option>`` and
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 import numbers
@@ -69,6 +68,7 @@ from cogstats._registry import Entry
 from cogstats._toml import Problems, TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
 from cogstats.sim.spec_notes import SpecWarning, slot_warning
+from cogstats.sim.spec_paths import check_same_type, get_path, set_path
 
 __all__ = [
     "DifficultySpec",
@@ -598,7 +598,7 @@ class Scenario:
                 **{k: data["retrieval"].get(k, v) for k, v in defaults.items()},
             }
         for path, value in values.items():
-            _set_path(data, path, value, source)
+            set_path(data, path, value, source)
         return Scenario.from_dict(data, source=source)
 
 
@@ -708,9 +708,9 @@ def spec_from_dict(
                 "a grid axis must be a non-empty list of values", key=f"grid.{path}", source=source
             )
         target = preset_path(scenario, path, source) if scenario.preset else path
-        current = _get_path(base, target, source, key=f"grid.{path}")
+        current = get_path(base, target, source, key=f"grid.{path}")
         for v in values:
-            _check_same_type(current, v, f"grid.{path}", source)
+            check_same_type(current, v, f"grid.{path}", source)
         grid[path] = tuple(values)
     if not isinstance(zip_raw, list) or any(
         not isinstance(g, list) or len(g) < 2 or any(not isinstance(p, str) for p in g)
@@ -1089,74 +1089,3 @@ def _param_name(message: str) -> str | None:
         r"(\w+) must", message
     )
     return m.group(1) if m else None
-
-
-# ---------------------------------------------------------------------- paths
-_SEG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
-
-
-def _walk(data: Any, path: str, source: str | None, key: str) -> tuple[Any, str | int]:
-    parts = path.split(".")
-    node = data
-    for i, part in enumerate(parts):
-        m = _SEG.match(part)
-        if not m:
-            raise SpecError(f"malformed path segment {part!r}", key=key, source=source)
-        name, index = m.group(1), m.group(2)
-        last = i == len(parts) - 1
-        if not isinstance(node, dict) or name not in node:
-            options = sorted(node) if isinstance(node, dict) else []
-            raise SpecError(
-                f"names no parameter of the scenario{suggest(name, options)}"
-                + (f"; at this level: {options}" if options else ""),
-                key=key,
-                source=source,
-            )
-        if index is None:
-            if last:
-                return node, name
-            node = node[name]
-            continue
-        seq = node[name]
-        k = int(index)
-        if not isinstance(seq, list) or k >= len(seq):
-            raise SpecError(f"index {k} is out of range", key=key, source=source)
-        if last:
-            return seq, k
-        node = seq[k]
-    raise SpecError("empty path", key=key, source=source)  # pragma: no cover
-
-
-def _get_path(data: Any, path: str, source: str | None, key: str | None = None) -> Any:
-    node, leaf = _walk(data, path, source, key or path)
-    return node[leaf]
-
-
-def _set_path(data: Any, path: str, value: Any, source: str | None) -> None:
-    node, leaf = _walk(data, path, source, f"grid.{path}")
-    node[leaf] = copy.deepcopy(value)
-
-
-def _check_same_type(current: Any, value: Any, key: str, source: str | None) -> None:
-    def kind(v: Any) -> str:
-        if isinstance(v, bool):
-            return "boolean"
-        if isinstance(v, numbers.Real):
-            return "number"
-        if isinstance(v, str):
-            return "string"
-        if isinstance(v, list):
-            return "array"
-        if isinstance(v, dict):
-            return "table"
-        return type(v).__name__
-
-    if current is None:
-        return
-    if kind(current) != kind(value):
-        raise SpecError(
-            f"value {value!r} is a {kind(value)} but the scenario's value {current!r} is a "
-            f"{kind(current)}",
-            key=key,
-            source=source,
-        )
