@@ -176,6 +176,11 @@ def fast_support(s: Scenario) -> str | None:
     >>> fast_support(s)  # doctest: +ELLIPSIS
     "the compiled engine's evidence gate does not cover method 'ols' ..."
     """
+    if not s.additive:
+        return (
+            "the compiled engine does not cover a non-additive store yet (paraphrase groups, "
+            "interactions, effects by family, changes of effect)"
+        )
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
@@ -494,7 +499,7 @@ def simulate(
         u = draw_uniforms(seed, start, n, lay)
         prep = prepare(scenario, lessons, u, lay)
         raw = runner(scenario, lessons, prep)
-        metrics.append(replicate_metrics(raw, lessons, prep.effects, start))
+        metrics.append(replicate_metrics(raw, lessons, prep.effects, start, prep.world))
         outcomes.add(raw, prep.effects, start)
         if keep_runs:
             runs_frames.append(run_frame(scenario, lessons, prep, raw, start))

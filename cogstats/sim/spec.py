@@ -15,9 +15,13 @@ TOML layout (every table optional except ``runs``)::
     seed = 20261130           # SimulationSpec only
     record_empty_runs = true
 
-    [[lessons.listed]]        # id, effect, kind, arrives_at_run, applies_to
-    [[lessons.streams]]       # kind, per_run, from_run, to_run, effect, applies_to
+    [lessons]                 # ids ("ordered" or "shuffled"), id_seed
+    [[lessons.listed]]        # id, effect, kind, arrives_at_run, applies_to, group,
+                              # effect_by_family, changes
+    [[lessons.streams]]       # kind, per_run, from_run, to_run, effect, applies_to,
+                              # paraphrase_prob, effect_by_family
     [[lessons.poison]]        # after_run, count, effect
+    [[interactions]]          # lessons, effect
     [difficulty]              # model, sd, ar, proxy_corr, families, regimes
     [score]                   # base, noise_sd, link, saturation, poison_damping
     [retrieval]               # policy (a registry name or "pkg.mod:Class") and its options
@@ -28,6 +32,10 @@ TOML layout (every table optional except ``runs``)::
     [policy.retrieval]        #   the preset's own options, tuned
     [policy.gate]
     [grid]                    # SimulationSpec only: "dotted.path" = [values]
+
+docs/scenarios.md lists every key with its type, default and meaning; the keys of a
+non-additive store (paraphrase groups, interactions, effects by task family, changes of
+effect) are read by :mod:`cogstats.sim.spec_world`.
 
 A listed lesson's ``kind`` (``genuine``, ``neutral``, ``poison``) says how its decisions
 are scored (evicting a genuine lesson is a false eviction, evicting a poison a catch).
@@ -59,7 +67,7 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -69,6 +77,20 @@ from cogstats._toml import Problems, TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
 from cogstats.sim.spec_notes import SpecWarning, slot_warning
 from cogstats.sim.spec_paths import check_same_type, get_path, set_path
+from cogstats.sim.spec_world import (
+    ID_MODES,
+    LISTED_KEYS,
+    STREAM_KEYS,
+    EffectChange,
+    Interaction,
+    listed_family_value,
+    listed_table,
+    parse_changes,
+    parse_family_effects,
+    parse_interaction,
+    stream_table,
+    world_problems,
+)
 
 __all__ = [
     "DifficultySpec",
@@ -164,6 +186,11 @@ class EffectDist:
 class ListedLesson:
     """One named lesson with a fixed true effect.
 
+    ``group`` names a paraphrase group (its members share one benefit: the largest
+    effect among those in the prompt, counted once); ``effect_by_family`` gives the
+    effect in named task families (the others take ``effect``); ``changes`` replace the
+    effect some runs after the lesson's arrival (:class:`EffectChange`).
+
     Without a ``kind`` in the spec, a lesson with a negative effect is a ``poison`` (its
     eviction is a catch, not a false eviction) and any other a ``genuine`` lesson; the
     rule applies per grid cell (``kind_given`` False: the kind follows the cell's effect).
@@ -176,11 +203,20 @@ class ListedLesson:
     arrives_at_run: int = 1
     applies_to: str | None = None
     kind_given: bool = field(default=True, compare=False, repr=False)
+    group: str | None = None
+    effect_by_family: tuple[tuple[str, float], ...] = ()
+    changes: tuple[EffectChange, ...] = ()
 
 
 @dataclass(frozen=True)
 class LessonStream:
-    """``per_run`` new candidates at every run from ``from_run`` to ``to_run`` (arrival runs)."""
+    """``per_run`` new candidates at every run from ``from_run`` to ``to_run`` (arrival runs).
+
+    With ``paraphrase_prob`` p, each new lesson is, with probability p, a paraphrase of
+    a random earlier lesson of its kind (it joins that lesson's group); with
+    ``effect_by_family``, its effect in a named task family is drawn from that family's
+    distribution (the others take ``effect``).
+    """
 
     kind: str
     per_run: int
@@ -188,6 +224,8 @@ class LessonStream:
     to_run: int
     effect: EffectDist
     applies_to: tuple[str, ...] = ()
+    paraphrase_prob: float = 0.0
+    effect_by_family: tuple[tuple[str, EffectDist], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -365,6 +403,25 @@ class Scenario:
     gate: GateSpec = GateSpec()
     record_empty_runs: bool = True
     preset: str | None = None
+    interactions: tuple[Interaction, ...] = ()
+    ids: str = "ordered"
+    id_seed: int = 0
+
+    @property
+    def additive(self) -> bool:
+        """Whether every lesson's effect adds up alone (no key of a non-additive store).
+
+        Examples
+        --------
+        >>> s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0}]}})
+        >>> s.additive
+        True
+        """
+        return not (
+            self.interactions
+            or any(x.group or x.effect_by_family or x.changes for x in self.listed)
+            or any(x.paraphrase_prob > 0 or x.effect_by_family for x in self.streams)
+        )
 
     @property
     def n_lessons(self) -> int:
@@ -400,8 +457,14 @@ class Scenario:
         listed = _each(problems, lessons, "listed", lambda t: _parse_listed(t, horizon))
         streams = _each(problems, lessons, "streams", lambda t: _parse_stream(t, horizon))
         poison = _each(problems, lessons, "poison", lambda t: _parse_poison(t, horizon))
+        ids_mode, id_seed = "ordered", 0
         with problems.catch():
-            lessons.done(("listed", "streams", "poison"))
+            ids_mode = lessons.choice("ids", "ordered", ID_MODES)
+        with problems.catch():
+            id_seed = _req(lessons.integer("id_seed", 0, minimum=0))
+        with problems.catch():
+            lessons.done(("listed", "streams", "poison", "ids", "id_seed"))
+        interactions = _each(problems, r, "interactions", parse_interaction)
         ids = [les.id for les in listed]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -430,6 +493,8 @@ class Scenario:
                             f"got {bad[0]!r}",
                         )
                     )
+            for error in world_problems(listed, streams, interactions, fam_names, source):
+                problems.add(error)
         score: ScoreSpec | None = None
         with problems.catch():
             score = _parse_score(r.table("score"))
@@ -458,6 +523,7 @@ class Scenario:
                     "retrieval",
                     "gate",
                     "policy",
+                    "interactions",
                 )
             )
         problems.check()
@@ -476,6 +542,9 @@ class Scenario:
             gate=gate,
             record_empty_runs=record_empty,
             preset=preset,
+            interactions=interactions,
+            ids=ids_mode,
+            id_seed=id_seed,
         )
         if scenario.n_lessons == 0:
             raise SpecError("the scenario has no lessons", key="lessons", source=source)
@@ -497,24 +566,19 @@ class Scenario:
         }
         lessons: dict[str, Any] = {}
         if self.listed:
-            lessons["listed"] = [
-                keep(
-                    {
-                        k: v
-                        for k, v in asdict(x).items()
-                        if k != "kind_given" and (k != "kind" or x.kind_given)
-                    }
-                )
-                for x in self.listed
-            ]
+            lessons["listed"] = [listed_table(x, full) for x in self.listed]
         if self.streams:
-            lessons["streams"] = [
-                keep({**asdict(s), "effect": s.effect.to_toml(), "applies_to": list(s.applies_to)})
-                for s in self.streams
-            ]
+            lessons["streams"] = [stream_table(s, full) for s in self.streams]
         if self.poison:
             lessons["poison"] = [{**asdict(p), "effect": p.effect.to_toml()} for p in self.poison]
+        if full or self.ids != "ordered" or self.id_seed:
+            lessons["ids"] = self.ids
+            lessons["id_seed"] = self.id_seed
         d["lessons"] = lessons
+        if full or self.interactions:
+            d["interactions"] = [
+                {"lessons": list(x.lessons), "effect": x.effect} for x in self.interactions
+            ]
         diff = keep(asdict(self.difficulty))
         diff["families"] = [asdict(f) for f in self.difficulty.families]
         diff["regimes"] = [asdict(g) for g in self.difficulty.regimes]
@@ -786,10 +850,15 @@ def _parse_listed(r: _Reader, runs: int) -> ListedLesson:
         arrives_at_run=_req(r.integer("arrives_at_run", 1, minimum=1)),
         applies_to=r.string("applies_to"),
         kind_given=given,
+        group=r.string("group"),
+        effect_by_family=parse_family_effects(
+            r, lambda raw, key: listed_family_value(raw, key, r.source)
+        ),
     )
     if les.arrives_at_run > runs:
         raise r.error("arrives_at_run", f"must be <= runs ({runs}); got {les.arrives_at_run}")
-    r.done(("id", "effect", "kind", "arrives_at_run", "applies_to"))
+    les = replace(les, changes=parse_changes(r, les.arrives_at_run, runs))
+    r.done(LISTED_KEYS)
     return les
 
 
@@ -808,12 +877,16 @@ def _parse_stream(r: _Reader, runs: int) -> LessonStream:
         to_run=_req(r.integer("to_run", minimum=1)),
         effect=EffectDist.parse(r.get("effect"), r.key("effect"), r.source),
         applies_to=tuple(applies),
+        paraphrase_prob=_req(r.number("paraphrase_prob", 0.0, minimum=0.0, maximum=1.0)),
+        effect_by_family=parse_family_effects(
+            r, lambda raw, key: EffectDist.parse(raw, key, r.source)
+        ),
     )
     if st.to_run < st.from_run:
         raise r.error("to_run", f"must be >= from_run ({st.from_run}); got {st.to_run}")
     if st.to_run > runs:
         raise r.error("to_run", f"must be <= runs ({runs}); got {st.to_run}")
-    r.done(("kind", "per_run", "from_run", "to_run", "effect", "applies_to"))
+    r.done(STREAM_KEYS)
     return st
 
 
