@@ -454,8 +454,13 @@ class Scenario:
         with problems.catch():
             record_empty = r.boolean("record_empty_runs", True)
         lessons = r.table("lessons")
-        listed = _each(problems, lessons, "listed", lambda t: _parse_listed(t, horizon))
-        streams = _each(problems, lessons, "streams", lambda t: _parse_stream(t, horizon))
+        at: dict[str, list[int]] = {"listed": [], "streams": [], "interactions": []}
+        listed = _each(
+            problems, lessons, "listed", lambda t: _parse_listed(t, horizon), at["listed"]
+        )
+        streams = _each(
+            problems, lessons, "streams", lambda t: _parse_stream(t, horizon), at["streams"]
+        )
         poison = _each(problems, lessons, "poison", lambda t: _parse_poison(t, horizon))
         ids_mode, id_seed = "ordered", 0
         with problems.catch():
@@ -464,7 +469,7 @@ class Scenario:
             id_seed = _req(lessons.integer("id_seed", 0, minimum=0))
         with problems.catch():
             lessons.done(("listed", "streams", "poison", "ids", "id_seed"))
-        interactions = _each(problems, r, "interactions", parse_interaction)
+        interactions = _each(problems, r, "interactions", parse_interaction, at["interactions"])
         ids = [les.id for les in listed]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -474,7 +479,7 @@ class Scenario:
             difficulty = _parse_difficulty(r.table("difficulty"), horizon)
         if difficulty is not None:
             fam_names = {f.name for f in difficulty.families}
-            for k, les in enumerate(listed):
+            for k, les in zip(at["listed"], listed, strict=True):
                 if les.applies_to is not None and les.applies_to not in fam_names:
                     problems.add(
                         lessons.error(
@@ -483,7 +488,7 @@ class Scenario:
                             f"{les.applies_to!r}",
                         )
                     )
-            for k, st in enumerate(streams):
+            for k, st in zip(at["streams"], streams, strict=True):
                 bad = [a for a in st.applies_to if a not in fam_names]
                 if bad:
                     problems.add(
@@ -493,7 +498,15 @@ class Scenario:
                             f"got {bad[0]!r}",
                         )
                     )
-            for error in world_problems(listed, streams, interactions, fam_names, source):
+            placed = {
+                name: tuple(zip(at[name], items, strict=True))
+                for name, items in (
+                    ("listed", listed),
+                    ("streams", streams),
+                    ("interactions", interactions),
+                )
+            }
+            for error in world_problems(placed, fam_names, source):
                 problems.add(error)
         score: ScoreSpec | None = None
         with problems.catch():
@@ -821,16 +834,26 @@ def _req(value: Any) -> Any:
 
 
 def _each(
-    problems: Problems, table: _Reader, name: str, parse: Callable[[_Reader], Any]
+    problems: Problems,
+    table: _Reader,
+    name: str,
+    parse: Callable[[_Reader], Any],
+    positions: list[int] | None = None,
 ) -> tuple[Any, ...]:
-    """Parse every entry of a list of tables, collecting each entry's error."""
+    """Parse every entry of a list of tables, collecting each entry's error.
+
+    ``positions`` receives the index in the list of each entry parsed (the entries with
+    an error are left out of the result).
+    """
     out = []
     entries: list[_Reader] = []
     with problems.catch():
         entries = table.table_list(name)
-    for t in entries:
+    for k, t in enumerate(entries):
         with problems.catch():
             out.append(parse(t))
+            if positions is not None:
+                positions.append(k)
     return tuple(out)
 
 

@@ -147,23 +147,29 @@ def parse_interaction(r: TomlTable) -> Interaction:
 
 
 def world_problems(
-    listed: Sequence[Any],
-    streams: Sequence[Any],
-    interactions: Sequence[Interaction],
+    placed: Mapping[str, Sequence[tuple[int, Any]]],
     families: Collection[str],
     source: str | None,
 ) -> list[SpecError]:
     """Return the errors across the scenario's world keys (empty when it is consistent).
 
-    Family names of ``effect_by_family`` must be families of ``[difficulty]``; an
-    interaction names listed lessons, none of them in a paraphrase ``group`` (a group's
-    value is its best member's, an interaction's members count alone), and at most
+    ``placed`` holds the parsed ``listed`` lessons, ``streams`` and ``interactions``,
+    each with its index in the spec (for the error's key).  Family names of
+    ``effect_by_family`` must be families of ``[difficulty]``; an interaction names
+    listed lessons, none of them in a paraphrase ``group`` (a group's value is its best
+    member's, an interaction's members count alone), and at most
     :data:`MAX_INTERACTION_LESSONS` distinct ones over all interactions.
+
+    Examples
+    --------
+    >>> inter = Interaction(("a", "zz"), -0.1)
+    >>> [e.key for e in world_problems({"interactions": [(2, inter)]}, [], "s.toml")]
+    ['interactions[2].lessons']
     """
     out: list[SpecError] = []
     fams = sorted(families)
-    for kind, entries in (("listed", listed), ("streams", streams)):
-        for k, item in enumerate(entries):
+    for kind in ("listed", "streams"):
+        for k, item in placed.get(kind, ()):
             bad = [name for name, _ in item.effect_by_family if name not in families]
             if bad:
                 out.append(
@@ -175,9 +181,9 @@ def world_problems(
                         source=source,
                     )
                 )
-    ids = {les.id: les for les in listed}
+    ids = {les.id: les for _, les in placed.get("listed", ())}
     seen: set[str] = set()
-    for k, inter in enumerate(interactions):
+    for k, inter in placed.get("interactions", ()):
         key = f"interactions[{k}].lessons"
         missing = [name for name in inter.lessons if name not in ids]
         if missing:
