@@ -620,3 +620,76 @@ def test_world_metrics_keep_the_group_when_one_member_stays() -> None:
     assert out["group_lost_rate"].tolist() == [0.0]
     assert out["helpful_lost_rate"].tolist() == [0.0]
     assert out["harmful_pair_runs"].tolist() == [0.0]
+
+
+# ---------------------------------------------------------------------- docs and specs
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def _keys(node: Any, out: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _keys(v, out)
+    return out
+
+
+def test_docs_list_every_key_of_a_spec() -> None:
+    """docs/scenarios.md names every key a full scenario has (the parts' options aside)."""
+    import tomllib
+
+    doc = (ROOT / "docs" / "scenarios.md").read_text()
+    example = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    data = tomllib.loads(example)
+    spec = spec_from_dict(data)  # the page's example is a valid spec
+    full = spec.scenario.to_dict(full=True)
+    full["lessons"]["poison"][0]["effect"] = 0.0
+    for part in ("retrieval", "gate"):
+        full[part] = {
+            k: v
+            for k, v in full[part].items()
+            if k in ("policy", "type", "every", "from_run", "recheck_verified")
+        }
+    full.pop("policy")
+    keys = _keys(full, set()) | {
+        "replicates",
+        "seed",
+        "grid",
+        "zip",
+        "dist",
+        "value",
+        "low",
+        "high",
+        "mean",
+        "sd",
+        "values",
+        "preset",
+    }
+    keys -= {"code", "web"}  # family names of the example
+    import re
+
+    missing = sorted(k for k in keys if not re.search(r"[`\[.{]" + k + r"[`\]. =,]", doc))
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    "name", ["paraphrases", "conflicts", "families", "drift", "ceiling", "mix"]
+)
+def test_committed_real_store_specs(name: str) -> None:
+    from cogstats.sim import load_spec
+
+    spec = load_spec(ROOT / "simulations" / "real_stores" / f"{name}.toml")
+    s = spec.scenario
+    s2 = load_spec(ROOT / "simulations" / "poison_crater.toml").scenario
+    assert spec.replicates >= 200 and s.runs == s2.runs and s.ids == "shuffled"
+    assert s.retrieval.max_facts == s2.retrieval.max_facts
+    assert s.additive == (name == "ceiling")
+    lessons = scenario_lessons(s)
+    # no name order follows the kinds: some poison sorts before some genuine lesson
+    poisons = [i for i, k in zip(lessons.ids, lessons.kind, strict=True) if k == KIND_POISON]
+    genuine = [i for i, k in zip(lessons.ids, lessons.kind, strict=True) if k == KIND_GENUINE]
+    assert min(poisons) < max(genuine) and max(poisons) > min(genuine)
+    assert Scenario.from_dict(s.to_dict()) == s
