@@ -393,7 +393,10 @@ def _covariate_array(s: Scenario, prep: Prepared, ncov: int) -> np.ndarray:
 def _bytes_per_replicate(s: Scenario) -> int:
     lay = layout(s)
     width = lay.pool + s.retrieval.max_facts
-    return 8 * (2 * lay.size + s.runs * (s.retrieval.max_facts + 2 * width + 8) + 8 * s.n_lessons)
+    world = 0 if s.additive else s.n_lessons * (s.runs + len(s.difficulty.families) + 2)
+    return 8 * (
+        2 * lay.size + s.runs * (s.retrieval.max_facts + 2 * width + 8) + 8 * s.n_lessons + world
+    )
 
 
 def simulate(
