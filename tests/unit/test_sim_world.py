@@ -693,3 +693,21 @@ def test_committed_real_store_specs(name: str) -> None:
     genuine = [i for i, k in zip(lessons.ids, lessons.kind, strict=True) if k == KIND_GENUINE]
     assert min(poisons) < max(genuine) and max(poisons) > min(genuine)
     assert Scenario.from_dict(s.to_dict()) == s
+
+
+def test_the_lesson_table_says_what_the_store_adds() -> None:
+    from cogstats.sim.spec_notes import lesson_table
+
+    table = lesson_table(_world())
+    notes = dict(zip(table["lessons"], table["store"], strict=True))
+    assert notes["a1"] == "group cite"
+    assert notes["c3"] == "with d4: -0.15"
+    assert notes["e5"] == "code: 0.08; web: -0.12"
+    assert notes["f6"] == "after 6 runs: -0.15"
+    assert notes["1 a run (7)"] == "paraphrases 50%; web: uniform(-0.05, 0)"
+    assert (
+        "store"
+        not in lesson_table(
+            Scenario.from_dict({"runs": 3, "lessons": {"listed": [{"id": "a", "effect": 0.1}]}})
+        ).columns
+    )
