@@ -79,6 +79,14 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
 
+def _injection_counts(raw: Any, n_les: int) -> np.ndarray:
+    """Return (n, L) the runs in which each lesson was in the prompt."""
+    n = raw.inj.shape[0]
+    in_prompt = np.arange(raw.inj.shape[2])[None, None, :] < raw.ninj[:, :, None]
+    cell = np.arange(n, dtype=np.int64)[:, None, None] * n_les + raw.inj
+    return np.bincount(cell[in_prompt], minlength=n * n_les).reshape(n, n_les)
+
+
 def _injections(raw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (replicate, run index from 0, lesson) of every injection of the chunk."""
     rep_idx, run_idx, slot = np.nonzero(raw.inj >= 0)
@@ -131,9 +139,7 @@ def world_metrics(
         "regret_runs_1_10": gap[:, :split].mean(axis=1),
         "regret_runs_11_end": gap[:, split:].mean(axis=1) if runs > split else np.full(n, np.nan),
     }
-    rep_idx, run_idx, les_idx = _injections(raw)
-    count = np.zeros((n, n_les), dtype=np.int64)
-    np.add.at(count, (rep_idx, les_idx), 1)
+    count = _injection_counts(raw, n_les)
     arrived = np.broadcast_to((arrival <= runs)[None, :], (n, n_les))
     poison = np.broadcast_to((kind == KIND_POISON)[None, :], (n, n_les)) & arrived
     out["poison_injected_5plus"] = _ratio(
@@ -154,6 +160,7 @@ def world_metrics(
     )
     if wt is None or draws is None:
         return out
+    rep_idx, run_idx, les_idx = _injections(raw)
     lost = np.isin(final, _LOST) & arrived
     out.update(_group_metrics(draws.group, value_end, arrived, lost, helpful_effect))
     out.update(_conviction(raw, wt, draws))
