@@ -58,8 +58,8 @@ _GATE_FLAGS = (
 def _emit(
     frame: pl.DataFrame, fmt: str, title: str | None = None, *, raw_csv: bool = False
 ) -> None:
-    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats._csv)
-        from cogstats._csv import write_csv
+    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats.ledger.write_csv)
+        from cogstats.ledger import write_csv
 
         sys.stdout.write(write_csv(flat_frame(frame), raw=raw_csv))
     elif fmt == "json":

@@ -558,7 +558,7 @@ class LedgerAudit:
         ``-``, ``@``, a tab or a carriage return get a leading ``'`` there, so that a
         spreadsheet shows them instead of running them (``raw_csv=True``: as they are).
         """
-        from cogstats._csv import write_csv
+        from cogstats.ledger import write_csv
 
         if directory == "" or directory is None:
             return []

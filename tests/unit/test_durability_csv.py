@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from cogstats import Ledger
-from cogstats._csv import FORMULA_STARTS, write_csv
 from cogstats.cli import main
+from cogstats.ledger import FORMULA_STARTS, write_csv
 
 HOSTILE = ["=HYPERLINK(1)", "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd", "plain"]
 

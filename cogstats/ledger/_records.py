@@ -5,8 +5,6 @@
 covariates)`` or raises a :class:`~cogstats._validation.LedgerError` naming the row and
 the field.  :func:`value_kind` and :func:`column_kind` name a covariate's type (one column
 holds one type); :func:`warn_repeated` is the warning for a run that lists a lesson twice.
-Split out of ``ledger.py`` (one module per idea: the ledger stores and answers, this
-module checks).
 
 Reading a large file validates millions of runs that mostly list the same few thousand
 lesson ids; ``validate_record(..., ids=cache)`` checks each distinct id once and returns
@@ -23,9 +21,8 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cogstats import _ledger_io
-from cogstats._ledger_io import REQUIRED_COLUMNS
 from cogstats._validation import LedgerError, LedgerWarning
+from cogstats.ledger._read import REQUIRED_COLUMNS, guess_source
 
 __all__ = ["column_kind", "validate_record", "value_kind", "warn_repeated"]
 
@@ -267,7 +264,7 @@ def _validate_id_list(
 
 def _map_hint(name: str, keys: list[str]) -> str:
     """' ...map it: columns={...} or --column ...' for a field a file's record lacks."""
-    guess = _ledger_io.guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
+    guess = guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
     if guess is None:
         return ""
     return (

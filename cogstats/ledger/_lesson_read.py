@@ -3,8 +3,7 @@
 Private: :meth:`cogstats.Ledger.read_lessons` is the door.  A lesson table file becomes a
 polars frame and its 1-based row numbers; :func:`cogstats.lessons.lesson_table` validates
 it.  The file-level checks (encoding, header, delimiter, the CSV list-cell rule table) are
-the ledger reader's (:mod:`cogstats._ledger_io`).  Split out of ``_ledger_io.py`` (one
-module per idea: run ledgers there, lesson tables here).
+the ledger reader's (:mod:`cogstats.ledger._read`).
 """
 
 from __future__ import annotations
@@ -18,8 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from cogstats._json import JsonLimitError, _DuplicateKey, load_json
-from cogstats._ledger_io import (
+from cogstats._validation import LedgerError
+from cogstats.ledger._json import JsonLimitError, _DuplicateKey, load_json
+from cogstats.ledger._read import (
     _CsvRows,
     _jsonl_records,
     _rename_records,
@@ -30,7 +30,6 @@ from cogstats._ledger_io import (
     sniff_delimiter,
     split_list_cell,
 )
-from cogstats._validation import LedgerError
 
 #: Columns of a lesson table file whose CSV cells hold lists of lesson ids.
 LESSON_LIST_COLUMNS = ("consolidated_from", "supersedes")

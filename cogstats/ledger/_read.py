@@ -51,7 +51,8 @@ from typing import Any, Literal
 
 import polars as pl
 
-from cogstats._json import (
+from cogstats._validation import LedgerError, ParameterError, check_choice
+from cogstats.ledger._json import (
     MAX_INT_DIGITS,
     JsonLimitError,
     _DuplicateKey,
@@ -59,7 +60,6 @@ from cogstats._json import (
     load_json,
     parse_json_record,
 )
-from cogstats._validation import LedgerError, ParameterError, check_choice
 
 REQUIRED_COLUMNS = ("run_id", "score", "fact_ids")
 #: Optional list columns holding the logged injection propensities of a run: for every
