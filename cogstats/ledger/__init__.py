@@ -31,6 +31,13 @@ Ledger(runs=1, facts=1, covariates=[])
 
 from __future__ import annotations
 
+from cogstats.ledger._columns import (
+    FORMATS,
+    PROPENSITY_COLUMNS,
+    REQUIRED_COLUMNS,
+    LedgerFormat,
+    check_columns,
+)
 from cogstats.ledger._json import (
     MAX_INT_DIGITS,
     MAX_JSON_DEPTH,
@@ -41,13 +48,6 @@ from cogstats.ledger._json import (
 )
 from cogstats.ledger._ledger import Baseline, InclusionDesign, Ledger
 from cogstats.ledger._lessons import LINEAGE_COLUMNS, lesson_table, live_lessons
-from cogstats.ledger._read import (
-    FORMATS,
-    PROPENSITY_COLUMNS,
-    REQUIRED_COLUMNS,
-    LedgerFormat,
-    check_columns,
-)
 from cogstats.ledger._records import column_kind, validate_record, value_kind, warn_repeated
 from cogstats.ledger._safe_csv import FORMULA_STARTS, neutralise, neutralise_text, write_csv
 

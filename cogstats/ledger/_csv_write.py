@@ -1,6 +1,6 @@
 """Writing a ledger as CSV text that reads back exactly (:meth:`cogstats.Ledger.write`).
 
-Private: the writer half of :mod:`cogstats.ledger._read`, whose readers (the list-cell rule
+Private: the writer half of :mod:`cogstats.ledger._cells`, whose readers (the list-cell rule
 table, covariate type inference) decide what a cell reads back as; every cell written is
 checked against them.
 """
@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cogstats._validation import LedgerError
-from cogstats.ledger._read import PROPENSITY_COLUMNS, infer_csv_column, split_list_cell
+from cogstats.ledger._cells import infer_csv_column, split_list_cell
+from cogstats.ledger._columns import PROPENSITY_COLUMNS
 
 __all__ = ["csv_text"]
 

@@ -30,9 +30,9 @@ import polars as pl
 
 from cogstats._results import frame_text
 from cogstats._validation import LedgerError, ParameterError
-from cogstats.ledger import _csv_write, _lesson_read, _read
+from cogstats.ledger import _columns, _csv_write, _lesson_read, _read
+from cogstats.ledger._columns import REQUIRED_COLUMNS, LedgerFormat
 from cogstats.ledger._lessons import lesson_table
-from cogstats.ledger._read import REQUIRED_COLUMNS, LedgerFormat
 from cogstats.ledger._records import column_kind, validate_record, value_kind, warn_repeated
 from cogstats.stats import groups as lesson_groups
 
@@ -174,7 +174,7 @@ class Ledger:
             raise ParameterError(f"frame must be a polars DataFrame; got {type(frame).__name__}")
         missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
         if missing:
-            raise _read.missing_columns_error(missing, frame.columns, source, {})
+            raise _columns.missing_columns_error(missing, frame.columns, source, {})
         ledger = cls()
         ledger._extend(frame.iter_rows(named=True), source=source, fact_ids_required=True)
         return ledger
@@ -292,9 +292,9 @@ class Ledger:
         (('1', '2'), ('a', 'b'))
         """
         path = Path(path)
-        fmt, implied = _read.resolve_format(path, format)
-        mapping = _read.check_columns(columns)
-        delim = _read.check_delimiter(delimiter, fmt)
+        fmt, implied = _columns.resolve_format(path, format)
+        mapping = _columns.check_columns(columns)
+        delim = _columns.check_delimiter(delimiter, fmt)
         if not path.exists():
             raise FileNotFoundError(f"ledger file not found: {path}")
         if path.is_dir():
@@ -380,9 +380,9 @@ class Ledger:
         [('P1', 'evicted', None), ('P2', 'candidate', ['P1']), ('L1', None, None)]
         """
         path = Path(path)
-        fmt, implied = _read.resolve_format(path, format)
-        mapping = _read.check_columns(columns)
-        delim = _read.check_delimiter(delimiter, fmt)
+        fmt, implied = _columns.resolve_format(path, format)
+        mapping = _columns.check_columns(columns)
+        delim = _columns.check_delimiter(delimiter, fmt)
         if not path.exists():
             raise FileNotFoundError(f"lesson table file not found: {path}")
         if path.is_dir():
@@ -423,7 +423,7 @@ class Ledger:
         ('a b; c',)
         """
         path = Path(path)
-        fmt, implied = _read.resolve_format(path, format)
+        fmt, implied = _columns.resolve_format(path, format)
         text: str
         if fmt == "parquet":
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,18 +17,11 @@ from typing import Any
 import polars as pl
 
 from cogstats._validation import LedgerError
-from cogstats.ledger._json import JsonLimitError, _DuplicateKey, load_json
-from cogstats.ledger._read import (
-    _CsvRows,
-    _jsonl_records,
-    _rename_records,
-    check_excel_sep,
-    decode,
-    infer_csv_column,
-    rename_plan,
-    sniff_delimiter,
-    split_list_cell,
-)
+from cogstats.ledger._cells import infer_csv_column, split_list_cell
+from cogstats.ledger._columns import rename_plan
+from cogstats.ledger._csv_read import CsvRows, check_excel_sep, sniff_delimiter
+from cogstats.ledger._files import decode
+from cogstats.ledger._read import json_document, jsonl_records, rename_records
 
 #: Columns of a lesson table file whose CSV cells hold lists of lesson ids.
 LESSON_LIST_COLUMNS = ("consolidated_from", "supersedes")
@@ -62,7 +54,7 @@ def read_lesson_frame(
     if fmt == "csv":
         records, rows = _lesson_csv_records(text, src, delimiter, mapping)
     elif fmt == "jsonl":
-        listed, line_numbers, _ = _jsonl_records(text, src, mapping)
+        listed, line_numbers, _ = jsonl_records(text, src, mapping)
         records, rows = list(listed), list(line_numbers)
     else:
         records, rows = _lesson_json_records(text, src, mapping)
@@ -124,7 +116,7 @@ def _lesson_csv_records(
     check_excel_sep(text, src)
     delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
-    rows_of = _CsvRows(reader, src)
+    rows_of = CsvRows(reader, src)
     it = iter(rows_of)
     header: list[str] = []
     at = 0
@@ -178,20 +170,7 @@ def _lesson_csv_records(
 def _lesson_json_records(
     text: str, src: str, mapping: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[int]]:
-    try:
-        doc = load_json(text)
-    except JsonLimitError as exc:
-        raise LedgerError(exc.message, field=exc.key, source=src) from None
-    except json.JSONDecodeError as exc:
-        raise LedgerError(
-            f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src
-        ) from None
-    except _DuplicateKey as exc:
-        raise LedgerError(
-            "a key appears twice in one JSON object; which one counts is ambiguous",
-            field=exc.key,
-            source=src,
-        ) from None
+    doc = json_document(text, src)
     if isinstance(doc, dict) and "lessons" in doc:
         doc = doc["lessons"]
     if not isinstance(doc, list) or not all(isinstance(rec, dict) for rec in doc):
@@ -199,4 +178,4 @@ def _lesson_json_records(
             "a JSON lesson table must be a list of lesson objects or {'lessons': [...]}",
             source=src,
         )
-    return _rename_records(doc, src, mapping), list(range(1, len(doc) + 1))
+    return rename_records(doc, src, mapping), list(range(1, len(doc) + 1))

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cogstats._validation import LedgerError, LedgerWarning
-from cogstats.ledger._read import REQUIRED_COLUMNS, guess_source
+from cogstats.ledger._columns import REQUIRED_COLUMNS, guess_source
 
 __all__ = ["column_kind", "validate_record", "value_kind", "warn_repeated"]
 

@@ -21,7 +21,7 @@ import pytest
 
 from cogstats import Ledger
 from cogstats._validation import LedgerError, LedgerWarning
-from cogstats.ledger import _read as ledger_read
+from cogstats.ledger import _files as ledger_files
 from cogstats.ledger import load_json, parse_json_record
 
 N_RUNS = 20_000
@@ -63,7 +63,7 @@ def test_a_read_holds_the_ledger_and_little_else(
 ) -> None:
     # the checking pass reads fixed 4 MB chunks, as large as this whole test file: made
     # small here, as they are against a 200 MB ledger
-    monkeypatch.setattr(ledger_read, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(ledger_files, "CHUNK_BYTES", 1 << 16)
     runs = _runs(N_RUNS)
     path = tmp_path / f"runs{suffix}"
     Ledger.from_records(runs).write(path)

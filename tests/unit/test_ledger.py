@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cogstats import Ledger
 from cogstats._validation import LedgerError, LedgerWarning, ParameterError
-from cogstats.ledger._read import split_list_cell
+from cogstats.ledger._cells import split_list_cell
 
 RECORDS = [
     {"run_id": "r1", "score": 0.9, "fact_ids": ["a", "b"], "difficulty": 0.1, "family": "x"},

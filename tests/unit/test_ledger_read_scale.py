@@ -18,7 +18,7 @@ import pytest
 
 from cogstats import Ledger
 from cogstats._validation import LedgerError, LedgerWarning, ParameterError
-from cogstats.ledger import _read as io_module
+from cogstats.ledger import _csv_read as io_module
 
 CELLS = [
     "1",
