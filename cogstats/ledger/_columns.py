@@ -10,6 +10,7 @@ the mapping that would fix it.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -74,7 +75,38 @@ def resolve_format(path: Path, fmt: str | None) -> tuple[str, str | None]:
 
 
 def check_columns(columns: Any) -> dict[str, str]:
-    """Validate a column mapping (ledger name -> the file's name); returns a plain dict."""
+    """Validate a column mapping ``{ledger name: the file's name}``; return it as a dict.
+
+    The one check of a mapping's shape, whoever takes one (:meth:`Ledger.read`,
+    :meth:`Ledger.read_lessons`, the command line's ``--column``, the reports'
+    ``columns``): keys and values are non-empty strings, and no two names map onto one
+    column of the file.  Whether the file has the columns is checked when it is read.
+
+    Parameters
+    ----------
+    columns : mapping of str to str, or None
+        ``None`` is no mapping (``{}``).
+
+    Returns
+    -------
+    dict of str to str
+
+    Raises
+    ------
+    ParameterError
+        Naming the entry at fault and what it got.
+
+    Examples
+    --------
+    >>> check_columns({"run_id": "run", "fact_ids": "lessons_in_prompt"})
+    {'run_id': 'run', 'fact_ids': 'lessons_in_prompt'}
+    >>> try:
+    ...     check_columns({"run_id": "run", "fact_ids": "run"})
+    ... except ValueError as exc:
+    ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+    columns maps both 'run_id' and 'fact_ids' onto the file's column 'run';
+    one column can be only one of them
+    """
     if columns is None:
         return {}
     if not isinstance(columns, Mapping):
@@ -129,7 +161,7 @@ def rename_plan(
         if source not in present:
             raise ParameterError(
                 f"columns maps {name!r} to {source!r}, but {src} has no {what} {source!r}"
-                f"{_near(source, names)}; it has {list(names)}"
+                f"{_near(source, names)}; it has {listed(names)}"
             )
         plan[source] = name
     renamed_away = set(plan) - set(plan.values())
@@ -158,17 +190,54 @@ def missing_columns_error(
         pairs.append((name, guess or "<column>"))
         if guess:
             taken.add(guess)
-    python = ", ".join(f"{k!r}: {v!r}" for k, v in [*mapping.items(), *pairs])
-    cli = " ".join(f"--column {k}={v}" for k, v in pairs)
     names = "column" if len(missing) == 1 else "columns"
     hint = _delimiter_hint(available)
     return LedgerError(
-        f"missing required {names} {list(missing)}; the file has columns {list(available)}"
-        f"{hint}. If the file names them differently, map them: "
-        f"Ledger.read(path, columns={{{python}}}), or on the command line {cli}",
+        f"missing required {names} {list(missing)}; the file has columns "
+        f"{listed(available)}{hint}. If the file names them differently, map them: "
+        f"{mapping_advice(pairs, mapping)}",
         field=missing[0],
         source=src,
     )
+
+
+def mapping_advice(pairs: Sequence[tuple[str, str]], mapping: Mapping[str, str]) -> str:
+    """How to map ``pairs`` (ledger name, file name) in Python, on the command line, in a report.
+
+    ``mapping`` is the mapping already given (kept in the Python and report forms).
+
+    Examples
+    --------
+    >>> print(mapping_advice([("score", "reward")], {}))  # doctest: +NORMALIZE_WHITESPACE
+    Ledger.read(path, columns={"score": "reward"}); on the command line
+    --column score=reward; in a report --param columns='{"score": "reward"}'
+    """
+    full = json.dumps({**mapping, **dict(pairs)}, ensure_ascii=False)
+    cli = " ".join(f"--column {k}={v}" for k, v in pairs)
+    return (
+        f"Ledger.read(path, columns={full}); on the command line {cli}; in a report "
+        f"--param columns='{full}'"
+    )
+
+
+#: column names an error message lists before it says how many more there are
+LISTED_NAMES = 40
+
+
+def listed(names: Sequence[str]) -> str:
+    """Return the names as a list for a message: past :data:`LISTED_NAMES`, the first and a count.
+
+    Examples
+    --------
+    >>> listed(["a", "b"])
+    "['a', 'b']"
+    >>> listed([f"c{j}" for j in range(100)])[-28:]
+    "'c38', 'c39', ... (60 more)]"
+    """
+    if len(names) <= LISTED_NAMES:
+        return repr(list(names))
+    head = repr(list(names[:LISTED_NAMES]))[:-1]
+    return f"{head}, ... ({len(names) - LISTED_NAMES} more)]"
 
 
 def guess_source(name: str, candidates: Sequence[str]) -> str | None:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cogstats._validation import LedgerError, LedgerWarning
-from cogstats.ledger._columns import REQUIRED_COLUMNS, guess_source
+from cogstats.ledger._columns import REQUIRED_COLUMNS, guess_source, mapping_advice
 
 __all__ = ["column_kind", "validate_record", "value_kind", "warn_repeated"]
 
@@ -267,10 +267,7 @@ def _map_hint(name: str, keys: list[str]) -> str:
     guess = guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
     if guess is None:
         return ""
-    return (
-        f"; if {guess!r} holds it, map it: Ledger.read(path, columns={{{name!r}: {guess!r}}}), "
-        f"or on the command line --column {name}={guess}"
-    )
+    return f"; if {guess!r} holds it, map it: {mapping_advice([(name, guess)], {})}"
 
 
 def _validate_propensities(value: Any, row: int, source: str | None) -> list[float]:
