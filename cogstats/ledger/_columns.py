@@ -174,6 +174,27 @@ def rename_plan(
     return plan
 
 
+def check_unique_header(named: Sequence[str], src: str) -> None:
+    """Refuse a header that names a column twice (linear in the header's width).
+
+    Examples
+    --------
+    >>> try:
+    ...     check_unique_header(["run_id", "x", "score", "x"], "runs.csv")
+    ... except LedgerError as exc:
+    ...     print(exc.message)
+    duplicate column(s) ['x'] in the header
+    """
+    seen: set[str] = set()
+    dup: set[str] = set()
+    for h in named:
+        if h in seen:
+            dup.add(h)
+        seen.add(h)
+    if dup:
+        raise LedgerError(f"duplicate column(s) {listed(sorted(dup))} in the header", source=src)
+
+
 def _near(name: str, names: Sequence[str]) -> str:
     match = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
     return f" (did you mean {match[0]!r}?)" if match else ""

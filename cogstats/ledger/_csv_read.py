@@ -30,6 +30,7 @@ from cogstats.ledger._columns import (
     LIST_COLUMNS,
     REQUIRED_COLUMNS,
     SNIFFED_DELIMITERS,
+    check_unique_header,
     missing_columns_error,
     rename_plan,
 )
@@ -362,9 +363,7 @@ def csv_records(path: Path, src: str, delimiter: str | None, mapping: Mapping[st
         missing = [c for c in REQUIRED_COLUMNS if c not in named]
         if missing:
             raise missing_columns_error(missing, [h for h in named], src, mapping)
-        dup = sorted({h for h in named if named.count(h) > 1})
-        if dup:
-            raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
+        check_unique_header(named, src)
         layout = _CsvLayout(header, at, delim, plain)
         width = len(header)
         unnamed = [j for j, name in enumerate(header) if not name]

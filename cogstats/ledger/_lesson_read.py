@@ -18,7 +18,7 @@ import polars as pl
 
 from cogstats._validation import LedgerError
 from cogstats.ledger._cells import infer_csv_column, split_list_cell
-from cogstats.ledger._columns import rename_plan
+from cogstats.ledger._columns import check_unique_header, rename_plan
 from cogstats.ledger._csv_read import CsvRows, check_excel_sep, sniff_delimiter
 from cogstats.ledger._files import decode
 from cogstats.ledger._read import json_document, jsonl_records, rename_records
@@ -128,9 +128,7 @@ def _lesson_csv_records(
     plan = rename_plan([h for h in header if h], mapping, src, "column")
     header = [plan.get(h, h) for h in header]
     named = [h for h in header if h]
-    dup = sorted({h for h in named if named.count(h) > 1})
-    if dup:
-        raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
+    check_unique_header(named, src)
     raw: list[tuple[int, list[str]]] = []
     for record, cells in it:
         k = record - at

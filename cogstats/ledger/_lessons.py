@@ -67,9 +67,11 @@ def lesson_table(lessons: pl.DataFrame | Iterable[Mapping[str, Any]]) -> pl.Data
     for k, i in enumerate(ids, start=1):
         if not isinstance(i, str) or not i:
             raise LedgerError(f"lesson id must be a non-empty string; got {i!r}", row=k, field="id")
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise LedgerError(f"lesson id {dup!r} appears twice", field="id")
+    seen: set[str] = set()
+    for k, i in enumerate(ids, start=1):
+        if i in seen:
+            raise LedgerError(f"lesson id {i!r} appears twice", row=k, field="id")
+        seen.add(i)
     statuses = frame["status"].cast(pl.String).to_list()
     for k, s in enumerate(statuses, start=1):
         if s is not None and s not in LESSON_STATUSES:
