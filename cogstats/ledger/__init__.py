@@ -31,6 +31,7 @@ Ledger(runs=1, facts=1, covariates=[])
 
 from __future__ import annotations
 
+from cogstats.ledger._cells import ascii_float, ascii_int
 from cogstats.ledger._columns import (
     FORMATS,
     PROPENSITY_COLUMNS,
@@ -64,6 +65,8 @@ __all__ = [
     "JsonLimitError",
     "Ledger",
     "LedgerFormat",
+    "ascii_float",
+    "ascii_int",
     "check_columns",
     "check_json_limits",
     "column_kind",

@@ -19,6 +19,13 @@ anything else                         split on whitespace
 
 Split pieces are stripped of surrounding whitespace and empty pieces dropped.  A
 bracketed cell must be a flat list of strings (of numbers for ``propensities``).
+
+Numbers (scores, covariates, propensities) are read in ASCII decimal notation only, as
+JSON writes them: an optional sign, the digits ``0``-``9``, a point, an exponent
+(``0.75``, ``-3``, ``1e-1``; and ``inf``/``nan``, which the ledger refuses where a number
+must be finite).  Python's ``float`` and ``int`` also read other digit systems (``１``,
+``٠.٥``, ``३``) and underscores (``1_000``, ``0_5`` is 5); a cell Python would read so is
+an error naming its row and field (:func:`python_only_number`), never a silent number.
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ import ast
 import io
 import json
 import math
+import re
 import tokenize
+import unicodedata
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from cogstats._validation import LedgerError
@@ -58,10 +67,12 @@ def split_list_cell(
     out: list[Any] = []
     for t in pieces:
         try:
-            out.append(float(t))
+            out.append(ascii_float(t))
         except ValueError:
+            why = python_only_number(t)
             raise LedgerError(
-                f"{field} must hold numbers; {t!r} in {text!r} is not one",
+                f"{field} must hold numbers; {t!r} in {text!r} is not one"
+                + (f" ({why}; {ASCII_ADVICE})" if why else ""),
                 row=row,
                 field=field,
                 source=src,
@@ -97,6 +108,8 @@ def _bracketed(s: str, field: str, row: int, src: str | None, *, numeric: bool) 
                 field=field,
                 source=src,
             ) from None
+    if literal and numeric:
+        _check_literal_numbers(s, field, row, src)
     flat_strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
     if literal and flat_strings and _adjacent_strings(s, value):
         raise LedgerError(
@@ -144,6 +157,27 @@ def _adjacent_strings(s: str, value: list[Any]) -> bool:
     return len(tokens) != len(value)
 
 
+def _check_literal_numbers(s: str, field: str, row: int, src: str | None) -> None:
+    """Refuse a Python-literal number that JSON would not read (``1_0``, ``0x1``, ``.5j``)."""
+    try:
+        numbers = [
+            t.string
+            for t in tokenize.generate_tokens(io.StringIO(s).readline)
+            if t.type == tokenize.NUMBER
+        ]
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - literal_eval passed
+        return
+    for text in numbers:
+        if not is_ascii_number(text):
+            raise LedgerError(
+                f"{field}: the number {text!r} in the cell {short_text(s)} is not in ASCII "
+                f"decimal notation; {ASCII_ADVICE}",
+                row=row,
+                field=field,
+                source=src,
+            )
+
+
 def short_text(s: str) -> str:
     return repr(s if len(s) <= 60 else s[:57] + "...")
 
@@ -169,7 +203,16 @@ CSV_PARSERS: dict[str, Callable[[str], Any]] = {
 
 
 def parse_score(cell: str, row: int, src: str) -> float:
+    """Read a CSV score cell (the slow path of the reader), or raise naming row and field."""
     text = cell.strip()
+    why = python_only_number(text)
+    if why:
+        raise LedgerError(
+            f"score must be a number in [0, 1]; got {short_text(text)} ({why}; {ASCII_ADVICE})",
+            row=row,
+            field="score",
+            source=src,
+        )
     try:
         value = float(text)
     except ValueError:
@@ -196,6 +239,113 @@ def parse_score(cell: str, row: int, src: str) -> float:
 
 
 _INF_NAN = ("inf", "infinity", "nan")
+
+
+# ---------------------------------------------------------------------- numbers
+#: A number in ASCII decimal notation (JSON's, with a leading ``+``, ``.5`` and ``5.`` as
+#: CSV files write them, and the words Python's float reads: inf, infinity, nan).
+_ASCII_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)",
+    re.ASCII | re.IGNORECASE,
+)
+_ASCII_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+#: what a refusal of a number in another notation asks for
+ASCII_ADVICE = (
+    "write numbers as JSON does, in ASCII digits 0-9 with '.' and an exponent such as 1e-3"
+)
+
+
+def is_ascii_number(text: str) -> bool:
+    """Whether ``text`` (stripped) is a number in ASCII decimal notation.
+
+    Examples
+    --------
+    >>> is_ascii_number(" 0.75 "), is_ascii_number("1e-1"), is_ascii_number("-3")
+    (True, True, True)
+    >>> is_ascii_number("0_5"), is_ascii_number("\uff11"), is_ascii_number("0x1")
+    (False, False, False)
+    """
+    return _ASCII_NUMBER.fullmatch(text.strip()) is not None
+
+
+def python_only_number(text: str) -> str | None:
+    """Say why ``text`` is a number to Python's ``float`` but not in ASCII decimal notation.
+
+    ``None`` when it is not such a number (ASCII decimal notation, or no number at all).
+
+    Examples
+    --------
+    >>> python_only_number("0_5")
+    "'0_5' holds an underscore (Python reads it as 5.0)"
+    >>> python_only_number("\uff11")
+    "'１' holds U+FF11 FULLWIDTH DIGIT ONE (Python reads it as 1.0)"
+    >>> python_only_number("0.5") is None, python_only_number("abc") is None
+    (True, True)
+    """
+    if text.isascii() and "_" not in text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    s = text.strip()
+    if is_ascii_number(s):  # (only surrounding non-ASCII spaces)
+        return None
+    odd = next(c for c in s if not c.isascii() or c == "_")
+    what = "an underscore" if odd == "_" else f"U+{ord(odd):04X} {unicodedata.name(odd, '?')}"
+    return f"{s!r} holds {what} (Python reads it as {value!r})"
+
+
+def ascii_float(text: str) -> float:
+    """``float(text)`` for ASCII decimal notation only; ``ValueError`` for anything else.
+
+    Examples
+    --------
+    >>> ascii_float("1e-1"), ascii_float(" 3 ")
+    (0.1, 3.0)
+    >>> ascii_float("1_0e-1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: '1_0e-1' is not a number in ASCII decimal notation: ... holds an underscore ...
+    """
+    if (text.isascii() and "_" not in text) or is_ascii_number(text):
+        return float(text)
+    why = python_only_number(text)
+    raise ValueError(
+        f"{text!r} is not a number in ASCII decimal notation" + (f": {why}" if why else "")
+    )
+
+
+def ascii_int(text: str) -> int:
+    """``int(text)`` for ASCII digits only (an optional sign); ``ValueError`` for anything else.
+
+    Examples
+    --------
+    >>> ascii_int("-12")
+    -12
+    >>> ascii_int("1_000")
+    Traceback (most recent call last):
+    ...
+    ValueError: '1_000' is not an integer in ASCII digits
+    """
+    if _ASCII_INT.fullmatch(text.strip()) is None:
+        raise ValueError(f"{text!r} is not an integer in ASCII digits")
+    return int(text)
+
+
+def first_python_only_number(cells: Iterable[tuple[int, str]]) -> tuple[int, str] | None:
+    """Return the first ``(row, cell)`` :func:`python_only_number` refuses, else ``None``."""
+    for k, cell in cells:
+        if (not cell.isascii() or "_" in cell) and python_only_number(cell):
+            return k, cell
+    return None
+
+
+def refuse_python_only_number(name: str, row: int, cell: str, src: str | None) -> LedgerError:
+    """Return the error for a cell that only Python reads as a number."""
+    return LedgerError(
+        f"{python_only_number(cell)}; {ASCII_ADVICE}", row=row, field=name, source=src
+    )
 
 
 def check_csv_numbers(name: str, cells: Sequence[tuple[int, str]], src: str | None) -> None:

@@ -8,6 +8,7 @@ ledger asks for them.  A cell's text is read by :mod:`cogstats.ledger._cells`.
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import re
 from array import array
@@ -22,7 +23,10 @@ from cogstats.ledger._cells import (
     CSV_PARSERS,
     all_parse,
     check_csv_numbers,
+    first_python_only_number,
     parse_score,
+    python_only_number,
+    refuse_python_only_number,
     short_text,
     split_list_cell,
 )
@@ -163,6 +167,8 @@ class _CsvLayout:
         # present]; the first cell holding an integer too long to convert
         self.types = {name: [True, True, True, False] for name in self.covariates}
         self.too_long: dict[str, tuple[int, str]] = {}
+        # per covariate: the first cell only Python reads as a number ('1_0', '\uff11')
+        self.odd_numbers: dict[str, tuple[int, str]] = {}
         # per list column: the first row split on ';', the first cell split on whitespace
         # into several ids, and how many cells are
         self.splits: dict[str, list[Any]] = {
@@ -200,6 +206,11 @@ class _CsvLayout:
             present = list(filter(None, map(str.strip, col)))
             if not present:
                 continue
+            joined = "".join(present)
+            if (not joined.isascii() or "_" in joined) and name not in self.odd_numbers:
+                found = first_python_only_number(zip(itertools.count(k0), col))
+                if found is not None:
+                    self.odd_numbers[name] = found
             kinds = self.types[name]
             kinds[3] = True
             kinds[0] = kinds[0] and all_parse(int, present)
@@ -230,6 +241,9 @@ class _CsvLayout:
             v = cell.strip()
             if not v:
                 continue
+            odd = not v.isascii() or "_" in v
+            if odd and name not in self.odd_numbers and python_only_number(v):
+                self.odd_numbers[name] = (k, cell)
             kinds = self.types[name]
             kinds[3] = True
             if kinds[0]:
@@ -265,6 +279,9 @@ class _CsvLayout:
         for name in self.covariates:  # column by column, as check_csv_numbers runs
             if name in self.too_long:
                 check_csv_numbers(name, [self.too_long[name]], src)
+        if self.odd_numbers:  # the first row holding one, whichever its column
+            name, (k, cell) = min(self.odd_numbers.items(), key=lambda item: item[1][0])
+            raise refuse_python_only_number(name, k, cell, src)
         out: dict[str, Callable[[str], Any]] = {}
         for name in self.covariates:
             ints, floats, bools, present = self.types[name]
@@ -426,7 +443,8 @@ def _csv_rows(
                             score = float(cell)  # (float strips what str.strip strips)
                         except ValueError:
                             score = math.nan
-                        rec[name] = score if score - score == 0.0 else parse_score(cell, k, src)
+                        plain = score - score == 0.0 and cell.isascii() and "_" not in cell
+                        rec[name] = score if plain else parse_score(cell, k, src)
                     elif code == 2:
                         text = cell.strip()
                         if "[" in text or ";" in text or "," in text:

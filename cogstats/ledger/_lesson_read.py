@@ -17,7 +17,12 @@ from typing import Any
 import polars as pl
 
 from cogstats._validation import LedgerError
-from cogstats.ledger._cells import infer_csv_column, split_list_cell
+from cogstats.ledger._cells import (
+    first_python_only_number,
+    infer_csv_column,
+    refuse_python_only_number,
+    split_list_cell,
+)
 from cogstats.ledger._columns import check_unique_header, rename_plan
 from cogstats.ledger._csv_read import CsvRows, check_excel_sep, sniff_delimiter
 from cogstats.ledger._files import decode
@@ -143,11 +148,14 @@ def _lesson_csv_records(
             )
         raw.append((k, cells))
     position = {name: j for j, name in enumerate(header) if name}
-    parsers = {
-        name: infer_csv_column([cells[j] for _, cells in raw])
-        for name, j in position.items()
-        if name not in ("id", "status", *LESSON_LIST_COLUMNS)
-    }
+    parsers = {}
+    for name, j in position.items():
+        if name in ("id", "status", *LESSON_LIST_COLUMNS):
+            continue
+        found = first_python_only_number((k, cells[j]) for k, cells in raw)
+        if found is not None:
+            raise refuse_python_only_number(name, *found, src)
+        parsers[name] = infer_csv_column([cells[j] for _, cells in raw])
     records: list[dict[str, Any]] = []
     for k, cells in raw:
         rec: dict[str, Any] = {}
