@@ -17,6 +17,10 @@ Everything a run passes through on its way in or out, in one package:
   :func:`parse_json_record`) the readers, state files and ingestion use;
 * :func:`write_csv` -- CSV *output* with formula cells neutralised (reports, the command
   line), not ledger files;
+* :func:`escape_id` / :func:`escape_ids` -- an id (and any text) as every table, chart and
+  terminal shows it: control, invisible and look-alike characters made visible;
+* :func:`ascii_float` / :func:`ascii_int` -- numbers in ASCII decimal notation only, as the
+  readers and the command line take them;
 
 The package imports only the standard library, numpy, scipy and polars.
 
@@ -31,6 +35,7 @@ Ledger(runs=1, facts=1, covariates=[])
 
 from __future__ import annotations
 
+from cogstats._results import escape_id, escape_ids
 from cogstats.ledger._cells import ascii_float, ascii_int
 from cogstats.ledger._columns import (
     FORMATS,
@@ -70,6 +75,8 @@ __all__ = [
     "check_columns",
     "check_json_limits",
     "column_kind",
+    "escape_id",
+    "escape_ids",
     "lesson_table",
     "live_lessons",
     "load_json",

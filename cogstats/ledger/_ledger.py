@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cogstats._results import frame_text
+from cogstats._results import escape_ids, frame_text
 from cogstats._validation import LedgerError, ParameterError
 from cogstats.ledger import _columns, _csv_write, _lesson_read, _read
 from cogstats.ledger._columns import REQUIRED_COLUMNS, LedgerFormat
@@ -514,7 +514,7 @@ class Ledger:
     def _repr_html_(self) -> str:
         head = f"<strong>{self!r}</strong>"
         with pl.Config(tbl_rows=20):
-            return f"<div>{head}{self.frame._repr_html_()}</div>"
+            return f"<div>{head}{escape_ids(self.frame)._repr_html_()}</div>"
 
     @property
     def run_ids(self) -> tuple[str, ...]:

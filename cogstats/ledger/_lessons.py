@@ -13,6 +13,7 @@ import polars as pl
 
 from cogstats._codes import LESSON_STATUSES, LIVE_STATUSES
 from cogstats._validation import LedgerError
+from cogstats.ledger._records import check_no_control
 
 __all__ = ["LINEAGE_COLUMNS", "lesson_table", "live_lessons"]
 
@@ -67,6 +68,7 @@ def lesson_table(lessons: pl.DataFrame | Iterable[Mapping[str, Any]]) -> pl.Data
     for k, i in enumerate(ids, start=1):
         if not isinstance(i, str) or not i:
             raise LedgerError(f"lesson id must be a non-empty string; got {i!r}", row=k, field="id")
+        check_no_control(i, "id", k, None)
     seen: set[str] = set()
     for k, i in enumerate(ids, start=1):
         if i in seen:
@@ -92,6 +94,8 @@ def lesson_table(lessons: pl.DataFrame | Iterable[Mapping[str, Any]]) -> pl.Data
                     row=k,
                     field=col,
                 )
+            for j, v in enumerate(value):
+                check_no_control(v, col, k, None, f"{col}[{j}]")
     created = frame["created_at"]
     if created.dtype == pl.String:
         try:

@@ -186,3 +186,177 @@ def test_ascii_parsers() -> None:
             ascii_float(text)
         with pytest.raises(ValueError, match="ASCII"):
             ascii_int(text)
+
+
+# ---------------------------------------------------------------- ids
+#: control characters: C0 (escape, line feed, tab), DEL, C1 (next line)
+CONTROL_IDS = ["tip\x1b[2J", "two\nlines", "a\tb", "del\x7f", "nel\x85"]
+#: accepted at the door, shown escaped: invisible, direction-changing and look-alike ids
+LOOKALIKES = [
+    "tip",
+    "ti\u0440",  # Cyrillic er
+    "t\u0456p",  # Cyrillic i
+    "tip\u200d",  # zero-width joiner
+    "ti\u200bp",  # zero-width space
+    "\u202etip",  # right-to-left override
+    "tip\u00a0",  # no-break space
+    "tip ",  # a trailing space
+    "\uff54\uff49\uff50",  # fullwidth
+    "\U0001d42d\U0001d422\U0001d429",  # mathematical bold
+    "\u0440",  # a Cyrillic er alone looks like p
+    "p",
+]
+
+
+def _visible(text: str) -> bool:
+    """Printable ASCII, line breaks between rows and a table's frame (box drawing, the
+    ellipsis of a cut cell) only: nothing a terminal obeys, nothing invisible."""
+    return all(
+        c == "\n" or (c.isascii() and c.isprintable()) or "\u2500" <= c <= "\u257f" or c == "\u2026"
+        for c in text
+    )
+
+
+@pytest.mark.parametrize("bad", CONTROL_IDS, ids=[repr(b) for b in CONTROL_IDS])
+def test_a_control_character_in_an_id_is_refused_at_the_door(tmp_path: Path, bad: str) -> None:
+    import json
+
+    import polars as pl
+
+    from cogstats.gates import CycgraphGate, StreamingGate
+
+    jsonl = tmp_path / "runs.jsonl"
+    jsonl.write_text(
+        json.dumps({"run_id": "r1", "score": 0.5, "fact_ids": ["a"]})
+        + "\n"
+        + json.dumps({"run_id": "r2", "score": 0.5, "fact_ids": ["a", bad]})
+        + "\n"
+    )
+    with pytest.raises(
+        LedgerError, match=r"row 2, field 'fact_ids': fact_ids\[1\] holds a control"
+    ):
+        Ledger.read(jsonl)
+    frame = pl.DataFrame({"run_id": ["r1", bad], "score": [0.5, 0.5], "fact_ids": [["a"], ["a"]]})
+    parquet = tmp_path / "runs.parquet"
+    frame.write_parquet(parquet)
+    with pytest.raises(LedgerError, match=r"row 2, field 'run_id': run_id holds a control"):
+        Ledger.read(parquet)
+    if "\n" not in bad and "\t" not in bad:  # (a CSV cell would split these)
+        csv = tmp_path / "runs.csv"
+        csv.write_text(f"run_id,score,fact_ids\nr1,0.5,a;q{bad}q\n", encoding="utf-8")
+        with pytest.raises(LedgerError, match=r"row 1, field 'fact_ids'"):
+            Ledger.read(csv)
+    with pytest.raises(LedgerError, match="holds a control character"):
+        Ledger().record("r1", 0.5, [bad])
+    with pytest.raises(LedgerError, match="holds a control character"):
+        StreamingGate(CycgraphGate()).record(bad, 0.5, ["a"])
+    lessons = tmp_path / "lessons.jsonl"
+    lessons.write_text(
+        json.dumps({"id": "a", "created_at": 1})
+        + "\n"
+        + json.dumps({"id": "b", "created_at": 2, "supersedes": [bad]})
+        + "\n"
+    )
+    with pytest.raises(LedgerError, match=r"row 2, field 'supersedes'"):
+        Ledger.read_lessons(lessons)
+
+
+def test_escape_id_shows_every_lookalike_differently() -> None:
+    from cogstats.ledger import escape_id
+
+    shown = [escape_id(i) for i in LOOKALIKES]
+    assert shown[0] == "tip" and shown[-1] == "p"  # plain ids as they are
+    assert len(set(shown)) == len(LOOKALIKES)  # every look-alike reads differently
+    assert all(_visible(s) for s in shown)  # and in characters that cannot hide
+    assert escape_id("a\\x1b") != escape_id("a\x1b")  # an escape cannot be forged
+    for bad in CONTROL_IDS:
+        assert _visible(escape_id(bad)) and "\n" not in escape_id(bad)
+    # other scripts and accents are shown as they are
+    for word in ("caf\u00e9", "\u6570\u5b66", "\u0441\u043e\u0432\u0435\u0442", "na\u00efve"):
+        assert escape_id(word) == word
+
+
+def test_tables_and_terminals_show_ids_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import polars as pl
+
+    from cogstats._results import frame_text
+    from cogstats.cli import main
+    from cogstats.reports.display import show_table, terminal_table
+
+    ids = CONTROL_IDS + LOOKALIKES
+    frame = pl.DataFrame({"fact_id": ids, "trials": list(range(len(ids)))})
+    for text in (frame_text(frame, max_rows=100), terminal_table(frame, width=60)):
+        assert _visible(text)
+        body = [line for line in text.splitlines() if line.startswith("│")]
+        assert len(body) == 1 + len(ids)  # the header and one line per id: no split rows
+    page = show_table(frame)._repr_html_()
+    assert "\x1b" not in page and "\u202e" not in page and "tip\\x1b[2J" in page
+    # the command line's gate table of a ledger holding the look-alikes
+    runs = [
+        {"run_id": f"r{k}", "score": 0.1 * (k % 10), "fact_ids": LOOKALIKES[k % 4 :: 3]}
+        for k in range(40)
+    ]
+    path = Ledger.from_records(runs).write(tmp_path / "runs.jsonl")
+    assert main(["gate", str(path), "--gate", "cycgraph", "--format", "wide"]) == 0
+    out = capsys.readouterr().out
+    assert _visible(out)
+    for shown in ("ti\\u0440", "t\\u0456p", "tip\\u200d", "\\u202etip", "\\uff54\\uff49\\uff50"):
+        assert shown in out
+
+
+def test_charts_draw_escaped_ids(tmp_path: Path) -> None:
+    """A control character in a chart's data used to abort the renderer (vl-convert
+    panicked on NonXmlChar('\\u{1b}')); every chart builder shows ids escaped."""
+
+    import polars as pl
+
+    from cogstats.charts import (
+        attribution_forest,
+        decision_timeline,
+        estimate_intervals,
+        gate_decisions,
+        lesson_timeline,
+    )
+
+    ids = ["tip\x1b[2J", "two\nlines", "\u202etip", "ti\u0440"]
+    decisions = pl.DataFrame(
+        {"after_run": [1, 2, 3, 4], "fact_id": ids, "decision": ["evict", "promote"] * 2}
+    )
+    estimates = pl.DataFrame(
+        {
+            "fact_id": ids * 2,
+            "method": ["lift"] * 4 + ["ols"] * 4,
+            "estimate": [0.1, -0.1, 0.0, 0.2] * 2,
+            "ci_low": [0.0] * 8,
+            "ci_high": [0.3] * 8,
+            "decision": ["evict", "promote"] * 4,
+        }
+    )
+    ledger = Ledger.from_records(
+        [{"run_id": f"r{k}", "score": 0.5, "fact_ids": ids[2:]} for k in range(3)]
+    )
+    charts = [
+        decision_timeline(decisions),
+        gate_decisions(decisions.with_columns(pl.lit("cycgraph").alias("gate"))),
+        estimate_intervals(estimates, color="method", truth=None),
+        attribution_forest(estimates, lessons=ids),
+        lesson_timeline(ledger, lessons=ids[2:]),
+    ]
+
+    def strings(node: object) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [s for k, v in node.items() for s in strings(k) + strings(v)]
+        if isinstance(node, list):
+            return [s for v in node for s in strings(v)]
+        return []
+
+    for k, chart in enumerate(charts):
+        shown = strings(chart.to_dict())
+        assert all(_visible(s) and "\n" not in s for s in shown), k
+        assert "tip\\x1b[2J" in shown or "\\u202etip" in shown, k
+        chart.save(str(tmp_path / f"chart{k}.svg"))  # vl-convert renders it
+        assert (tmp_path / f"chart{k}.svg").stat().st_size > 0
