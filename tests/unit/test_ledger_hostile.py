@@ -177,6 +177,16 @@ def test_the_command_line_reads_ascii_numbers_only(
     assert main(["gate", str(path), "--gate", "cycgraph", "--seed", "3"]) == 0
 
 
+def test_a_sweep_constraint_reads_ascii_bounds_only() -> None:
+    from cogstats._validation import ParameterError
+    from cogstats.sweep.analysis import Constraint
+
+    assert Constraint.parse("false_eviction_rate <= 2%").bound == 0.02
+    for text in PYTHON_ONLY.values():
+        with pytest.raises(ParameterError, match="constraint must look like"):
+            Constraint.parse(f"false_eviction_rate <= {text}")
+
+
 def test_ascii_parsers() -> None:
     from cogstats.ledger import ascii_float, ascii_int
 
