@@ -60,7 +60,6 @@ own options tune it (they are the paths ``policy.gate.<option>`` and
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 import re
@@ -75,6 +74,8 @@ from cogstats._codes import KINDS
 from cogstats._registry import Entry
 from cogstats._toml import Problems, TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
+from cogstats.sim._grid import build_cells, check_grid, count_cells
+from cogstats.sim._sizes import check_fits, replicate_bytes
 from cogstats.sim.spec_notes import SpecWarning, slot_warning
 from cogstats.sim.spec_paths import check_same_type, get_path, set_path
 from cogstats.sim.spec_world import (
@@ -561,6 +562,15 @@ class Scenario:
         )
         if scenario.n_lessons == 0:
             raise SpecError("the scenario has no lessons", key="lessons", source=source)
+        max_facts = getattr(retrieval, "max_facts", 0)  # (a policy of one's own may lack it)
+        needed = replicate_bytes(runs, scenario.n_lessons, max_facts, 0)
+        check_fits(
+            needed,
+            key="runs",
+            what=f"one replicate of {runs:,} runs and {scenario.n_lessons:,} lesson(s)",
+            source=source,
+            hint=f"lower runs (a run's draws and outcomes take {needed // runs} bytes or more)",
+        )
         return scenario
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
@@ -694,23 +704,22 @@ class SimulationSpec:
     seed: int = 0
     source: str | None = None
 
+    @property
+    def n_cells(self) -> int:
+        """Number of cells (the product of the axes' lengths; zipped axes count once)."""
+        return count_cells(self.grid, self.zip)
+
     def cells(self) -> list[tuple[dict[str, Any], Scenario]]:
-        """Every cell's grid values and its validated scenario, in a stable order."""
-        zipped = {p for group in self.zip for p in group}
-        axes: list[list[dict[str, Any]]] = []
-        for group in self.zip:
-            n = len(self.grid[group[0]])
-            axes.append([{p: self.grid[p][i] for p in group} for i in range(n)])
-        for path, values in self.grid.items():
-            if path not in zipped:
-                axes.append([{path: v} for v in values])
-        out: list[tuple[dict[str, Any], Scenario]] = []
-        for combo in itertools.product(*axes) if axes else [()]:
-            cell: dict[str, Any] = {}
-            for part in combo:
-                cell.update(part)
-            out.append((cell, self.scenario.with_values(cell, source=self.source)))
-        return out
+        """Every cell's grid values and its validated scenario, in a stable order.
+
+        Built once (see :mod:`cogstats.sim._grid`: each section's combinations are
+        validated once) and kept.
+        """
+        cached = self.__dict__.get("_cells")
+        if cached is None:
+            cached = build_cells(self.scenario, self.grid, self.zip, self.source)
+            object.__setattr__(self, "_cells", cached)  # (a frozen dataclass's cache)
+        return list(cached)
 
 
 def load_spec(
@@ -822,6 +831,7 @@ def spec_from_dict(
         seed=seed,
         source=source,
     )
+    check_grid(grid, spec.zip, source)  # before a cell is built: cells that cannot fit
     spec.cells()  # validate every cell before anything runs
     return spec
 
