@@ -177,6 +177,11 @@ def fast_support(s: Scenario) -> str | None:
     >>> fast_support(s)  # doctest: +ELLIPSIS
     "the compiled engine's evidence gate does not cover method 'ols' ..."
     """
+    if not s.additive:
+        return (
+            "the compiled engine does not cover a non-additive store yet (paraphrase groups, "
+            "interactions, effects by family, changes of effect)"
+        )
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
@@ -387,7 +392,9 @@ def _covariate_array(s: Scenario, prep: Prepared, ncov: int) -> np.ndarray:
 
 
 def _bytes_per_replicate(s: Scenario) -> int:
-    return replicate_bytes(s.runs, s.n_lessons, s.retrieval.max_facts, layout(s).pool)
+    # a non-additive store's draws and truth: groups, effects by family and by run
+    world = 0 if s.additive else s.n_lessons * (s.runs + 3 * len(s.difficulty.families) + 5)
+    return replicate_bytes(s.runs, s.n_lessons, s.retrieval.max_facts, layout(s).pool) + 8 * world
 
 
 def simulate(
@@ -501,7 +508,7 @@ def simulate(
         u = draw_uniforms(seed, start, n, lay)
         prep = prepare(scenario, lessons, u, lay)
         raw = runner(scenario, lessons, prep)
-        metrics.append(replicate_metrics(raw, lessons, prep.effects, start))
+        metrics.append(replicate_metrics(raw, lessons, prep.effects, start, prep.world))
         outcomes.add(raw, prep.effects, start)
         if keep_runs:
             runs_frames.append(run_frame(scenario, lessons, prep, raw, start))
