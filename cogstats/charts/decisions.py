@@ -20,6 +20,7 @@ from cogstats.charts._frames import (
     verdict_frame,
     verdict_scale,
 )
+from cogstats.ledger import escape_ids
 
 __all__ = ["VERDICTS", "VERDICT_COLORS", "decision_timeline", "decisions_by_run"]
 
@@ -86,7 +87,7 @@ def decision_timeline(
         )
     keep = ["after_run", "fact_id", "decision"]
     keep += [c for c in ("reason", "kind", "true_effect") if c in decisions.columns]
-    data = verdict_frame(decisions.select(keep)).sort(["after_run", "fact_id"])
+    data = verdict_frame(escape_ids(decisions.select(keep))).sort(["after_run", "fact_id"])
     order = data.unique("fact_id", keep="first", maintain_order=True)["fact_id"].to_list()
     enc: dict[str, Any] = {
         "x": alt.X("after_run:Q", title="decided after run", axis=alt.Axis(tickMinStep=1)),
