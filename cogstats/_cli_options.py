@@ -22,7 +22,15 @@ from cogstats._registry import Entry
 from cogstats._validation import CogstatsError
 from cogstats.ledger import ascii_float, ascii_int
 
-__all__ = ["FLOAT", "INT", "add_option_flags", "collect_options", "param_help", "parse_assignments"]
+__all__ = [
+    "FLOAT",
+    "INT",
+    "add_option_flags",
+    "collect_options",
+    "param_help",
+    "parse_assignments",
+    "plain_text",
+]
 
 #: Older spellings of generated flags that keep working: field name -> extra flags.
 LEGACY_FLAGS: dict[str, tuple[str, ...]] = {
@@ -86,7 +94,39 @@ def param_help(cls: Any) -> dict[str, str]:
         elif line.strip():
             text.append(line.strip())
     flush()
-    return out
+    return {name: plain_text(text) for name, text in out.items()}
+
+
+#: a Sphinx role: ``:func:`~pkg.mod.name```, ``:class:`Name```, ``:mod:`text <target>```
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)\s*(?:<([^`>]*)>)?`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(text: str) -> str:
+    """Turn reStructuredText markup into plain words for help texts (CLI, widgets).
+
+    A Sphinx role becomes its text: ``:func:`~a.b.name``` the last name, a full path
+    as written, ``:ref:`words <target>``` the words; a double-backquoted literal loses
+    its backquotes.  The one place every option's help goes through.
+
+    Examples
+    --------
+    >>> plain_text("The debiased ridge's options (:func:`~cogstats.estimators.ridge_fit`).")
+    "The debiased ridge's options (ridge_fit)."
+    >>> plain_text("See :class:`cogstats.gates.LifecycleGate` and ``min_trials``.")
+    'See cogstats.gates.LifecycleGate and min_trials.'
+    >>> plain_text(":ref:`the rule table <rules>`")
+    'the rule table'
+    """
+
+    def role(m: re.Match[str]) -> str:
+        tilde, target, explicit = m.group(1), m.group(2).strip(), m.group(3)
+        if explicit is not None and target:
+            return target  # `words <target>`: the words
+        name = explicit or target
+        return name.rsplit(".", 1)[-1] if tilde else name
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
 
 
 def _hints(cls: Any) -> dict[str, Any]:

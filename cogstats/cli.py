@@ -244,6 +244,7 @@ def _covariate_rule(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
     options = getattr(gate, "options", None)
     if isinstance(options, Mapping):  # a method's options: --covariates sets them
         used = tuple(options.get("covariates") or ())
+        used += tuple(str(options[k]) for k in _ADJUSTING_OPTIONS if options.get(k) is not None)
         how = _covariates_how(getattr(gate, "method", None))
     else:
         used, how = (), "--gate recommended {flag}"
@@ -291,6 +292,14 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
             nargs="*",
             help="ledger covariate columns for the gate's method (sets options.covariates)",
         )
+    else:
+        p.add_argument(
+            "--covariates",
+            nargs="*",
+            help=f"ledger covariate columns to adjust for; the {entry.name!r} gate adjusts for "
+            "none (naming one is an error): --gate recommended --covariates NAME ... "
+            "adjusts for them (default: its difficulty_proxy), as does --gate evidence",
+        )
     add_option_flags(p, entry, reserved=reserved)
 
 
@@ -298,6 +307,12 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from cogstats.gates import get_gate
 
     entry = get_gate(args.gate)
+    fields = {f.name for f in entry.fields()}
+    if getattr(args, "covariates", None) and not {"covariates", "options"} & fields:
+        raise CogstatsError(
+            f"--covariates: the {args.gate!r} gate adjusts for no covariate; "
+            f"--gate recommended --covariates {' '.join(args.covariates)} adjusts for them"
+        )
     options = collect_options(args, entry)
     if getattr(args, "covariates", None) and "covariates" not in options:
         options["options"] = {**dict(options.get("options") or {}), "covariates": args.covariates}
@@ -359,22 +374,64 @@ def _add_raw_csv(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: method options that name a covariate the method adjusts for (besides ``covariates``)
+_ADJUSTING_OPTIONS = ("strata", "groups", "cluster")
+
+
 def _cmd_attribute(args: argparse.Namespace) -> int:
     from cogstats.covariates import check_named, unused_hint
-    from cogstats.estimators import attribute
+    from cogstats.estimators import attribute, get_spec
 
+    spec = get_spec(args.method)  # an unknown method: the error, before any note
     ledger, _ = _apply_lessons(args, _read_ledger(args))
     options = parse_assignments(args.option, "--option")
+    adjusted = [
+        str(options[k])
+        for k in _ADJUSTING_OPTIONS
+        if k in spec.defaults and options.get(k) is not None
+    ]
     if args.covariates:
         check_named(args.covariates, ledger.covariates)  # "did you mean", as gate says
         options["covariates"] = args.covariates
     elif args.covariates is None and "covariates" not in options:
-        hint = unused_hint(ledger.covariates, style="flag", how=_covariates_how(args.method))
+        if "groups" in spec.defaults and "groups" not in options:
+            adjusted.append(str(spec.defaults["groups"]))
+        hint = unused_hint(
+            ledger.covariates, adjusted, style="flag", how=_covariates_how(args.method)
+        )
         if hint:
             _warn("attribute", f"method {args.method!r} adjusts for nothing; {hint}")
     result = attribute(ledger, method=args.method, rng=args.seed, **options)
-    _emit(result.to_frame(), args.format, title=repr(result), raw_csv=args.raw_csv)
+    frame = result.to_frame()
+    if frame.height and frame["estimate"].null_count() == frame.height:
+        raise CogstatsError(
+            f"method {args.method!r} estimated none of the {frame.height} lessons: "
+            f"{_why_nothing(result)}"
+        )
+    note = result.settings.get("contrasts")
+    if note:
+        print(f"cogstats attribute: note: {note}", file=sys.stderr)
+    _emit(frame, args.format, title=repr(result), raw_csv=args.raw_csv)
     return 0
+
+
+def _why_nothing(result: Any) -> str:
+    """Say why an attribution has no estimate at all (its identifiability reasons, counted)."""
+    ident = result.extras.get("identifiability")
+    if isinstance(ident, pl.DataFrame) and "reason" in ident.columns:
+        counts = ident.group_by("reason").len().sort("len", descending=True)
+        if counts["reason"].null_count() < counts.height:
+            listed = ", ".join(f"{n} {r}" for r, n in counts.rows() if r is not None)
+            return (
+                f"no lesson's effect can be told apart ({listed}; "
+                "cogstats.estimators.check_identifiability gives each lesson's reason and "
+                "the lessons it is aliased with); runs that carry other combinations of "
+                "lessons separate them"
+            )
+    return (
+        "every lesson needs runs with and without it (and, for this method, enough of "
+        "each); the table's trials and baseline_runs columns give the counts"
+    )
 
 
 # ---------------------------------------------------------------------- simulate, sweep
@@ -457,7 +514,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _demo_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--out", default="reports/demo")
-    p.add_argument("--quick", action="store_true", help="CI-sized run")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the short version: the simulations and the CI sweep, then four reports "
+        "(quickstart, ledger_audit, poison_replay, tradeoffs) at CI parameters; the index "
+        "lists the others with the command that renders each",
+    )
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -538,15 +601,16 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def _plain_spec_warnings(command: str) -> Iterator[None]:
-    """Print a spec's warnings (``SpecWarning``) as ``cogstats CMD: warning: ...`` lines.
+    """Print cogstats' own warnings as ``cogstats CMD: warning: ...`` lines.
 
-    Other warnings keep Python's form.
+    A spec's ``SpecWarning``, ``mixed``'s ``MixedFallbackWarning`` and the like: one clean
+    line, no source path.  Other warnings keep Python's form.
     """
     with warnings.catch_warnings():
         shown = warnings.showwarning
 
         def show(message: Any, category: Any, *rest: Any, **kwargs: Any) -> None:
-            if getattr(category, "__name__", "") == "SpecWarning":
+            if str(getattr(category, "__module__", "")).startswith("cogstats"):
                 _warn(command, str(message))
             else:
                 shown(message, category, *rest, **kwargs)

@@ -13,10 +13,16 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
-from cogstats.charts._frames import VERDICTS, require_columns, verdict_frame, verdict_scale
+from cogstats.charts._frames import (
+    VERDICT_COLORS,
+    VERDICTS,
+    require_columns,
+    verdict_frame,
+    verdict_scale,
+)
 from cogstats.ledger import escape_ids
 
-__all__ = ["VERDICTS", "decision_timeline", "decisions_by_run"]
+__all__ = ["VERDICTS", "VERDICT_COLORS", "decision_timeline", "decisions_by_run"]
 
 
 def decision_timeline(

@@ -392,13 +392,16 @@ class LedgerAudit:
             out = out.join(part, on="fact_id", how="left")
         return out
 
-    def shown_lessons(self, max_lessons: int = 40) -> list[str]:
-        """Return the lessons the charts draw, up to ``max_lessons``, sorted by id.
+    def shown_lessons(self, max_lessons: int = 0) -> list[str]:
+        """Return the lessons the charts draw, sorted by id: every lesson by default.
 
-        They are every lesson a gate decided on or holds as harmful, then the largest
-        absolute estimates.
+        With ``max_lessons`` (> 0) at most that many: every lesson a gate decided on or
+        holds as harmful, then the largest absolute estimates; :meth:`charts_note` names
+        the lessons left out and why.
         """
-        n = int(check_int("max_lessons", max_lessons, minimum=1))  # type: ignore[arg-type]
+        n = int(check_int("max_lessons", max_lessons, minimum=0))  # type: ignore[arg-type]
+        if n == 0:
+            return sorted(self.ledger.fact_ids, key=natural_key)
         flagged: list[str] = []
         for gate in self.gates:
             d = self._gate(gate).filter(pl.col("decision") != "hold")
@@ -414,6 +417,42 @@ class LedgerAudit:
             dict.fromkeys([*sorted(set(flagged), key=natural_key), *ranked, *self.ledger.fact_ids])
         )
         return sorted(ordered[:n], key=natural_key)
+
+    def charts_note(self, max_lessons: int = 0) -> str:
+        """Say which lessons the charts draw and name those left out, with why.
+
+        Examples
+        --------
+        >>> from cogstats import Ledger
+        >>> ledger = Ledger.from_records(
+        ...     {"run_id": f"r{i}", "score": 0.5 + 0.01 * i, "fact_ids": [f"L{i % 3}"]}
+        ...     for i in range(12))
+        >>> audit = audit_ledger(ledger, gates=["cycgraph"], rng=1)
+        >>> audit.charts_note()
+        'The charts draw every one of the 3 lessons.'
+        >>> audit.charts_note(2)  # doctest: +ELLIPSIS
+        'The charts draw 2 of the 3 lessons (max_lessons=2): ... left out: L1.'
+        """
+        shown = self.shown_lessons(max_lessons)
+        total = len(self.ledger.fact_ids)
+        if len(shown) == total:
+            return f"The charts draw every one of the {total} lessons."
+        kept = set(shown)
+        out = [f for f in sorted(self.ledger.fact_ids, key=natural_key) if f not in kept]
+        decided = set(
+            self.decisions.filter(pl.col("decision") != "hold")["fact_id"].to_list()
+        ) & set(out)
+        why = (
+            "no gate decided on the lessons left out, and their estimates are the smallest"
+            if not decided
+            else f"more lessons were decided on than max_lessons: {len(decided)} of those "
+            "left out were decided on by a gate"
+        )
+        return (
+            f"The charts draw {len(shown)} of the {total} lessons (max_lessons={max_lessons}): "
+            f"every lesson a gate decided on or holds as harmful, then the largest estimates; "
+            f"{why} (the tables list every lesson); left out: {', '.join(out)}."
+        )
 
     def key_numbers(self) -> dict[str, Any]:
         """Return the numbers the report's summary block shows (name -> value).
@@ -434,6 +473,9 @@ class LedgerAudit:
             "adjusted for": ", ".join(self.covariates) or "nothing",
             "cannot be told apart": int((~self.identifiability["identifiable"]).sum()),
         }
+        relative = self._relative()
+        if relative:
+            numbers["relative to the mean lesson"] = relative
         for gate in self.gates:
             numbers[f"{gate}: evicted as harmful"] = len(self.evicted_harmful(gate))
         return numbers
@@ -467,13 +509,100 @@ class LedgerAudit:
         out = []
         for gate in self.gates:
             out.append(f"{gate}: {decided_text(self._gate(gate))}.")
-        bad = self.identifiability.filter(~pl.col("identifiable"))
-        out.append(
-            f"{bad.height} of {self.identifiability.height} lessons cannot be told apart "
-            "from others in this ledger (same injection pattern, collinear, or no contrast)."
-        )
+        out.append(self._separation())
         out += [f"Note: {n[:1].upper()}{n[1:]}." for n in self.notes]
         return out
+
+    def _relative(self) -> int:
+        """Count the lessons estimated relative to their pool's mean lesson."""
+        if "relative_to" not in self.identifiability.columns:
+            return 0
+        return int(self.identifiability["relative_to"].is_not_null().sum())
+
+    def _separation(self) -> str:
+        """Say in one sentence which lessons the regressions separate, relative to what."""
+        ident = self.identifiability
+        bad = ident.filter(~pl.col("identifiable"))["fact_id"].to_list()
+        relative = self._relative()
+        total = ident.height
+        parts = []
+        if relative:
+            pools = sorted(set(ident["relative_to"].drop_nulls().to_list()))
+            parts.append(
+                f"{relative} of {total} lessons are estimated relative to the mean lesson "
+                f"({'; '.join(pools)}): the runs carry the same number of them, so their "
+                "absolute effects cannot be told from the intercept; OLS and ridge give each "
+                "one's effect minus the mean effect (below 0: worse than the average lesson)"
+            )
+        if bad:
+            shown = ", ".join(sorted(bad, key=natural_key)[:12])
+            more = f" and {len(bad) - 12} more" if len(bad) > 12 else ""
+            parts.append(
+                f"{len(bad)} of {total} lessons cannot be told apart from others in this "
+                f"ledger (same injection pattern, collinear, or no contrast): {shown}{more}"
+            )
+        elif not relative:
+            parts.append(f"Every one of the {total} lessons can be told apart from the others")
+        else:
+            parts.append("every lesson is estimated")
+        return "; ".join(parts) + "."
+
+    def unidentified(self) -> Any:
+        """Show the lessons no regression can separate (a table), or say there are none."""
+        from cogstats.reports.display import show_table, show_text
+
+        bad = self.identifiability.filter(~pl.col("identifiable"))
+        if bad.height == 0:
+            return show_text(
+                "None: the regressions estimate every lesson"
+                + (" (relative to the mean lesson, as said above)." if self._relative() else ".")
+            )
+        return show_table(
+            bad.select("fact_id", "reason", "aliased_with", "vif"),
+            caption="Lessons the ledger cannot separate",
+        )
+
+    def reading(self) -> Any:
+        """Say how to read the audit, in words that match what the regressions produced."""
+        from cogstats.reports.display import show_text
+
+        first = (
+            "An eviction is a statement about this ledger: the lesson's runs scored lower "
+            "than its comparison runs by more than chance and the gate's margin allow."
+        )
+        ols = self.attribution.filter(pl.col("method").str.starts_with("ols"))
+        estimated = int(ols["estimate"].is_not_null().sum())
+        total = len(self.ledger.fact_ids)
+        if estimated == 0:
+            second = (
+                "The regression could not estimate any lesson on this ledger (see the "
+                "lessons that cannot be told apart), so it is no guide here: lift compares "
+                "runs with and without each lesson and inherits the scores of the lessons "
+                "and tasks it shares runs with. Runs that carry other combinations of "
+                "lessons, or different numbers of them, are what would separate them."
+            )
+        elif self._relative():
+            second = (
+                "Where the methods disagree, the regression (which holds the other lessons "
+                "and the covariates fixed) is the better guide, read as it is estimated "
+                "here: relative to the mean lesson. A lesson below 0 is worse than the "
+                "average lesson of its pool, not necessarily harmful in itself (if every "
+                "lesson helps, some are still below the average); a gate compares the runs "
+                "with a lesson with the runs without it."
+            )
+        else:
+            second = (
+                "Where the methods disagree, the regression (which holds the other lessons "
+                "and the covariates fixed) is the better guide"
+                + (
+                    f" for the {estimated} of {total} lessons it estimates; where the ledger "
+                    "cannot tell lessons apart, no method can: more runs with those lessons "
+                    "apart from each other can."
+                    if estimated < total
+                    else "."
+                )
+            )
+        return show_text(first, second)
 
     def write_tables(
         self, directory: str | Path, prefix: str = "ledger_audit", *, raw_csv: bool = False
@@ -652,8 +781,12 @@ def audit_ledger(
     last = decisions.filter(pl.col("gate") == names[-1]).select(
         "fact_id", "decision", "reason", "why"
     )
+    ident = check_identifiability(ledger, covariates=covs, mean_contrasts=True)
+    if ident["relative_to"].is_not_null().any():  # the regressions' estimates are relative
+        relabel = {m: f"{m} (vs mean lesson)" for m in methods if m != "lift"}
+        rows = rows.with_columns(pl.col("method").replace(relabel))
+        methods = {relabel.get(m, m): spec for m, spec in methods.items()}
     attribution = rows.join(last, on="fact_id", how="left")
-    ident = check_identifiability(ledger, covariates=covs)
     return LedgerAudit(
         ledger=ledger,
         source=source,

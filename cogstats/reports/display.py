@@ -266,6 +266,40 @@ def summary_block(
     return SummaryBlock(what=what, numbers=pairs, findings=tuple(str(f) for f in findings))
 
 
+@dataclass(frozen=True)
+class Prose:
+    """Paragraphs computed from the data, shown as text in a page (see :func:`show_text`)."""
+
+    paragraphs: tuple[str, ...]
+
+    def summary(self) -> str:
+        """Return the paragraphs as plain text."""
+        return "\n\n".join(self.paragraphs)
+
+    def __str__(self) -> str:
+        """Return the paragraphs as plain text."""
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        body = "".join(f"<p>{html.escape(p)}</p>" for p in self.paragraphs)
+        return f'<div class="cogstats-prose">{body}</div>'
+
+
+def show_text(*paragraphs: str) -> Prose:
+    """Show paragraphs that depend on the data (a report's prose that must match it).
+
+    Examples
+    --------
+    >>> print(show_text("Every lesson was estimated.", "Nothing was left out."))
+    Every lesson was estimated.
+    <BLANKLINE>
+    Nothing was left out.
+    """
+    if not all(isinstance(p, str) for p in paragraphs):
+        raise ParameterError("show_text takes strings, one paragraph each")
+    return Prose(tuple(paragraphs))
+
+
 #: The interactive frame's style: the report's font, widgets in rows under the charts.
 _FRAME_STYLE = (
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:13px;"
