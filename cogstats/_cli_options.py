@@ -20,8 +20,17 @@ from typing import Any
 
 from cogstats._registry import Entry
 from cogstats._validation import CogstatsError
+from cogstats.ledger import ascii_float, ascii_int
 
-__all__ = ["add_option_flags", "collect_options", "param_help", "parse_assignments"]
+__all__ = [
+    "FLOAT",
+    "INT",
+    "add_option_flags",
+    "collect_options",
+    "param_help",
+    "parse_assignments",
+    "plain_text",
+]
 
 _DEST = "opt__"
 _SECTION = re.compile(r"^\s*-{3,}\s*$")
@@ -79,7 +88,39 @@ def param_help(cls: Any) -> dict[str, str]:
         elif line.strip():
             text.append(line.strip())
     flush()
-    return out
+    return {name: plain_text(text) for name, text in out.items()}
+
+
+#: a Sphinx role: ``:func:`~pkg.mod.name```, ``:class:`Name```, ``:mod:`text <target>```
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)\s*(?:<([^`>]*)>)?`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(text: str) -> str:
+    """Turn reStructuredText markup into plain words for help texts (CLI, widgets).
+
+    A Sphinx role becomes its text: ``:func:`~a.b.name``` the last name, a full path
+    as written, ``:ref:`words <target>``` the words; a double-backquoted literal loses
+    its backquotes.  The one place every option's help goes through.
+
+    Examples
+    --------
+    >>> plain_text("The debiased ridge's options (:func:`~cogstats.estimators.ridge_fit`).")
+    "The debiased ridge's options (ridge_fit)."
+    >>> plain_text("See :class:`cogstats.gates.LifecycleGate` and ``min_trials``.")
+    'See cogstats.gates.LifecycleGate and min_trials.'
+    >>> plain_text(":ref:`the rule table <rules>`")
+    'the rule table'
+    """
+
+    def role(m: re.Match[str]) -> str:
+        tilde, target, explicit = m.group(1), m.group(2).strip(), m.group(3)
+        if explicit is not None and target:
+            return target  # `words <target>`: the words
+        name = explicit or target
+        return name.rsplit(".", 1)[-1] if tilde else name
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
 
 
 def _hints(cls: Any) -> dict[str, Any]:
@@ -96,6 +137,20 @@ def _strip_none(hint: Any) -> tuple[Any, bool]:
         rest = [a for a in args if a is not type(None)]
         return (rest[0] if len(rest) == 1 else Any), True
     return hint, False
+
+
+def _named(parse: Any, name: str) -> Any:
+    def convert(text: str) -> Any:
+        return parse(text)
+
+    convert.__name__ = name  # argparse says "invalid int value: '１'"
+    return convert
+
+
+#: argparse ``type=`` of an integer or a number flag: ASCII decimal notation only, as the
+#: ledger reads numbers (``int``/``float`` would take ``１``, ``٣`` and ``1_000``)
+INT = _named(ascii_int, "int")
+FLOAT = _named(ascii_float, "float")
 
 
 def _none_or(parse: Any) -> Any:
@@ -122,7 +177,7 @@ def _flag_kwargs(hint: Any) -> dict[str, Any]:
     if origin is typing.Literal:
         return {"choices": [str(a) for a in typing.get_args(base)]}
     if base in (int, float, str):
-        parse: Any = base
+        parse: Any = {int: INT, float: FLOAT, str: str}[base]
     elif base is Mapping or origin in (Mapping, dict) or base is dict:
         return {"action": "append", "metavar": "NAME=VALUE"}
     elif origin in (tuple, list, Sequence) or base in (tuple, list):

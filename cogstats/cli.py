@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from cogstats._cli_options import (
+    INT,
     add_option_flags,
     collect_options,
     parse_assignments,
@@ -58,8 +59,8 @@ _GATE_FLAGS = (
 def _emit(
     frame: pl.DataFrame, fmt: str, title: str | None = None, *, raw_csv: bool = False
 ) -> None:
-    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats._csv)
-        from cogstats._csv import write_csv
+    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats.ledger.write_csv)
+        from cogstats.ledger import write_csv
 
         sys.stdout.write(write_csv(flat_frame(frame), raw=raw_csv))
     elif fmt == "json":
@@ -243,6 +244,7 @@ def _covariate_rule(gate: Any, ledger: Any, args: argparse.Namespace) -> Any:
     options = getattr(gate, "options", None)
     if isinstance(options, Mapping):  # a method's options: --covariates sets them
         used = tuple(options.get("covariates") or ())
+        used += tuple(str(options[k]) for k in _ADJUSTING_OPTIONS if options.get(k) is not None)
         how = _covariates_how(getattr(gate, "method", None))
     else:
         used, how = (), "--gate recommended {flag}"
@@ -275,7 +277,7 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         help="table (the columns that fit the terminal), wide (every column), csv or json",
     )
     _add_raw_csv(p)
-    p.add_argument("--seed", type=int, help="seed for gates whose methods draw")
+    p.add_argument("--seed", type=INT, help="seed for gates whose methods draw")
     _add_lesson_input(p)
     if gate is None:  # another subcommand runs: the gate's flags are not needed
         return
@@ -290,6 +292,14 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
             nargs="*",
             help="ledger covariate columns for the gate's method (sets options.covariates)",
         )
+    else:
+        p.add_argument(
+            "--covariates",
+            nargs="*",
+            help=f"ledger covariate columns to adjust for; the {entry.name!r} gate adjusts for "
+            "none (naming one is an error): --gate recommended --covariates NAME ... "
+            "adjusts for them (default: its difficulty_proxy), as does --gate evidence",
+        )
     add_option_flags(p, entry, reserved=reserved)
 
 
@@ -297,6 +307,12 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from cogstats.gates import get_gate
 
     entry = get_gate(args.gate)
+    fields = {f.name for f in entry.fields()}
+    if getattr(args, "covariates", None) and not {"covariates", "options"} & fields:
+        raise CogstatsError(
+            f"--covariates: the {args.gate!r} gate adjusts for no covariate; "
+            f"--gate recommended --covariates {' '.join(args.covariates)} adjusts for them"
+        )
     options = collect_options(args, entry)
     if getattr(args, "covariates", None) and "covariates" not in options:
         options["options"] = {**dict(options.get("options") or {}), "covariates": args.covariates}
@@ -338,7 +354,7 @@ def _attribute_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--method", default="lift", help="estimator name (see cogstats.estimators)")
     p.add_argument("--covariates", nargs="*", help="ledger covariate columns to adjust for")
     p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
-    p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
+    p.add_argument("--seed", type=INT, help="seed for methods that draw (permutation)")
     p.add_argument(
         "--format",
         choices=["table", "wide", "csv", "json"],
@@ -358,29 +374,71 @@ def _add_raw_csv(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: method options that name a covariate the method adjusts for (besides ``covariates``)
+_ADJUSTING_OPTIONS = ("strata", "groups", "cluster")
+
+
 def _cmd_attribute(args: argparse.Namespace) -> int:
     from cogstats.covariates import check_named, unused_hint
-    from cogstats.estimators import attribute
+    from cogstats.estimators import attribute, get_spec
 
+    spec = get_spec(args.method)  # an unknown method: the error, before any note
     ledger, _ = _apply_lessons(args, _read_ledger(args))
     options = parse_assignments(args.option, "--option")
+    adjusted = [
+        str(options[k])
+        for k in _ADJUSTING_OPTIONS
+        if k in spec.defaults and options.get(k) is not None
+    ]
     if args.covariates:
         check_named(args.covariates, ledger.covariates)  # "did you mean", as gate says
         options["covariates"] = args.covariates
     elif args.covariates is None and "covariates" not in options:
-        hint = unused_hint(ledger.covariates, style="flag", how=_covariates_how(args.method))
+        if "groups" in spec.defaults and "groups" not in options:
+            adjusted.append(str(spec.defaults["groups"]))
+        hint = unused_hint(
+            ledger.covariates, adjusted, style="flag", how=_covariates_how(args.method)
+        )
         if hint:
             _warn("attribute", f"method {args.method!r} adjusts for nothing; {hint}")
     result = attribute(ledger, method=args.method, rng=args.seed, **options)
-    _emit(result.to_frame(), args.format, title=repr(result), raw_csv=args.raw_csv)
+    frame = result.to_frame()
+    if frame.height and frame["estimate"].null_count() == frame.height:
+        raise CogstatsError(
+            f"method {args.method!r} estimated none of the {frame.height} lessons: "
+            f"{_why_nothing(result)}"
+        )
+    note = result.settings.get("contrasts")
+    if note:
+        print(f"cogstats attribute: note: {note}", file=sys.stderr)
+    _emit(frame, args.format, title=repr(result), raw_csv=args.raw_csv)
     return 0
+
+
+def _why_nothing(result: Any) -> str:
+    """Say why an attribution has no estimate at all (its identifiability reasons, counted)."""
+    ident = result.extras.get("identifiability")
+    if isinstance(ident, pl.DataFrame) and "reason" in ident.columns:
+        counts = ident.group_by("reason").len().sort("len", descending=True)
+        if counts["reason"].null_count() < counts.height:
+            listed = ", ".join(f"{n} {r}" for r, n in counts.rows() if r is not None)
+            return (
+                f"no lesson's effect can be told apart ({listed}; "
+                "cogstats.estimators.check_identifiability gives each lesson's reason and "
+                "the lessons it is aliased with); runs that carry other combinations of "
+                "lessons separate them"
+            )
+    return (
+        "every lesson needs runs with and without it (and, for this method, enough of "
+        "each); the table's trials and baseline_runs columns give the counts"
+    )
 
 
 # ---------------------------------------------------------------------- simulate, sweep
 def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("spec", help="scenario spec file (simulations/*.toml)")
-    p.add_argument("--replicates", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--replicates", type=INT)
+    p.add_argument("--seed", type=INT)
     p.add_argument("--out", help="directory for the Parquet frames")
     p.add_argument(
         "--engine",
@@ -388,7 +446,7 @@ def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         default="auto",
         help="auto (default): compiled when it covers the gate and policy, else reference",
     )
-    p.add_argument("--workers", type=int, help="threads for the cells (default: all cores)")
+    p.add_argument("--workers", type=INT, help="threads for the cells (default: all cores)")
     _policy_argument(p)
     p.add_argument("--no-progress", action="store_true")
 
@@ -410,14 +468,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _sweep_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("spec")
-    p.add_argument("--replicates", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--replicates", type=INT)
+    p.add_argument("--seed", type=INT)
     p.add_argument("--out", help="directory of the sweep store (default: sweeps/<spec name>)")
     p.add_argument("--executor", choices=["local", "dask"], default="local")
     p.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
     p.add_argument(
         "--workers",
-        type=int,
+        type=INT,
         help="worker processes (default: all cores; a small sweep runs in this process)",
     )
     _policy_argument(p)
@@ -456,7 +514,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _demo_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--out", default="reports/demo")
-    p.add_argument("--quick", action="store_true", help="CI-sized run")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the short version: the simulations and the CI sweep, then four reports "
+        "(quickstart, ledger_audit, poison_replay, tradeoffs) at CI parameters; the index "
+        "lists the others with the command that renders each",
+    )
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -538,15 +602,16 @@ def build_parser(gate: str | None = "cycgraph") -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def _plain_spec_warnings(command: str) -> Iterator[None]:
-    """Print a spec's warnings (``SpecWarning``) as ``cogstats CMD: warning: ...`` lines.
+    """Print cogstats' own warnings as ``cogstats CMD: warning: ...`` lines.
 
-    Other warnings keep Python's form.
+    A spec's ``SpecWarning``, ``mixed``'s ``MixedFallbackWarning`` and the like: one clean
+    line, no source path.  Other warnings keep Python's form.
     """
     with warnings.catch_warnings():
         shown = warnings.showwarning
 
         def show(message: Any, category: Any, *rest: Any, **kwargs: Any) -> None:
-            if getattr(category, "__name__", "") == "SpecWarning":
+            if str(getattr(category, "__module__", "")).startswith("cogstats"):
                 _warn(command, str(message))
             else:
                 shown(message, category, *rest, **kwargs)

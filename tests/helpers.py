@@ -90,3 +90,97 @@ def write_user_ledger(path: str, *, n_runs: int = 400, seed: int = 7) -> None:
             s = 0.7 - 0.3 * d + shift[fam] + sum(effect.get(x, 0.0) for x in used)
             s = float(np.clip(s + rng.normal(0, 0.08), 0, 1))
             w.writerow([f"run-{r}", round(s, 4), " ".join(used), fam, round(d, 3)])
+
+
+def fixed_size_ledger(
+    rng: np.random.Generator,
+    *,
+    n_runs: int = 240,
+    effects: Sequence[float] = (-0.08, -0.08, 0.16) + (0.0,) * 9,
+    per_run: int = 4,
+    short_runs: int = 0,
+    noise_sd: float = 0.04,
+    link: str = "identity",
+    pair: bool = False,
+) -> Ledger:
+    """Fixed-size prompts: every run carries ``per_run`` of the lessons, drawn at random.
+
+    The first ``short_runs`` runs carry one lesson fewer.  Additive truth on the
+    identity scale: score = 0.5 + family shift / 2 + difficulty + sum(effects of the
+    injected) + N(0, noise_sd), difficulty ~ N(0, 0.03) observed exactly as
+    ``difficulty_proxy``, 3 task families (``family``, shifts -0.05, 0, 0.05); the
+    defaults keep every score inside (0, 1), so the clip at 0 and 1 never binds (checked).
+    ``link="logit"``: the same linear predictor on the log-odds scale around 0, score =
+    Binomial(20, expit(eta)) / 20 (the fractional logit's model).  ``pair``: the first two
+    lessons always go in together (a duplicate inclusion pattern inside the pool).
+    Lessons ``M01``, ``M02``, ... in effect order.
+    """
+    k = len(effects)
+    ids = [f"M{j + 1:02d}" for j in range(k)]
+    fam = rng.integers(0, 3, n_runs)
+    difficulty = rng.normal(0.0, 0.03, n_runs)
+    x = np.zeros((n_runs, k), dtype=bool)
+    for i in range(n_runs):
+        m = per_run - (i < short_runs)
+        if pair and rng.random() < 0.4:
+            x[i, :2] = True
+            x[i, 2 + rng.choice(k - 2, m - 2, replace=False)] = True
+        else:
+            first = 2 if pair else 0
+            x[i, first + rng.choice(k - first, m, replace=False)] = True
+    eta = FAMILY_SHIFT[fam] / 2 + difficulty + x @ np.asarray(effects, dtype=float)
+    if link == "logit":
+        score = rng.binomial(20, 1.0 / (1.0 + np.exp(-eta))) / 20.0
+    else:
+        score = 0.5 + eta + rng.normal(0.0, noise_sd, n_runs)
+        if not np.all((score > 0) & (score < 1)):
+            raise ValueError("fixed_size_ledger: a score left (0, 1); lower the effects")
+    records = [
+        {
+            "run_id": f"r{i}",
+            "score": float(score[i]),
+            "fact_ids": [ids[j] for j in range(k) if x[i, j]],
+            "difficulty_proxy": float(difficulty[i]),
+            "family": f"f{fam[i]}",
+        }
+        for i in range(n_runs)
+    ]
+    return Ledger.from_records(records)
+
+
+#: :func:`write_episode_ledger`'s column mapping (ledger name -> its column)
+EPISODE_COLUMNS = {"run_id": "episode", "score": "reward", "fact_ids": "memories_used"}
+
+
+def write_episode_ledger(
+    path: str,
+    *,
+    n_runs: int = 420,
+    lessons: int = 64,
+    per_run: int = 6,
+    harmful: Sequence[str] = ("m04", "m18"),
+    helpful: Sequence[str] = ("m06", "m31", "m45"),
+    seed: int = 9,
+) -> None:
+    """Write a fixed-size-prompt ledger as a user would: every run holds ``per_run`` lessons.
+
+    Columns ``episode, reward, memories_used, task_hardness, task_type`` (as issue 31's
+    trial); lessons ``m01`` .. ``m64``; additive: reward = clip(0.6 - 0.2 hardness + task
+    shift (-0.05, 0, 0.05) - 0.15 per harmful + 0.1 per helpful + N(0, 0.05)).
+    """
+    import csv
+
+    gen = np.random.default_rng(seed)
+    ids = [f"m{j:02d}" for j in range(1, lessons + 1)]
+    effect = {**dict.fromkeys(harmful, -0.15), **dict.fromkeys(helpful, 0.1)}
+    shift = {"math": -0.05, "code": 0.0, "prose": 0.05}
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["episode", "reward", "memories_used", "task_hardness", "task_type"])
+        for r in range(n_runs):
+            used = [ids[j] for j in gen.choice(lessons, per_run, replace=False)]
+            hard = float(gen.uniform(0, 1))
+            kind = ("math", "code", "prose")[r % 3]
+            s = 0.6 - 0.2 * hard + shift[kind] + sum(effect.get(u, 0.0) for u in used)
+            s = float(np.clip(s + gen.normal(0, 0.05), 0.0, 1.0))
+            w.writerow([r, round(s, 4), ";".join(used), round(hard, 3), kind])

@@ -22,7 +22,12 @@ from cogstats.charts.comparison import (
     benchmark_figures,
     rule_operating_characteristics,
 )
-from cogstats.charts.decisions import VERDICTS, decision_timeline, decisions_by_run
+from cogstats.charts.decisions import (
+    VERDICT_COLORS,
+    VERDICTS,
+    decision_timeline,
+    decisions_by_run,
+)
 from cogstats.charts.estimators import ACCURACY_METRICS, estimate_intervals, estimator_accuracy
 from cogstats.charts.explorer import EXPLORER_METRICS, threshold_explorer
 from cogstats.charts.fitness import fitness_curve
@@ -38,6 +43,7 @@ __all__ = [
     "LIFECYCLE_TITLES",
     "REFERENCE_COLUMNS",
     "VERDICTS",
+    "VERDICT_COLORS",
     "admission_roc",
     "attribution_forest",
     "benchmark_figures",

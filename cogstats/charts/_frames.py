@@ -14,6 +14,7 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_real
+from cogstats.ledger import escape_ids
 
 __all__ = [
     "AXIS_TITLES",
@@ -67,9 +68,11 @@ def select_as(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
 
     Column names such as ``lessons.listed[0].effect`` contain characters that Vega-Lite
     reads as nested access, so every builder draws from renamed copies.  Float NaN
-    becomes null (Vega-Lite drops null points; JSON has no NaN).
+    becomes null (Vega-Lite drops null points; JSON has no NaN).  Strings are shown
+    through :func:`cogstats.ledger.escape_id` (a control character in an id would stop
+    the chart renderer; look-alike ids must read differently).
     """
-    out = frame.select([pl.col(src).alias(dst) for dst, src in names.items()])
+    out = escape_ids(frame.select([pl.col(src).alias(dst) for dst, src in names.items()]))
     floats = [c for c, t in out.schema.items() if t in (pl.Float32, pl.Float64)]
     if floats:
         out = out.with_columns([pl.col(c).fill_nan(None) for c in floats])
@@ -130,9 +133,37 @@ def axis_title(column: str) -> str:
     return AXIS_TITLES.get(column, column.replace("_", " "))
 
 
-#: Verdict labels, in legend order: a decision, with an eviction's reason after it.
-VERDICTS: tuple[str, ...] = ("promote", "evict: harmful", "evict: no_lift", "retire", "evict")
-_COLORS = ("#2e7d32", "#c62828", "#ef6c00", "#6a1b9a", "#757575")
+#: Verdict labels, in legend order: a decision, with an eviction's reason after it.  Each
+#: has its own colour (:data:`VERDICT_COLORS`): admit, hold and suspend never share one.
+VERDICTS: tuple[str, ...] = (
+    "promote",
+    "admit",
+    "release",
+    "evict: harmful",
+    "evict: no_lift",
+    "evict",
+    "retire",
+    "suspend",
+    "hold",
+)
+#: One colour per verdict, colour-blind safe: Okabe and Ito's palette (bluish green,
+#: sky blue, blue, vermillion, orange, black, reddish purple), Paul Tol's wine for a bare
+#: eviction, a light grey for a hold (no decision).
+VERDICT_COLORS: dict[str, str] = {
+    "promote": "#009E73",
+    "admit": "#56B4E9",
+    "release": "#0072B2",
+    "evict: harmful": "#D55E00",
+    "evict: no_lift": "#E69F00",
+    "evict": "#882255",
+    "retire": "#000000",
+    "suspend": "#CC79A7",
+    "hold": "#BBBBBB",
+}
+#: Colours for labels outside :data:`VERDICTS` (a gate's own words), in turn: Paul Tol's
+#: muted palette; "not judged" and "none" (no row for the lesson) get a pale grey.
+_OTHER_COLORS = ("#332288", "#DDCC77", "#117733", "#88CCEE", "#44AA99", "#999933", "#AA4499")
+_NO_ROW = {"not judged": "#EEEEEE", "none": "#EEEEEE"}
 
 
 def verdict_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -160,12 +191,21 @@ def verdict_frame(frame: pl.DataFrame) -> pl.DataFrame:
 def verdict_scale(present: list[str]) -> alt.Scale:
     """Return the colour scale of the verdicts present: :data:`VERDICTS`, then others.
 
+    Every verdict of :data:`VERDICTS` keeps its colour (:data:`VERDICT_COLORS`) in every
+    chart; other labels get distinct colours in sorted order.
+
     Examples
     --------
-    >>> verdict_scale(["evict: harmful", "promote", "hold"]).to_dict()["domain"]
-    ['promote', 'evict: harmful', 'hold']
+    >>> scale = verdict_scale(["evict: harmful", "promote", "hold", "admit", "suspend"])
+    >>> scale.to_dict()["domain"]
+    ['promote', 'admit', 'evict: harmful', 'suspend', 'hold']
+    >>> len(set(scale.to_dict()["range"]))
+    5
     """
     known = [v for v in VERDICTS if v in present]
-    others = sorted(v for v in present if v not in VERDICTS)
-    colors = [_COLORS[VERDICTS.index(v)] for v in known]
-    return alt.Scale(domain=known + others, range=colors + ["#9e9e9e"] * len(others))
+    others = sorted(v for v in present if v not in VERDICTS and v not in _NO_ROW)
+    blank = [v for v in _NO_ROW if v in present]
+    colors = [VERDICT_COLORS[v] for v in known]
+    colors += [_OTHER_COLORS[k % len(_OTHER_COLORS)] for k in range(len(others))]
+    colors += [_NO_ROW[v] for v in blank]
+    return alt.Scale(domain=known + others + blank, range=colors)

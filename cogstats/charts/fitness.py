@@ -144,6 +144,124 @@ def _ledger_chart(
     )
 
 
+def _fitness_options(
+    band: str,
+    quantiles: Sequence[float],
+    mcse_multiplier: float,
+    poison_arrival: int | None,
+    width: int,
+    height: int,
+    window: int,
+) -> tuple[float, float, float]:
+    """Check :func:`fitness_curve`'s options; return the band's quantiles and multiplier."""
+    check_choice("band", band, BANDS)
+    q = tuple(quantiles)
+    if len(q) != 2:
+        raise ParameterError(f"quantiles must be two numbers (low, high); got {quantiles!r}")
+    lo = cast(float, check_real("quantiles[0]", q[0], minimum=0.0, maximum=1.0))
+    hi = cast(float, check_real("quantiles[1]", q[1], minimum=0.0, maximum=1.0))
+    if not lo < hi:
+        raise ParameterError(f"quantiles must satisfy low < high; got {quantiles!r}")
+    multiplier = check_multiplier(mcse_multiplier)
+    check_int("poison_arrival", poison_arrival, minimum=1, optional=True)
+    check_int("width", width, minimum=1)
+    check_int("height", height, minimum=1)
+    check_int("window", window, minimum=1)
+    return lo, hi, multiplier
+
+
+def _simulated_layers(
+    runs: pl.DataFrame,
+    *,
+    band: str,
+    bounds: tuple[float, float],
+    multiplier: float,
+    oracle: bool,
+    group: str | None,
+    poison_arrival: int | None,
+) -> tuple[list[Any], str]:
+    """Build the band, curve and rule layers of simulated runs; return them and the band title."""
+    lo, hi = bounds
+    needed = ["replicate", "run", "score"]
+    if oracle:
+        needed.append("oracle_score")
+    if group is not None:
+        needed.append(group)
+    require_columns(runs, needed, builder=_BUILDER, argument="runs")
+    keys = ["group"] if group is not None else []
+    frame = runs.rename({group: "group"}) if group is not None and group != "group" else runs
+    if group is not None:
+        frame = frame.with_columns(pl.col("group").cast(pl.String))
+    parts = [
+        _aggregate(frame, "score", keys, band, (lo, hi), multiplier).with_columns(
+            pl.lit("score").alias("series")
+        )
+    ]
+    if oracle:
+        parts.append(
+            _aggregate(frame, "oracle_score", keys, "none", (lo, hi), multiplier).with_columns(
+                pl.lit("oracle score").alias("series")
+            )
+        )
+    curves = pl.concat(parts, how="vertical_relaxed").fill_nan(None)
+    n_rep = runs["replicate"].n_unique()
+    x = alt.X("run:Q", title="run (number since the start)", axis=alt.Axis(tickMinStep=1))
+    y_title = f"score, 0 to 1 (mean over {n_rep} replicates)"
+    color: Any
+    if group is not None:
+        color = alt.Color("group:N", title=group)
+    else:
+        color = alt.Color("series:N", title=None, scale=alt.Scale(domain=["score", "oracle score"]))
+    tooltip = [
+        *(f"{k}:N" for k in keys),
+        "series:N",
+        "run:Q",
+        "mean:Q",
+        "low:Q",
+        "high:Q",
+        "replicates:Q",
+    ]
+    layers: list[Any] = []
+    band_title = (
+        f"{lo:g}-{hi:g} quantiles of the replicates' scores"
+        if band == "spread"
+        else f"mean +/- {multiplier:g} Monte Carlo standard errors"
+    )
+    if band != "none":
+        band_data = curves.filter(pl.col("series") == "score")
+        layers.append(
+            alt.Chart(band_data)
+            .mark_area(opacity=0.2)
+            .encode(
+                x=x,
+                y=alt.Y("low:Q", title=y_title, scale=alt.Scale(zero=False)),
+                y2=alt.Y2("high:Q"),
+                color=color,
+            )
+        )
+    line_enc: dict[str, Any] = {
+        "x": x,
+        "y": alt.Y("mean:Q", title=y_title, scale=alt.Scale(zero=False)),
+        "color": color,
+        "tooltip": tooltip,
+    }
+    if oracle:
+        line_enc["strokeDash"] = alt.StrokeDash(
+            "series:N",
+            title=None,
+            scale=alt.Scale(domain=["score", "oracle score"], range=[[1, 0], [5, 3]]),
+        )
+    layers.append(alt.Chart(curves).mark_line(strokeWidth=2).encode(**line_enc))
+    if poison_arrival is not None:
+        rule = pl.DataFrame({"run": [poison_arrival], "label": ["first run with poison"]})
+        layers.append(
+            alt.Chart(rule)
+            .mark_rule(color="firebrick", strokeDash=[4, 3])
+            .encode(x=alt.X("run:Q"), tooltip=["label:N", "run:Q"])
+        )
+    return layers, band_title
+
+
 def fitness_curve(
     runs: pl.DataFrame | Ledger,
     *,
@@ -224,19 +342,9 @@ def fitness_curve(
     >>> [layer.mark.type for layer in chart.layer], len(chart.data) == len(ledger)
     (['area', 'point', 'line'], True)
     """
-    check_choice("band", band, BANDS)
-    q = tuple(quantiles)
-    if len(q) != 2:
-        raise ParameterError(f"quantiles must be two numbers (low, high); got {quantiles!r}")
-    lo = cast(float, check_real("quantiles[0]", q[0], minimum=0.0, maximum=1.0))
-    hi = cast(float, check_real("quantiles[1]", q[1], minimum=0.0, maximum=1.0))
-    if not lo < hi:
-        raise ParameterError(f"quantiles must satisfy low < high; got {quantiles!r}")
-    multiplier = check_multiplier(mcse_multiplier)
-    check_int("poison_arrival", poison_arrival, minimum=1, optional=True)
-    check_int("width", width, minimum=1)
-    check_int("height", height, minimum=1)
-    check_int("window", window, minimum=1)
+    lo, hi, multiplier = _fitness_options(
+        band, quantiles, mcse_multiplier, poison_arrival, width, height, window
+    )
     if isinstance(runs, Ledger):
         if len(runs) == 0:
             raise ParameterError(f"{_BUILDER}: the ledger has no runs")
@@ -255,83 +363,15 @@ def fitness_curve(
             width=width,
             height=height,
         )
-    needed = ["replicate", "run", "score"]
-    if oracle:
-        needed.append("oracle_score")
-    if group is not None:
-        needed.append(group)
-    require_columns(runs, needed, builder=_BUILDER, argument="runs")
-    keys = ["group"] if group is not None else []
-    frame = runs.rename({group: "group"}) if group is not None and group != "group" else runs
-    if group is not None:
-        frame = frame.with_columns(pl.col("group").cast(pl.String))
-    parts = [
-        _aggregate(frame, "score", keys, band, (lo, hi), multiplier).with_columns(
-            pl.lit("score").alias("series")
-        )
-    ]
-    if oracle:
-        parts.append(
-            _aggregate(frame, "oracle_score", keys, "none", (lo, hi), multiplier).with_columns(
-                pl.lit("oracle score").alias("series")
-            )
-        )
-    curves = pl.concat(parts, how="vertical_relaxed").fill_nan(None)
-    n_rep = runs["replicate"].n_unique()
-    x = alt.X("run:Q", title="run (number since the start)", axis=alt.Axis(tickMinStep=1))
-    y_title = f"score, 0 to 1 (mean over {n_rep} replicates)"
-    color: Any
-    if group is not None:
-        color = alt.Color("group:N", title=group)
-    else:
-        color = alt.Color("series:N", title=None, scale=alt.Scale(domain=["score", "oracle score"]))
-    tooltip = [
-        *(f"{k}:N" for k in keys),
-        "series:N",
-        "run:Q",
-        "mean:Q",
-        "low:Q",
-        "high:Q",
-        "replicates:Q",
-    ]
-    layers: list[Any] = []
-    band_title = (
-        f"{lo:g}-{hi:g} quantiles of the replicates' scores"
-        if band == "spread"
-        else f"mean +/- {multiplier:g} Monte Carlo standard errors"
+    layers, band_title = _simulated_layers(
+        runs,
+        band=band,
+        bounds=(lo, hi),
+        multiplier=multiplier,
+        oracle=oracle,
+        group=group,
+        poison_arrival=poison_arrival,
     )
-    if band != "none":
-        band_data = curves.filter(pl.col("series") == "score")
-        layers.append(
-            alt.Chart(band_data)
-            .mark_area(opacity=0.2)
-            .encode(
-                x=x,
-                y=alt.Y("low:Q", title=y_title, scale=alt.Scale(zero=False)),
-                y2=alt.Y2("high:Q"),
-                color=color,
-            )
-        )
-    line_enc: dict[str, Any] = {
-        "x": x,
-        "y": alt.Y("mean:Q", title=y_title, scale=alt.Scale(zero=False)),
-        "color": color,
-        "tooltip": tooltip,
-    }
-    if oracle:
-        line_enc["strokeDash"] = alt.StrokeDash(
-            "series:N",
-            title=None,
-            scale=alt.Scale(domain=["score", "oracle score"], range=[[1, 0], [5, 3]]),
-        )
-    layers.append(alt.Chart(curves).mark_line(strokeWidth=2).encode(**line_enc))
-    if poison_arrival is not None:
-        rule = pl.DataFrame({"run": [poison_arrival], "label": ["first run with poison"]})
-        layers.append(
-            alt.Chart(rule)
-            .mark_rule(color="firebrick", strokeDash=[4, 3])
-            .encode(x=alt.X("run:Q"), tooltip=["label:N", "run:Q"])
-        )
     subtitle = f"band: {band_title}" if band != "none" else ""
     return alt.LayerChart(
         layer=layers, width=width, height=height, title=alt.Title(title or "", subtitle=subtitle)

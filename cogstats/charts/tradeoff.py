@@ -28,6 +28,47 @@ def _kind(frame: pl.DataFrame, column: str) -> str:
     return "O" if frame[column].dtype.is_numeric() else "N"
 
 
+def _tradeoff_data(
+    cells: pl.DataFrame,
+    x: str,
+    y: str,
+    color: str | None,
+    frontier: str | None,
+    label: list[str],
+    multiplier: float,
+) -> tuple[pl.DataFrame, dict[str, bool]]:
+    """Check :func:`tradeoff`'s columns; return its data and which axes have error bars."""
+    if not all(isinstance(c, str) for c in label):
+        raise ParameterError(f"label must be a sequence of column names; got {label!r}")
+    needed = [x, y, *([color] if color else []), *([frontier] if frontier else []), *label]
+    require_columns(cells, needed, builder=_BUILDER, argument="cells")
+    if frontier is not None and cells[frontier].dtype != pl.Boolean:
+        raise ParameterError(
+            f"{_BUILDER}: frontier column {frontier!r} must be boolean; "
+            f"got dtype {cells[frontier].dtype}"
+        )
+    names: dict[str, str] = {"x": x, "y": y}
+    if color is not None:
+        names["color"] = color
+    if frontier is not None:
+        names["frontier"] = frontier
+    extra = {f"label_{i}": c for i, c in enumerate(label)}
+    data = select_as(cells, {**names, **extra}).with_columns(
+        pl.col("x").cast(pl.Float64), pl.col("y").cast(pl.Float64)
+    )
+    errors = {}
+    for axis, col in (("x", x), ("y", y)):
+        mcse = f"{col}_mcse"
+        if mcse in cells.columns:
+            half = multiplier * cells[mcse].cast(pl.Float64).fill_nan(None)
+            data = data.with_columns(
+                (pl.col(axis) - half).alias(f"{axis}_low"),
+                (pl.col(axis) + half).alias(f"{axis}_high"),
+            )
+            errors[axis] = True
+    return data, errors
+
+
 def tradeoff(
     cells: pl.DataFrame,
     *,
@@ -100,34 +141,7 @@ def tradeoff(
     check_int("width", width, minimum=1)
     check_int("height", height, minimum=1)
     label = list(label)
-    if not all(isinstance(c, str) for c in label):
-        raise ParameterError(f"label must be a sequence of column names; got {label!r}")
-    needed = [x, y, *([color] if color else []), *([frontier] if frontier else []), *label]
-    require_columns(cells, needed, builder=_BUILDER, argument="cells")
-    if frontier is not None and cells[frontier].dtype != pl.Boolean:
-        raise ParameterError(
-            f"{_BUILDER}: frontier column {frontier!r} must be boolean; "
-            f"got dtype {cells[frontier].dtype}"
-        )
-    names: dict[str, str] = {"x": x, "y": y}
-    if color is not None:
-        names["color"] = color
-    if frontier is not None:
-        names["frontier"] = frontier
-    extra = {f"label_{i}": c for i, c in enumerate(label)}
-    data = select_as(cells, {**names, **extra}).with_columns(
-        pl.col("x").cast(pl.Float64), pl.col("y").cast(pl.Float64)
-    )
-    errors = {}
-    for axis, col in (("x", x), ("y", y)):
-        mcse = f"{col}_mcse"
-        if mcse in cells.columns:
-            half = multiplier * cells[mcse].cast(pl.Float64).fill_nan(None)
-            data = data.with_columns(
-                (pl.col(axis) - half).alias(f"{axis}_low"),
-                (pl.col(axis) + half).alias(f"{axis}_high"),
-            )
-            errors[axis] = True
+    data, errors = _tradeoff_data(cells, x, y, color, frontier, label, multiplier)
     ex = alt.X("x:Q", title=axis_title(x), scale=alt.Scale(zero=False))
     ey = alt.Y("y:Q", title=axis_title(y), scale=alt.Scale(zero=False))
     enc_color: Any = alt.Undefined

@@ -27,6 +27,7 @@ from cogstats._validation import (
 )
 from cogstats.estimators import _sparse
 from cogstats.estimators._base import make_table
+from cogstats.estimators.contrasts import MeanContrasts, mean_contrasts
 from cogstats.estimators.identifiability import (
     CovariateDesign,
     covariate_design,
@@ -47,10 +48,25 @@ class _Design:
     controls: CovariateDesign
     ident: pl.DataFrame
     keep: np.ndarray
+    plan: MeanContrasts | None = None
 
     @property
     def n(self) -> int:
         return int(self.y.size)
+
+    @property
+    def reported(self) -> np.ndarray:
+        """The lessons that get an estimate (those fitted, unless contrasts map them)."""
+        return self.keep if self.plan is None else self.plan.reported
+
+    def lesson_weights(self, n_columns: int) -> np.ndarray | None:
+        """Map a fit's ``n_columns`` coefficients to the reported estimates; None: one each.
+
+        The fitted lesson columns are the last ones of the design.
+        """
+        if self.plan is None:
+            return None
+        return self.plan.full_weights(n_columns - int(self.keep.sum()))
 
     def exog(self, extra: np.ndarray | None = None) -> np.ndarray:
         """``[1, covariate columns, extra, kept lessons]`` as a dense array."""
@@ -71,6 +87,12 @@ class _Design:
         return ["const", *self.controls.columns, *extra, *kept]
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ParameterError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
 def _check_vif(value: Any) -> float:
     return cast(float, check_real("vif_threshold", value, minimum=1.0, exclusive_minimum=True))
 
@@ -86,7 +108,14 @@ def _prepare(
     *,
     extra: np.ndarray | None = None,
     extra_source: str = "",
+    contrasts: bool = True,
 ) -> _Design:
+    """Build a regression's design: response, lessons, controls, identifiability, plan.
+
+    With ``contrasts`` (the default), lessons that the design identifies only relative to
+    each other (:func:`~cogstats.estimators.contrasts.mean_contrasts`) are fitted without
+    a reference per pool and reported relative to their pool's mean.
+    """
     controls = covariate_design(ledger, covariates)
     design = ledger.design()
     x = sparse.csc_array(design.matrix)
@@ -97,14 +126,18 @@ def _prepare(
     ident = lesson_identifiability(
         x, design.fact_ids, controls=ctrl, control_sources=sources, vif_threshold=vif_threshold
     )
+    plan = None
+    if contrasts and x.shape[0]:
+        plan = mean_contrasts(x, design.fact_ids, ctrl, ident, vif_threshold=vif_threshold)
     return _Design(
         y=ledger.scores,
         lessons=x,
         fact_ids=design.fact_ids,
         trials=np.diff(x.indptr).astype(np.int64),
         controls=controls,
-        ident=ident,
-        keep=ident["identifiable"].to_numpy().astype(bool),
+        ident=ident if plan is None else plan.ident,
+        keep=ident["identifiable"].to_numpy().astype(bool) if plan is None else plan.fit_keep,
+        plan=plan,
     )
 
 
@@ -144,7 +177,45 @@ def regression_table(
         )
     columns["identifiable"] = d.ident["identifiable"]
     columns["aliased_with"] = d.ident["aliased_with"]
+    columns["relative_to"] = (
+        d.ident["relative_to"]
+        if "relative_to" in d.ident.columns
+        else pl.Series("relative_to", [None] * len(d.fact_ids), dtype=pl.String)
+    )
     return make_table(method, columns)
+
+
+def contrast_setting(d: Any) -> dict[str, str]:
+    """``{"contrasts": note}`` when some lessons are relative to a pool's mean, else ``{}``."""
+    plan = getattr(d, "plan", None)
+    return {} if plan is None else {"contrasts": plan.note}
+
+
+def contrast_estimates(
+    params: np.ndarray,
+    weights: np.ndarray,
+    *,
+    cov: np.ndarray | None = None,
+    fit: _OLSFit | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Estimates ``W' params`` and their standard errors, from a covariance or a sandwich fit.
+
+    ``weights`` is ``(columns, estimates)``.  With ``fit`` (a :func:`sparse_ols` result
+    whose full covariance was not formed) the variance is ``scale * w' B M B w`` from its
+    bread ``B`` and meat ``M`` (``scale * w' B w`` without a meat).
+    """
+    est = weights.T @ params
+    if cov is not None:
+        var = np.einsum("ir,ij,jr->r", weights, cov, weights)
+    elif fit is not None and fit.cov_params is not None:
+        var = np.einsum("ir,ij,jr->r", weights, fit.cov_params, weights)
+    elif fit is not None:
+        bw = fit.bread @ weights
+        inner = bw if fit.meat is None else fit.meat @ bw
+        var = fit.scale * np.sum(bw * inner, axis=0)
+    else:
+        raise ValueError("contrast_estimates needs cov or fit")
+    return est, np.sqrt(np.maximum(var, 0.0))
 
 
 def _normal_inference(

@@ -372,6 +372,50 @@ def anytime_ols_sequence(
     return paths.column_frame(0, ledger.run_ids)
 
 
+def _anytime_fit(
+    y: np.ndarray, design: _OLSDesign, phi_used: float, level: float, running_min: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """Fit OLS and run Lindon's inference on every lesson (estimate to running minimum)."""
+    k = len(design.lesson_cols)
+    import statsmodels.api as sm  # heavy: imported when the fit runs
+    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
+    with warnings.catch_warnings():
+        # rank deficiency is handled below: unidentified lessons get null inference
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        fit = sm.OLS(y, design.x).fit(method="pinv")
+    xtx_pinv = np.asarray(fit.normalized_cov_params)
+    rank = int(np.linalg.matrix_rank(design.x))
+    nu = float(len(y) - rank)
+    proj = xtx_pinv @ (design.x.T @ design.x)
+    idx = np.asarray(design.lesson_cols, dtype=np.int64)
+    estimable = np.abs(np.diag(proj)[idx] - 1.0) < 1e-8
+    s2 = float(fit.ssr) / nu if nu > 0 else np.nan
+    est, se, lo, hi, pval = _lindon_inference(
+        np.asarray(fit.params)[idx],
+        np.diag(xtx_pinv)[idx],
+        np.full(k, s2),
+        np.full(k, nu),
+        estimable,
+        phi_used,
+        1.0 - level,
+    )
+    if np.ptp(y) == 0:
+        # every run scored the same: the coefficients are exactly 0 with zero residual
+        # variance (the fit gives rounding noise over rounding noise); p-value 1
+        est = np.where(estimable, 0.0, np.nan)
+        se = lo = hi = est
+        pval = np.where(estimable, 1.0, np.nan)
+    if running_min:
+        paths = anytime_ols_paths(
+            y, design.x, design.lesson_cols, confidence_level=level, phi=phi_used
+        )
+        run_min = np.minimum(paths.running_min_pvalue[-1], np.where(np.isnan(pval), 1.0, pval))
+    else:
+        run_min = np.full(k, np.nan)
+    return est, se, lo, hi, pval, nu, run_min
+
+
 @register(
     "anytime_ols",
     defaults={
@@ -473,42 +517,7 @@ def anytime_ols(
     k = len(fact_ids)
     nan = np.full(k, np.nan)
     if len(ledger) > 0:
-        import statsmodels.api as sm  # heavy: imported when the fit runs
-        from statsmodels.tools.sm_exceptions import SingularMatrixWarning
-
-        with warnings.catch_warnings():
-            # rank deficiency is handled below: unidentified lessons get null inference
-            warnings.simplefilter("ignore", SingularMatrixWarning)
-            fit = sm.OLS(y, design.x).fit(method="pinv")
-        xtx_pinv = np.asarray(fit.normalized_cov_params)
-        rank = int(np.linalg.matrix_rank(design.x))
-        nu = float(len(ledger) - rank)
-        proj = xtx_pinv @ (design.x.T @ design.x)
-        idx = np.asarray(design.lesson_cols, dtype=np.int64)
-        estimable = np.abs(np.diag(proj)[idx] - 1.0) < 1e-8
-        s2 = float(fit.ssr) / nu if nu > 0 else np.nan
-        est, se, lo, hi, pval = _lindon_inference(
-            np.asarray(fit.params)[idx],
-            np.diag(xtx_pinv)[idx],
-            np.full(k, s2),
-            np.full(k, nu),
-            estimable,
-            phi_used,
-            1.0 - level,
-        )
-        if np.ptp(y) == 0:
-            # every run scored the same: the coefficients are exactly 0 with zero residual
-            # variance (the fit gives rounding noise over rounding noise); p-value 1
-            est = np.where(estimable, 0.0, np.nan)
-            se = lo = hi = est
-            pval = np.where(estimable, 1.0, np.nan)
-        if running_min:
-            paths = anytime_ols_paths(
-                y, design.x, design.lesson_cols, confidence_level=level, phi=phi_used
-            )
-            run_min = np.minimum(paths.running_min_pvalue[-1], np.where(np.isnan(pval), 1.0, pval))
-        else:
-            run_min = np.full(k, np.nan)
+        est, se, lo, hi, pval, nu, run_min = _anytime_fit(y, design, phi_used, level, running_min)
         lessons = design.x[:, 1 : 1 + k] != 0
         trials = lessons.sum(0).astype(np.int64)
         base = len(ledger) - trials

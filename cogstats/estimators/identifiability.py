@@ -528,6 +528,7 @@ def check_identifiability(
     covariates: Sequence[str] = (),
     tol: float = DEFAULT_TOL,
     vif_threshold: float = DEFAULT_VIF_THRESHOLD,
+    mean_contrasts: bool = False,
 ) -> pl.DataFrame:
     """Which lessons' effects ``score ~ 1 + lessons + covariates`` can separate.
 
@@ -544,6 +545,13 @@ def check_identifiability(
         is below ``tol`` times the largest counts as exact rank deficiency.
     vif_threshold : float
         A lesson whose variance inflation factor exceeds this (> 1) is not identifiable.
+    mean_contrasts : bool
+        Judge as the regression methods do on fixed-size prompts: a lesson of a pool
+        (lessons whose indicators add up to the intercept) whose contrast with the pool's
+        mean lesson is estimable counts as identifiable, and a ``relative_to`` column
+        names the pool (null: an absolute effect;
+        :func:`~cogstats.estimators.contrasts.mean_contrasts`).  Default False: absolute
+        effects only.
 
     Returns
     -------
@@ -570,10 +578,18 @@ def check_identifiability(
     ... ])
     >>> check_identifiability(ledger).select("fact_id", "identifiable", "aliased_with").rows()
     [('a', False, ['b']), ('b', False, ['a']), ('c', True, [])]
+    >>> fixed = Ledger.from_records([   # every run carries two of the three lessons
+    ...     {"run_id": f"r{i}", "score": 0.5 + 0.1 * (i % 3), "fact_ids": pair}
+    ...     for i, pair in enumerate([["a", "b"], ["a", "c"], ["b", "c"]] * 2)
+    ... ])
+    >>> check_identifiability(fixed)["identifiable"].to_list()
+    [False, False, False]
+    >>> check_identifiability(fixed, mean_contrasts=True)["relative_to"].to_list()
+    ['mean of 3 lessons', 'mean of 3 lessons', 'mean of 3 lessons']
     """
     design = ledger.design(None if fact_ids is None else list(fact_ids))
     controls = covariate_design(ledger, covariates)
-    return lesson_identifiability(
+    frame = lesson_identifiability(
         design.matrix,
         design.fact_ids,
         controls=controls.matrix,
@@ -581,3 +597,20 @@ def check_identifiability(
         tol=tol,
         vif_threshold=vif_threshold,
     )
+    if not mean_contrasts:
+        return frame
+    from cogstats.estimators.contrasts import mean_contrasts as find_pools
+
+    plan = None
+    if len(ledger):
+        plan = find_pools(
+            sparse.csc_array(design.matrix),
+            design.fact_ids,
+            controls.matrix,
+            frame,
+            vif_threshold=vif_threshold,
+            tol=tol,
+        )
+    if plan is not None:
+        return plan.ident
+    return frame.with_columns(pl.lit(None, dtype=pl.String).alias("relative_to"))

@@ -41,7 +41,11 @@ listed twice in one run counts once, as in the ledger.
 **Agreement with the in-memory result** (``attribute(Ledger.read(...))`` on the same runs,
 tests/unit/test_partitioned.py): the same lessons, in the same order (first appearance in
 path order), the same counts and identifiability flags; estimates, standard errors,
-intervals and p-values equal to 1e-9 relative (sums are added in another order).
+intervals and p-values equal to 1e-9 relative (sums are added in another order).  One
+exception: fixed-size prompts, where the in-memory ``ols`` estimates lessons relative to
+their pool's mean lesson (:mod:`cogstats.estimators.contrasts`); the partitioned ``ols``
+reports absolute effects only (such lessons not identifiable), whatever
+``mean_contrasts`` says.
 
 **Executors** (the sweeps' words): ``"local"`` streams the partitions through this process
 one by one; ``"dask"`` maps them over a dask.distributed cluster (the one at ``scheduler``,
@@ -835,6 +839,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
         vif_threshold=threshold,
         interval="wald",
         reference="t" if use_t else "normal",
+        mean_contrasts=options["mean_contrasts"],
     )
     names = ["const", *cols.names]
     extras = {

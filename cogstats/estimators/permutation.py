@@ -76,7 +76,8 @@ from scipy import linalg, sparse, special
 from cogstats._rng import generator_with_seed
 from cogstats._validation import ParameterError, check_choice, check_int, check_probability
 from cogstats.estimators._base import Attribution, make_table, register
-from cogstats.estimators.identifiability import covariate_design, lesson_identifiability
+from cogstats.estimators._linear import _check_bool, _Design, _prepare, contrast_setting
+from cogstats.estimators.identifiability import DEFAULT_VIF_THRESHOLD, covariate_design
 from cogstats.ledger import Ledger
 
 __all__ = ["freedman_lane", "permutation"]
@@ -369,6 +370,58 @@ def _inout_test(
     Returns arrays over all columns (NaN inference where a column cannot be tested: in
     every run, in none, or constant within every stratum).
     """
+    out, moments = _inout_moments(y, x, codes)
+    cols = moments["cols"]
+    k_all, k, B = x.shape[1], cols.size, permutations
+    if k == 0 or B == 0:
+        return out
+    counts = _inout_loop(
+        y,
+        x,
+        codes,
+        moments,
+        permutations=B,
+        alternative=alternative,
+        confidence_level=confidence_level,
+        batch_size=batch_size,
+        gen=gen,
+        intervals=intervals,
+    )
+    sd = moments["sd"]
+    for key, values in (
+        ("null_mean", moments["centre"]),
+        ("null_sd", sd),
+        ("z", np.where(sd > 0, moments["z_obs"], np.nan)),
+        ("pvalue_greater", counts["p_g"]),
+        ("pvalue_less", counts["p_l"]),
+        ("pvalue_abs", counts["p_a"]),
+        ("pvalue_maxt", counts["p_adj"]),
+        ("ci_low", counts["lo"]),
+        ("ci_high", counts["hi"]),
+    ):
+        out[key][cols] = values
+    null = counts["null"]
+    if null is not None and k == k_all:
+        out["null"] = null
+    elif null is not None:
+        full = np.full((B, k_all), np.nan)
+        full[:, cols] = null
+        out["null"] = full
+    out["maxima"] = counts["maxima"]
+    out["batch_rows"] = counts["rows"]
+    return out
+
+
+def _inout_moments(
+    y: np.ndarray, x: sparse.csc_array, codes: np.ndarray | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Compute the observed lifts (the result skeleton) and the testable columns' null moments.
+
+    Returns ``(out, moments)``: ``out`` holds every column's estimate and counts with NaN
+    inference to fill; ``moments`` the testable columns (``cols``) and, for them, the
+    per-stratum inclusion counts, the exact permutation mean (``centre``) and standard
+    deviation (``sd``) of the lift and the observed standardized statistic (``z_obs``).
+    """
     n, k_all = x.shape
     n1_all = np.asarray(x.sum(axis=0)).ravel()
     n0_all = n - n1_all
@@ -384,8 +437,6 @@ def _inout_test(
     spread = inside * (size[None, :] - inside)
     testable = (n1_all > 0) & (n0_all > 0) & (spread.sum(axis=1) > 0)
     cols = np.flatnonzero(testable)
-    k = cols.size
-    B = permutations
 
     total = float(y.sum())
     s_obs_all = x.T @ y
@@ -417,22 +468,58 @@ def _inout_test(
     out["null"] = None
     out["maxima"] = np.empty(0)
     out["batch_rows"] = 0
-    if k == 0 or B == 0:
-        return out
-
-    xs = sparse.csc_array(x[:, cols])
+    moments: dict[str, Any] = {"cols": cols}
+    if cols.size == 0:
+        return out, moments
     n1 = n1_all[cols].astype(float)
     n0 = n0_all[cols].astype(float)
-    t_obs = estimate[cols]
     var_factor = np.where(size >= 2, ss / np.maximum(size * (size - 1), 1), 0.0)
     exp_sum = inside[cols] @ mean
     var_sum = spread[cols] @ var_factor
     centre = exp_sum / n1 - (total - exp_sum) / n0
     sd = np.sqrt(var_sum) * (1.0 / n1 + 1.0 / n0)
     sd_eff = np.where(sd > 0, sd, 1.0)
+    t_obs = estimate[cols]
+    moments.update(
+        n1=n1,
+        n0=n0,
+        total=total,
+        t_obs=t_obs,
+        centre=centre,
+        sd=sd,
+        sd_eff=sd_eff,
+        z_obs=(t_obs - centre) / sd_eff,
+    )
+    return out, moments
+
+
+def _inout_loop(
+    y: np.ndarray,
+    x: sparse.csc_array,
+    codes: np.ndarray | None,
+    moments: dict[str, Any],
+    *,
+    permutations: int,
+    alternative: str,
+    confidence_level: float,
+    batch_size: int | None,
+    gen: np.random.Generator,
+    intervals: bool,
+) -> dict[str, Any]:
+    """Run the permutation batches of the in/out test: p-values, max-T, null, intervals."""
+    n = x.shape[0]
+    cols = moments["cols"]
+    k, B = cols.size, permutations
+    n1, n0, total = moments["n1"], moments["n0"], moments["total"]
+    t_obs, centre, sd_eff, z_obs = (
+        moments["t_obs"],
+        moments["centre"],
+        moments["sd_eff"],
+        moments["z_obs"],
+    )
+    xs = sparse.csc_array(x[:, cols])
     gamma = TIE_TOLERANCE * max(float(np.max(np.abs(y))), np.finfo(float).tiny)
     gz = gamma / sd_eff
-    z_obs = (t_obs - centre) / sd_eff
     sign = {"two-sided": 0, "greater": 1, "less": -1}[alternative]
     stat_obs = np.abs(z_obs) if sign == 0 else sign * z_obs
 
@@ -490,10 +577,6 @@ def _inout_test(
             high = _keep_extreme(high, np.where(moving, theta, -np.inf), r, largest=True)
         start += b
 
-    p_g = (1.0 + cnt_g) / (B + 1.0)
-    p_l = (1.0 + cnt_l) / (B + 1.0)
-    p_a = (1.0 + cnt_a) / (B + 1.0)
-    p_adj = _maxt_pvalues(maxima, stat_obs, gz)
     if bits is None:
         lo = np.full(k, np.nan)
         hi = np.full(k, np.nan)
@@ -504,27 +587,56 @@ def _inout_test(
             hi = np.full(k, np.inf)
         elif sign == -1:
             lo = np.full(k, -np.inf)
-    for key, values in (
-        ("null_mean", centre),
-        ("null_sd", sd),
-        ("z", np.where(sd > 0, z_obs, np.nan)),
-        ("pvalue_greater", p_g),
-        ("pvalue_less", p_l),
-        ("pvalue_abs", p_a),
-        ("pvalue_maxt", p_adj),
-        ("ci_low", lo),
-        ("ci_high", hi),
-    ):
-        out[key][cols] = values
-    if null is not None and k == k_all:
-        out["null"] = null
-    elif null is not None:
-        full = np.full((B, k_all), np.nan)
-        full[:, cols] = null
-        out["null"] = full
-    out["maxima"] = maxima
-    out["batch_rows"] = rows
-    return out
+    return {
+        "p_g": (1.0 + cnt_g) / (B + 1.0),
+        "p_l": (1.0 + cnt_l) / (B + 1.0),
+        "p_a": (1.0 + cnt_a) / (B + 1.0),
+        "p_adj": _maxt_pvalues(maxima, stat_obs, gz),
+        "lo": lo,
+        "hi": hi,
+        "null": null,
+        "maxima": maxima,
+        "rows": rows,
+    }
+
+
+def _permutation_table(
+    fact_ids: Sequence[str], y: np.ndarray, x: sparse.csc_array, res: dict[str, Any], alt: str
+) -> pl.DataFrame:
+    """Build the ``permutation`` method's table from the in/out test's arrays."""
+    n1, n0 = res["n1"], res["n0"]
+    s_with = x.T @ y
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_with = np.where(n1 > 0, s_with / np.maximum(n1, 1), np.nan)
+        mean_without = np.where(n0 > 0, (y.sum() - s_with) / np.maximum(n0, 1), np.nan)
+    p_main = {
+        "two-sided": res["pvalue_abs"],
+        "greater": res["pvalue_greater"],
+        "less": res["pvalue_less"],
+    }[alt]
+    equal_tail = np.minimum(1.0, 2.0 * np.minimum(res["pvalue_greater"], res["pvalue_less"]))
+    table = make_table(
+        "permutation",
+        {
+            "fact_id": list(fact_ids),
+            "estimate": res["estimate"],
+            "std_error": res["null_sd"],
+            "ci_low": res["ci_low"],
+            "ci_high": res["ci_high"],
+            "pvalue": p_main,
+            "trials": n1,
+            "baseline_runs": n0,
+            "mean_with": mean_with,
+            "mean_without": mean_without,
+            "z": res["z"],
+            "null_mean": res["null_mean"],
+            "pvalue_maxt": res["pvalue_maxt"],
+            "pvalue_greater": res["pvalue_greater"],
+            "pvalue_less": res["pvalue_less"],
+            "pvalue_equal_tail": equal_tail,
+        },
+    )
+    return table
 
 
 @register(
@@ -671,38 +783,7 @@ def permutation(
         gen=gen,
         intervals=kind == "inversion",
     )
-    n1, n0 = res["n1"], res["n0"]
-    s_with = x.T @ y
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_with = np.where(n1 > 0, s_with / np.maximum(n1, 1), np.nan)
-        mean_without = np.where(n0 > 0, (y.sum() - s_with) / np.maximum(n0, 1), np.nan)
-    p_main = {
-        "two-sided": res["pvalue_abs"],
-        "greater": res["pvalue_greater"],
-        "less": res["pvalue_less"],
-    }[alt]
-    equal_tail = np.minimum(1.0, 2.0 * np.minimum(res["pvalue_greater"], res["pvalue_less"]))
-    table = make_table(
-        "permutation",
-        {
-            "fact_id": list(design.fact_ids),
-            "estimate": res["estimate"],
-            "std_error": res["null_sd"],
-            "ci_low": res["ci_low"],
-            "ci_high": res["ci_high"],
-            "pvalue": p_main,
-            "trials": n1,
-            "baseline_runs": n0,
-            "mean_with": mean_with,
-            "mean_without": mean_without,
-            "z": res["z"],
-            "null_mean": res["null_mean"],
-            "pvalue_maxt": res["pvalue_maxt"],
-            "pvalue_greater": res["pvalue_greater"],
-            "pvalue_less": res["pvalue_less"],
-            "pvalue_equal_tail": equal_tail,
-        },
-    )
+    table = _permutation_table(design.fact_ids, y, x, res, alt)
     null, quantiles = _null_summary(res["null"], design.fact_ids)
     settings: dict[str, Any] = {
         "permutations": b,
@@ -737,8 +818,14 @@ def _freedman_lane_test(
     alternative: str,
     batch_size: int | None,
     gen: np.random.Generator,
+    contrasts: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Freedman-Lane for the columns ``lesson_cols`` of a full-rank ``design`` (array level).
+
+    With ``contrasts`` (``(columns, k)``), the tested coefficients are the contrasts
+    ``c' beta`` instead (``lesson_cols`` is then ignored): the reduced model is the fit
+    constrained to ``c' beta = 0``, whose residual is ``e + (c' beta) Z (Z'Z)^-1 c /
+    (c' (Z'Z)^-1 c)``, and the rows ``c_j`` below become ``c' (Z'Z)^-1 Z'``.
 
     With ``design = QR``, ``beta = R^-1 Q'y`` and ``c_j`` the j-th row of
     ``(Z'Z)^-1 Z'``, the reduced residual of lesson ``j`` is ``e_j = e + beta_j c_j / V_jj``
@@ -763,13 +850,22 @@ def _freedman_lane_test(
     se = np.sqrt(s2 * v_diag)
     with np.errstate(invalid="ignore", divide="ignore"):
         t_all = beta / se
-    cols = np.asarray(lesson_cols, dtype=np.intp)
-    k = cols.size
-    coef = r_inv[cols] @ q.T  # rows c_j of (Z'Z)^-1 Z'
-    vl = v_diag[cols]
-    reduced = resid[None, :] + coef * (beta[cols] / vl)[:, None]  # k x n
+    if contrasts is None:
+        cols = np.asarray(lesson_cols, dtype=np.intp)
+        r_rows = r_inv[cols]
+        vl = v_diag[cols]
+        b_obs, se_obs, t_obs = beta[cols], se[cols], t_all[cols]
+    else:
+        r_rows = contrasts.T @ r_inv  # rows c' R^-1: c' beta = c' R^-1 Q'y
+        vl = (r_rows**2).sum(axis=1)
+        b_obs = contrasts.T @ beta
+        se_obs = np.sqrt(s2 * vl)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t_obs = b_obs / se_obs
+    k = r_rows.shape[0]
+    coef = r_rows @ q.T  # rows c_j of (Z'Z)^-1 Z'
+    reduced = resid[None, :] + coef * (b_obs / vl)[:, None]  # k x n
     rss_reduced = (reduced**2).sum(axis=1)
-    t_obs = t_all[cols]
     sign = {"two-sided": 0, "greater": 1, "less": -1}[alternative]
     stat_obs = np.abs(t_obs) if sign == 0 else sign * t_obs
     tol = TIE_TOLERANCE * np.maximum(1.0, np.abs(t_obs))
@@ -782,7 +878,6 @@ def _freedman_lane_test(
     cnt_g = np.zeros(k, dtype=np.int64)
     cnt_l = np.zeros(k, dtype=np.int64)
     cnt_a = np.zeros(k, dtype=np.int64)
-    r_rows = r_inv[cols]
     start = 0
     for idx in _permutation_batches(gen, np.arange(n, dtype=np.intp), None, B, rows):
         b = idx.shape[0]
@@ -804,8 +899,8 @@ def _freedman_lane_test(
     p_l = (1.0 + cnt_l) / (B + 1.0)
     p_a = (1.0 + cnt_a) / (B + 1.0)
     return {
-        "beta": beta[cols],
-        "se": se[cols],
+        "beta": b_obs,
+        "se": se_obs,
         "t": t_obs,
         "df": df,
         "pvalue": {"two-sided": p_a, "greater": p_g, "less": p_l}[alternative],
@@ -828,6 +923,81 @@ def _t_interval(
     return np.full(est.shape, -np.inf), est + q * se
 
 
+def _freedman_lane_fit(
+    d: _Design,
+    full: np.ndarray,
+    n_base: int,
+    permutations: int,
+    alternative: str,
+    batch_size: int | None,
+    gen: np.random.Generator,
+) -> dict[str, Any]:
+    """Run the test on the reported lessons; arrays over every lesson (NaN where untested)."""
+    k_all = len(d.fact_ids)
+    report = np.flatnonzero(d.reported)
+    out: dict[str, Any] = {
+        name: np.full(k_all, np.nan) for name in ("est", "se", "t", "pvalue", "padj")
+    }
+    out.update(null=None, maxima=np.empty(0), batch_rows=0, df=d.n - full.shape[1])
+    if report.size and d.n and np.ptp(d.y) == 0:
+        # every run scored the same: the coefficients are exactly 0 (a fit and its
+        # permutations would give t statistics of rounding noise over rounding noise)
+        out["est"][report], out["se"][report] = 0.0, 0.0
+        out["pvalue"][report], out["padj"][report] = 1.0, 1.0
+    elif report.size and out["df"] >= 1:
+        res = _freedman_lane_test(
+            d.y,
+            full,
+            np.arange(n_base, full.shape[1]),
+            permutations=permutations,
+            alternative=alternative,
+            batch_size=batch_size,
+            gen=gen,
+            contrasts=d.lesson_weights(full.shape[1]),
+        )
+        out["est"][report], out["se"][report], out["t"][report] = res["beta"], res["se"], res["t"]
+        out["pvalue"][report], out["padj"][report] = res["pvalue"], res["pvalue_maxt"]
+        out["maxima"], out["batch_rows"] = res["maxima"], res["batch_rows"]
+        if res["null"] is not None:
+            out["null"] = np.full((permutations, k_all), np.nan)
+            out["null"][:, report] = res["null"]
+    return out
+
+
+def _freedman_lane_table(
+    d: _Design, res: dict[str, Any], level: float, alternative: str
+) -> pl.DataFrame:
+    """Build the ``freedman_lane`` method's table."""
+    est, se, t, df = res["est"], res["se"], res["t"], res["df"]
+    df_col = np.where(np.isfinite(est), float(max(df, 0)), np.nan)
+    lo, hi = _t_interval(est, se, float(max(df, 1)), level, alternative)
+    with np.errstate(invalid="ignore"):
+        p_ols = 2.0 * special.stdtr(max(df, 1), -np.abs(t))
+    n1 = d.trials
+    return make_table(
+        "freedman_lane",
+        {
+            "fact_id": list(d.fact_ids),
+            "estimate": est,
+            "std_error": se,
+            "ci_low": lo,
+            "ci_high": hi,
+            "pvalue": res["pvalue"],
+            "trials": n1,
+            "baseline_runs": d.n - n1,
+            "t": t,
+            "df": df_col,
+            "pvalue_ols": p_ols,
+            "pvalue_maxt": res["padj"],
+            "identifiable": d.reported,
+            "aliased_with": d.ident["aliased_with"],
+            "relative_to": d.ident["relative_to"]
+            if "relative_to" in d.ident.columns
+            else pl.Series("relative_to", [None] * len(d.fact_ids), dtype=pl.String),
+        },
+    )
+
+
 @register(
     "freedman_lane",
     defaults={
@@ -836,6 +1006,7 @@ def _t_interval(
         "alternative": "two-sided",
         "confidence_level": 0.95,
         "batch_size": None,
+        "mean_contrasts": True,
     },
     description="Freedman-Lane residual permutation test of OLS lesson coefficients "
     "(lessons + covariates), max-T adjusted",
@@ -846,6 +1017,7 @@ def _t_interval(
         "alternative": "both",
         "confidence_level": 0.0,
         "batch_size": 0,
+        "mean_contrasts": "no",
     },
 )
 def freedman_lane(
@@ -857,6 +1029,7 @@ def freedman_lane(
     alternative: str,
     confidence_level: float,
     batch_size: int | None,
+    mean_contrasts: bool,
 ) -> Attribution:
     """Freedman-Lane permutation test of every lesson's coefficient in an OLS fit.
 
@@ -886,6 +1059,9 @@ def freedman_lane(
     batch_size : int or None
         Permutations per batch; None keeps the working memory within 64 MB.  Results do
         not depend on it.
+    mean_contrasts : bool
+        On fixed-size prompts, test each lesson of a pool relative to its mean lesson
+        (default True), as ``ols`` estimates it; False keeps them not identifiable.
 
     Returns
     -------
@@ -897,7 +1073,10 @@ def freedman_lane(
         variance changes with the shift); ``pvalue``: the permutation p-value.  Method
         columns: ``t`` (observed t), ``df`` (``n - p``), ``pvalue_ols`` (the classical
         two-sided t-test), ``pvalue_maxt`` (Westfall-Young single-step max-T over the
-        tested lessons), ``identifiable``.  ``extras``: ``null_distribution`` (``B x
+        tested lessons), ``identifiable``, ``aliased_with``, ``relative_to``.  On
+        fixed-size prompts (as for ``ols``) the tested coefficient of a lesson of a pool
+        is its contrast with the pool's mean lesson (the reduced model is the fit
+        constrained to a zero contrast).  ``extras``: ``null_distribution`` (``B x
         lessons`` permuted t, NaN columns for untested lessons), ``null_quantiles``,
         ``max_statistic``, ``permutations``, ``design_columns``, ``rng_state``.
 
@@ -931,84 +1110,25 @@ def freedman_lane(
     (0.001, True)
     """
     b = cast(int, check_int("permutations", permutations, minimum=1))
-    controls = covariate_design(ledger, covariates)
+    covariate_design(ledger, covariates)  # a bad name is reported first
     alt = check_choice("alternative", alternative, ALTERNATIVES)
     level = check_probability("confidence_level", confidence_level)
     rows = _check_batch_size(batch_size)
     gen, seed, state = generator_with_seed(rng)
-
-    design = ledger.design()
-    ids = list(design.fact_ids)
-    y = ledger.scores
-    x = design.dense()
-    n, k_all = x.shape
-    n1 = x.sum(axis=0).astype(np.int64)
-    ident = lesson_identifiability(
-        design.matrix, ids, controls=controls.matrix, control_sources=controls.sources
-    )
-    keep = np.asarray(ident["identifiable"].to_numpy(), dtype=bool)
-    kept = np.flatnonzero(keep)
-    base = np.hstack([np.ones((n, 1)), controls.matrix])
-    full = np.hstack([base, x[:, kept]])
-    if n and np.linalg.matrix_rank(base) < base.shape[1]:
+    relative = _check_bool("mean_contrasts", mean_contrasts)
+    d = _prepare(ledger, covariates, DEFAULT_VIF_THRESHOLD, contrasts=relative)
+    controls = d.controls
+    full = d.exog()
+    n_base = 1 + controls.matrix.shape[1]
+    if d.n and np.linalg.matrix_rank(full[:, :n_base]) < n_base:
         raise ParameterError(
             f"covariates: the columns {controls.columns!r} are collinear with each other or "
             "with the intercept; leave the redundant ones out"
         )
-    est = np.full(k_all, np.nan)
-    se = np.full(k_all, np.nan)
-    t = np.full(k_all, np.nan)
-    pval = np.full(k_all, np.nan)
-    padj = np.full(k_all, np.nan)
-    null_full: np.ndarray | None = None
-    maxima = np.empty(0)
-    batch_rows = 0
-    df = n - full.shape[1]
-    if kept.size and n and np.ptp(y) == 0:
-        # every run scored the same: the coefficients are exactly 0 (a fit and its
-        # permutations would give t statistics of rounding noise over rounding noise)
-        est[kept], se[kept], t[kept] = 0.0, 0.0, np.nan
-        pval[kept], padj[kept] = 1.0, 1.0
-    elif kept.size and df >= 1:
-        lesson_cols = np.arange(base.shape[1], full.shape[1])
-        res = _freedman_lane_test(
-            y,
-            full,
-            lesson_cols,
-            permutations=b,
-            alternative=alt,
-            batch_size=rows,
-            gen=gen,
-        )
-        est[kept], se[kept], t[kept] = res["beta"], res["se"], res["t"]
-        pval[kept], padj[kept] = res["pvalue"], res["pvalue_maxt"]
-        maxima, batch_rows = res["maxima"], res["batch_rows"]
-        if res["null"] is not None:
-            null_full = np.full((b, k_all), np.nan)
-            null_full[:, kept] = res["null"]
-    df_col = np.where(np.isfinite(est), float(max(df, 0)), np.nan)
-    lo, hi = _t_interval(est, se, float(max(df, 1)), level, alt)
-    with np.errstate(invalid="ignore"):
-        p_ols = 2.0 * special.stdtr(max(df, 1), -np.abs(t))
-    table = make_table(
-        "freedman_lane",
-        {
-            "fact_id": ids,
-            "estimate": est,
-            "std_error": se,
-            "ci_low": lo,
-            "ci_high": hi,
-            "pvalue": pval,
-            "trials": n1,
-            "baseline_runs": n - n1,
-            "t": t,
-            "df": df_col,
-            "pvalue_ols": p_ols,
-            "pvalue_maxt": padj,
-            "identifiable": keep,
-        },
-    )
-    null, quantiles = _null_summary(null_full, ids)
+    res = _freedman_lane_fit(d, full, n_base, b, alt, rows, gen)
+    table = _freedman_lane_table(d, res, level, alt)
+    ids = list(d.fact_ids)
+    null, quantiles = _null_summary(res["null"], ids)
     settings: dict[str, Any] = {
         "permutations": b,
         "covariates": tuple(controls.covariates),
@@ -1017,15 +1137,18 @@ def freedman_lane(
         "batch_size": rows,
         "interval": "wald" if alt == "two-sided" else "one-sided t",
         "tie_tolerance": TIE_TOLERANCE,
+        "mean_contrasts": relative,
+        **contrast_setting(d),
     }
     extras: dict[str, Any] = {
         "null_distribution": null,
         "null_quantiles": quantiles,
-        "max_statistic": maxima,
+        "max_statistic": res["maxima"],
         "permutations": b,
-        "design_columns": ("intercept", *controls.columns, *(ids[j] for j in kept)),
-        "identifiability": ident,
-        "batch_size": batch_rows,
+        "design_columns": ("intercept", *d.exog_names()[1:]),
+        "identifiability": d.ident,
+        "batch_size": res["batch_rows"],
         "rng_state": state,
+        "contrasts": d.plan,
     }
     return Attribution("freedman_lane", table, settings, seed, extras)

@@ -376,6 +376,54 @@ def _fold_ids(rng: np.random.Generator, a: np.ndarray, folds: int) -> np.ndarray
     return out
 
 
+def _aipw_features(
+    pr: _Pairs,
+    j: int,
+    rows: np.ndarray,
+    cov: np.ndarray,
+    cov_labels: list[str],
+    inclusion: Any,
+) -> tuple[np.ndarray, list[str]]:
+    """Build the outcome model's design for lesson ``j`` on its eligible ``rows``, with labels."""
+    k = len(pr.fact_ids)
+    parts = [np.ones((len(rows), 1)), cov[rows]]
+    labels = ["intercept", *cov_labels]
+    if inclusion is not None and k > 1:
+        others = np.delete(np.arange(k), j)
+        parts.insert(1, inclusion[rows][:, others].toarray())
+        labels[1:1] = [pr.fact_ids[o] for o in others]
+    return np.hstack(parts), labels
+
+
+def _aipw_scores(
+    x: np.ndarray,
+    y: np.ndarray,
+    p: np.ndarray,
+    a: np.ndarray,
+    n_folds: int,
+    gen: np.random.Generator,
+) -> tuple[float, float, float, float]:
+    """One lesson's AIPW estimate, its standard error and the two arms' AIPW means."""
+    fold = _fold_ids(gen, a, n_folds) if n_folds > 1 else np.zeros(len(y), np.int64)
+    m1 = np.empty(len(y))
+    m0 = np.empty(len(y))
+    for f in range(n_folds):
+        test = fold == f
+        train = ~test if n_folds > 1 else test
+        m1[test] = _fit_predict(x[train & a], y[train & a], x[test])
+        m0[test] = _fit_predict(x[train & ~a], y[train & ~a], x[test])
+    af = a.astype(np.float64)
+    psi1 = m1 + af * (y - m1) / p
+    psi0 = m0 + (1.0 - af) * (y - m0) / (1.0 - p)
+    phi = psi1 - psi0
+    return (
+        float(phi.mean()),
+        float(phi.std(ddof=1) / np.sqrt(len(phi))),
+        float(psi1.mean()),
+        float(psi0.mean()),
+    )
+
+
 @register(
     "aipw",
     defaults={
@@ -517,32 +565,10 @@ def aipw(
         block = slice(pr.starts[j], pr.starts[j + 1])
         rows, p, a = pr.row[block], pr.p[block], pr.a[block]
         n1[j], n0[j] = int(a.sum()), int((~a).sum())
-        parts = [np.ones((len(rows), 1)), cov[rows]]
-        labels = ["intercept", *cov_labels]
-        if inclusion is not None and k > 1:
-            others = np.delete(np.arange(k), j)
-            parts.insert(1, inclusion[rows][:, others].toarray())
-            labels[1:1] = [pr.fact_ids[o] for o in others]
-        features[fact] = labels
+        x, features[fact] = _aipw_features(pr, j, rows, cov, cov_labels, inclusion)
         if min(n1[j], n0[j]) < max(2, n_folds):
             continue
-        x = np.hstack(parts)
-        y = y_all[rows]
-        fold = _fold_ids(gen, a, n_folds) if n_folds > 1 else np.zeros(len(rows), np.int64)
-        m1 = np.empty(len(rows))
-        m0 = np.empty(len(rows))
-        for f in range(n_folds):
-            test = fold == f
-            train = ~test if n_folds > 1 else test
-            m1[test] = _fit_predict(x[train & a], y[train & a], x[test])
-            m0[test] = _fit_predict(x[train & ~a], y[train & ~a], x[test])
-        af = a.astype(np.float64)
-        psi1 = m1 + af * (y - m1) / p
-        psi0 = m0 + (1.0 - af) * (y - m0) / (1.0 - p)
-        phi = psi1 - psi0
-        est[j] = phi.mean()
-        se[j] = phi.std(ddof=1) / np.sqrt(len(phi))
-        mean1[j], mean0[j] = psi1.mean(), psi0.mean()
+        est[j], se[j], mean1[j], mean0[j] = _aipw_scores(x, y_all[rows], p, a, n_folds, gen)
     pvalue, lo, hi = _normal_inference(est, se, level)
     table = make_table(
         "aipw",

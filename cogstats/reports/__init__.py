@@ -13,10 +13,12 @@ Needs the ``notebook`` extra (papermill, nbconvert, ipykernel, altair, vl-conver
 
 from cogstats.reports.display import (
     InteractiveChart,
+    Prose,
     SummaryBlock,
     Table,
     interactive_chart,
     show_table,
+    show_text,
     summary_block,
 )
 from cogstats.reports.registry import (
@@ -43,6 +45,7 @@ __all__ = [
     "REPORTS",
     "RESERVED_PARAMETERS",
     "InteractiveChart",
+    "Prose",
     "Report",
     "ReportError",
     "ReportResult",
@@ -59,5 +62,6 @@ __all__ = [
     "run_report",
     "save_chart",
     "show_table",
+    "show_text",
     "summary_block",
 ]

@@ -21,10 +21,7 @@ it did.
 
 from __future__ import annotations
 
-import ast
 import html
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +32,12 @@ import numpy as np
 import polars as pl
 
 from cogstats._codes import HARMFUL
-from cogstats._validation import LedgerError, ParameterError, check_int, suggest
+from cogstats._validation import ParameterError, check_int, suggest
 from cogstats.charts import natural_key
 from cogstats.covariates import DIFFICULTY_COLUMNS as _DIFFICULTY_COLUMNS
 from cogstats.covariates import CovariateChoice, check_named, choose_covariates, unused_hint
 from cogstats.estimators import check_identifiability
-from cogstats.ledger import Ledger
+from cogstats.ledger import Ledger, check_columns
 from cogstats.reports.evaluation import compare_attributions
 
 __all__ = [
@@ -99,33 +96,14 @@ DEMO_POLICY: Mapping[str, Any] = MappingProxyType(
         "max_trials": 6,
     }
 )
-_LEDGER_FIELDS = ("run_id", "score", "fact_ids", "eligible_ids", "propensities")
 
 
 # ---------------------------------------------------------------------- reading
-def _check_mapping(columns: Any) -> dict[str, str]:
-    if columns is None:
-        return {}
-    if not isinstance(columns, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) and k and v for k, v in columns.items()
-    ):
-        raise ParameterError(
-            "columns must map a ledger column name to the file's column name, e.g. "
-            f'{{"run_id": "run", "fact_ids": "lessons_in_prompt"}}; got {columns!r}'
-        )
-    sources = list(columns.values())
-    repeated = sorted({s for s in sources if sources.count(s) > 1})
-    if repeated:
-        raise ParameterError(f"columns maps several names onto the file column(s) {repeated}")
-    return dict(columns)
-
-
 def read_ledger(
     path: str | Path,
     *,
     columns: Mapping[str, str] | None = None,
     format: str | None = None,
-    report: str = "NAME",
 ) -> Ledger:
     """Read a ledger file whose columns may carry other names.
 
@@ -136,16 +114,13 @@ def read_ledger(
         :meth:`cogstats.Ledger.read`).
     columns : mapping, optional
         Ledger name -> the file's column name, e.g. ``{"run_id": "run", "fact_ids":
-        "lessons_in_prompt"}`` for cycgraph's demo CSV.  The ledger's own fields
-        (``run_id``, ``score``, ``fact_ids``, ``eligible_ids``, ``propensities``) are
-        renamed on reading; any other name renames a covariate (``{"difficulty":
-        "hardness"}``).
+        "lessons_in_prompt"}`` for cycgraph's demo CSV; any other name renames a
+        covariate (``{"difficulty": "hardness"}``).  Passed to :meth:`cogstats.Ledger.read`
+        as it is: its checks and its errors (a file whose required columns carry other
+        names gets the mapping that would fix it, for Python, the command line and a
+        report's ``columns`` parameter).
     format : str, optional
         As :meth:`cogstats.Ledger.read`.
-    report : str
-        The report reading it: a file whose required columns carry other names gets the
-        mapping that would fix it as that report's ``columns`` parameter (``cogstats
-        report <report> --param columns='{...}'``).
 
     Returns
     -------
@@ -165,55 +140,7 @@ def read_ledger(
     ...     print("lesons" in str(err), "lessons_in_prompt" in str(err))
     True True
     """
-    mapping = _check_mapping(columns)
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"ledger file not found: {path}")
-    fields = {k: v for k, v in mapping.items() if k in _LEDGER_FIELDS}
-    renames = {k: v for k, v in mapping.items() if k not in _LEDGER_FIELDS}
-    try:
-        ledger = Ledger.read(path, format=format, columns=fields or None)  # type: ignore[arg-type]
-    except LedgerError as exc:  # say the report's parameter, not Ledger.read's or the CLI's
-        raise _in_report_words(exc, report) from None
-    if renames:
-        missing = [src for src in renames.values() if src not in ledger.covariates]
-        if missing:
-            raise ParameterError(
-                f"columns names covariate column(s) {missing} that {path.name} lacks; "
-                f"its covariates are {ledger.covariates}"
-            )
-        frame = ledger.frame.rename({src: dst for dst, src in renames.items()})
-        ledger = Ledger.from_frame(frame, source=path.name)
-    return ledger
-
-
-_MAP_THEM = re.compile(
-    r"map them: Ledger\.read\(path, columns=(\{.*?\})\), or on the command line .*$"
-)
-
-
-def _in_report_words(exc: LedgerError, report: str) -> LedgerError:
-    """Return ``exc`` with its column-mapping advice given as the report's ``columns``.
-
-    ``Ledger.read`` advises ``columns={...}`` in Python and ``--column NAME=SOURCE`` on
-    the command line; a report takes the mapping as its ``columns`` parameter (``cogstats
-    report NAME --param columns='{...}'``, which has no ``--column``).
-    """
-    match = _MAP_THEM.search(exc.message)
-    if match is None:
-        return exc
-    try:
-        mapping = ast.literal_eval(match.group(1))
-    except (ValueError, SyntaxError):
-        return exc
-    listed = json.dumps(mapping)
-    advice = (
-        f"map them with the report parameter columns={listed} "
-        f"(cogstats report {report} --param columns='{listed}')"
-    )
-    return LedgerError(
-        exc.message[: match.start()] + advice, row=exc.row, field=exc.field, source=exc.source
-    )
+    return Ledger.read(path, format=format, columns=columns)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- gates
@@ -465,13 +392,16 @@ class LedgerAudit:
             out = out.join(part, on="fact_id", how="left")
         return out
 
-    def shown_lessons(self, max_lessons: int = 40) -> list[str]:
-        """Return the lessons the charts draw, up to ``max_lessons``, sorted by id.
+    def shown_lessons(self, max_lessons: int = 0) -> list[str]:
+        """Return the lessons the charts draw, sorted by id: every lesson by default.
 
-        They are every lesson a gate decided on or holds as harmful, then the largest
-        absolute estimates.
+        With ``max_lessons`` (> 0) at most that many: every lesson a gate decided on or
+        holds as harmful, then the largest absolute estimates; :meth:`charts_note` names
+        the lessons left out and why.
         """
-        n = int(check_int("max_lessons", max_lessons, minimum=1))  # type: ignore[arg-type]
+        n = int(check_int("max_lessons", max_lessons, minimum=0))  # type: ignore[arg-type]
+        if n == 0:
+            return sorted(self.ledger.fact_ids, key=natural_key)
         flagged: list[str] = []
         for gate in self.gates:
             d = self._gate(gate).filter(pl.col("decision") != "hold")
@@ -487,6 +417,42 @@ class LedgerAudit:
             dict.fromkeys([*sorted(set(flagged), key=natural_key), *ranked, *self.ledger.fact_ids])
         )
         return sorted(ordered[:n], key=natural_key)
+
+    def charts_note(self, max_lessons: int = 0) -> str:
+        """Say which lessons the charts draw and name those left out, with why.
+
+        Examples
+        --------
+        >>> from cogstats import Ledger
+        >>> ledger = Ledger.from_records(
+        ...     {"run_id": f"r{i}", "score": 0.5 + 0.01 * i, "fact_ids": [f"L{i % 3}"]}
+        ...     for i in range(12))
+        >>> audit = audit_ledger(ledger, gates=["cycgraph"], rng=1)
+        >>> audit.charts_note()
+        'The charts draw every one of the 3 lessons.'
+        >>> audit.charts_note(2)  # doctest: +ELLIPSIS
+        'The charts draw 2 of the 3 lessons (max_lessons=2): ... left out: L1.'
+        """
+        shown = self.shown_lessons(max_lessons)
+        total = len(self.ledger.fact_ids)
+        if len(shown) == total:
+            return f"The charts draw every one of the {total} lessons."
+        kept = set(shown)
+        out = [f for f in sorted(self.ledger.fact_ids, key=natural_key) if f not in kept]
+        decided = set(
+            self.decisions.filter(pl.col("decision") != "hold")["fact_id"].to_list()
+        ) & set(out)
+        why = (
+            "no gate decided on the lessons left out, and their estimates are the smallest"
+            if not decided
+            else f"more lessons were decided on than max_lessons: {len(decided)} of those "
+            "left out were decided on by a gate"
+        )
+        return (
+            f"The charts draw {len(shown)} of the {total} lessons (max_lessons={max_lessons}): "
+            f"every lesson a gate decided on or holds as harmful, then the largest estimates; "
+            f"{why} (the tables list every lesson); left out: {', '.join(out)}."
+        )
 
     def key_numbers(self) -> dict[str, Any]:
         """Return the numbers the report's summary block shows (name -> value).
@@ -507,6 +473,9 @@ class LedgerAudit:
             "adjusted for": ", ".join(self.covariates) or "nothing",
             "cannot be told apart": int((~self.identifiability["identifiable"]).sum()),
         }
+        relative = self._relative()
+        if relative:
+            numbers["relative to the mean lesson"] = relative
         for gate in self.gates:
             numbers[f"{gate}: evicted as harmful"] = len(self.evicted_harmful(gate))
         return numbers
@@ -540,13 +509,100 @@ class LedgerAudit:
         out = []
         for gate in self.gates:
             out.append(f"{gate}: {decided_text(self._gate(gate))}.")
-        bad = self.identifiability.filter(~pl.col("identifiable"))
-        out.append(
-            f"{bad.height} of {self.identifiability.height} lessons cannot be told apart "
-            "from others in this ledger (same injection pattern, collinear, or no contrast)."
-        )
+        out.append(self._separation())
         out += [f"Note: {n[:1].upper()}{n[1:]}." for n in self.notes]
         return out
+
+    def _relative(self) -> int:
+        """Count the lessons estimated relative to their pool's mean lesson."""
+        if "relative_to" not in self.identifiability.columns:
+            return 0
+        return int(self.identifiability["relative_to"].is_not_null().sum())
+
+    def _separation(self) -> str:
+        """Say in one sentence which lessons the regressions separate, relative to what."""
+        ident = self.identifiability
+        bad = ident.filter(~pl.col("identifiable"))["fact_id"].to_list()
+        relative = self._relative()
+        total = ident.height
+        parts = []
+        if relative:
+            pools = sorted(set(ident["relative_to"].drop_nulls().to_list()))
+            parts.append(
+                f"{relative} of {total} lessons are estimated relative to the mean lesson "
+                f"({'; '.join(pools)}): the runs carry the same number of them, so their "
+                "absolute effects cannot be told from the intercept; OLS and ridge give each "
+                "one's effect minus the mean effect (below 0: worse than the average lesson)"
+            )
+        if bad:
+            shown = ", ".join(sorted(bad, key=natural_key)[:12])
+            more = f" and {len(bad) - 12} more" if len(bad) > 12 else ""
+            parts.append(
+                f"{len(bad)} of {total} lessons cannot be told apart from others in this "
+                f"ledger (same injection pattern, collinear, or no contrast): {shown}{more}"
+            )
+        elif not relative:
+            parts.append(f"Every one of the {total} lessons can be told apart from the others")
+        else:
+            parts.append("every lesson is estimated")
+        return "; ".join(parts) + "."
+
+    def unidentified(self) -> Any:
+        """Show the lessons no regression can separate (a table), or say there are none."""
+        from cogstats.reports.display import show_table, show_text
+
+        bad = self.identifiability.filter(~pl.col("identifiable"))
+        if bad.height == 0:
+            return show_text(
+                "None: the regressions estimate every lesson"
+                + (" (relative to the mean lesson, as said above)." if self._relative() else ".")
+            )
+        return show_table(
+            bad.select("fact_id", "reason", "aliased_with", "vif"),
+            caption="Lessons the ledger cannot separate",
+        )
+
+    def reading(self) -> Any:
+        """Say how to read the audit, in words that match what the regressions produced."""
+        from cogstats.reports.display import show_text
+
+        first = (
+            "An eviction is a statement about this ledger: the lesson's runs scored lower "
+            "than its comparison runs by more than chance and the gate's margin allow."
+        )
+        ols = self.attribution.filter(pl.col("method").str.starts_with("ols"))
+        estimated = int(ols["estimate"].is_not_null().sum())
+        total = len(self.ledger.fact_ids)
+        if estimated == 0:
+            second = (
+                "The regression could not estimate any lesson on this ledger (see the "
+                "lessons that cannot be told apart), so it is no guide here: lift compares "
+                "runs with and without each lesson and inherits the scores of the lessons "
+                "and tasks it shares runs with. Runs that carry other combinations of "
+                "lessons, or different numbers of them, are what would separate them."
+            )
+        elif self._relative():
+            second = (
+                "Where the methods disagree, the regression (which holds the other lessons "
+                "and the covariates fixed) is the better guide, read as it is estimated "
+                "here: relative to the mean lesson. A lesson below 0 is worse than the "
+                "average lesson of its pool, not necessarily harmful in itself (if every "
+                "lesson helps, some are still below the average); a gate compares the runs "
+                "with a lesson with the runs without it."
+            )
+        else:
+            second = (
+                "Where the methods disagree, the regression (which holds the other lessons "
+                "and the covariates fixed) is the better guide"
+                + (
+                    f" for the {estimated} of {total} lessons it estimates; where the ledger "
+                    "cannot tell lessons apart, no method can: more runs with those lessons "
+                    "apart from each other can."
+                    if estimated < total
+                    else "."
+                )
+            )
+        return show_text(first, second)
 
     def write_tables(
         self, directory: str | Path, prefix: str = "ledger_audit", *, raw_csv: bool = False
@@ -558,7 +614,7 @@ class LedgerAudit:
         ``-``, ``@``, a tab or a carriage return get a leading ``'`` there, so that a
         spreadsheet shows them instead of running them (``raw_csv=True``: as they are).
         """
-        from cogstats._csv import write_csv
+        from cogstats.ledger import write_csv
 
         if directory == "" or directory is None:
             return []
@@ -725,8 +781,12 @@ def audit_ledger(
     last = decisions.filter(pl.col("gate") == names[-1]).select(
         "fact_id", "decision", "reason", "why"
     )
+    ident = check_identifiability(ledger, covariates=covs, mean_contrasts=True)
+    if ident["relative_to"].is_not_null().any():  # the regressions' estimates are relative
+        relabel = {m: f"{m} (vs mean lesson)" for m in methods if m != "lift"}
+        rows = rows.with_columns(pl.col("method").replace(relabel))
+        methods = {relabel.get(m, m): spec for m, spec in methods.items()}
     attribution = rows.join(last, on="fact_id", how="left")
-    ident = check_identifiability(ledger, covariates=covs)
     return LedgerAudit(
         ledger=ledger,
         source=source,
@@ -792,12 +852,7 @@ def rename_demo_columns(
     """
     if file not in DEMO_COLUMNS:
         raise ParameterError(f"file must be one of {list(DEMO_COLUMNS)}; got {file!r}")
-    mapping = dict(columns or {})
-    bad = {k: v for k, v in mapping.items() if not (isinstance(k, str) and isinstance(v, str))}
-    if bad:
-        raise ParameterError(
-            f"columns must map the demo's column names to your file's (strings); got {bad!r}"
-        )
+    mapping = check_columns(columns)
     wanted = DEMO_COLUMNS[file]
     rename = {
         mine: theirs

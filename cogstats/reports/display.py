@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
+from cogstats.ledger import escape_id
 
 __all__ = [
     "InteractiveChart",
@@ -62,7 +63,7 @@ def _cell(value: Any, digits: int) -> tuple[str, bool]:
         return f"{x:.{digits}g}", True
     if isinstance(value, list | tuple | pl.Series):
         return ", ".join(_cell(v, digits)[0] for v in value), False
-    return str(value), False
+    return escape_id(str(value)), False
 
 
 #: Raw expression or path -> what a reader sees in a table header.
@@ -103,7 +104,7 @@ class Table:
     def _repr_html_(self) -> str:
         head = "".join(
             f'<th style="{_CELL.format(align="left")};border-bottom:2px solid #444">'
-            f"{html.escape(_header(c))}</th>"
+            f"{html.escape(escape_id(_header(c)))}</th>"
             for c in self.frame.columns
         )
         rows = []
@@ -265,6 +266,40 @@ def summary_block(
     return SummaryBlock(what=what, numbers=pairs, findings=tuple(str(f) for f in findings))
 
 
+@dataclass(frozen=True)
+class Prose:
+    """Paragraphs computed from the data, shown as text in a page (see :func:`show_text`)."""
+
+    paragraphs: tuple[str, ...]
+
+    def summary(self) -> str:
+        """Return the paragraphs as plain text."""
+        return "\n\n".join(self.paragraphs)
+
+    def __str__(self) -> str:
+        """Return the paragraphs as plain text."""
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        body = "".join(f"<p>{html.escape(p)}</p>" for p in self.paragraphs)
+        return f'<div class="cogstats-prose">{body}</div>'
+
+
+def show_text(*paragraphs: str) -> Prose:
+    """Show paragraphs that depend on the data (a report's prose that must match it).
+
+    Examples
+    --------
+    >>> print(show_text("Every lesson was estimated.", "Nothing was left out."))
+    Every lesson was estimated.
+    <BLANKLINE>
+    Nothing was left out.
+    """
+    if not all(isinstance(p, str) for p in paragraphs):
+        raise ParameterError("show_text takes strings, one paragraph each")
+    return Prose(tuple(paragraphs))
+
+
 #: The interactive frame's style: the report's font, widgets in rows under the charts.
 _FRAME_STYLE = (
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:13px;"
@@ -416,7 +451,7 @@ def terminal_table(
             break
         kept, best = k, candidate
     dropped = columns[kept:]
-    names = ", ".join(dropped)
+    names = ", ".join(map(escape_id, dropped))
     note = f"{len(dropped)} more column{'s' if len(dropped) > 1 else ''}: {names}"
     note = "\n".join(textwrap.wrap(f"{note} (--format wide shows every column)", avail))
     return f"{best}\n{note}"

@@ -26,7 +26,7 @@ from cogstats.ledger import Ledger
 if TYPE_CHECKING:  # the simulator (numba) is imported only by callers that have a result
     from cogstats.sim import SimulationResult
 
-__all__ = ["attribution_accuracy", "compare_attributions"]
+__all__ = ["attribution_accuracy", "compare_attributions", "relative_truth"]
 
 
 def _method_table(
@@ -83,8 +83,10 @@ def compare_attributions(
     Returns
     -------
     polars.DataFrame
-        The fixed attribution columns (``method`` holds the label), plus
-        ``true_effect`` (and ``kind``) with ``truth``.  Rows without an estimate (a
+        The fixed attribution columns (``method`` holds the label) and ``relative_to``
+        (a pool's mean lesson, for estimates relative to it; null: an absolute effect),
+        plus ``true_effect`` (what the row estimates: :func:`relative_truth`),
+        ``true_effect_absolute`` (and ``kind``) with ``truth``.  Rows without an estimate (a
         lesson a method cannot separate) are kept with nulls.
 
     Examples
@@ -110,10 +112,14 @@ def compare_attributions(
     frames = []
     for (label, name, options), stream in zip(table, streams, strict=True):
         result = attribute(ledger, method=name, rng=stream, **options)
+        frame = result.to_frame()
+        relative = (
+            pl.col("relative_to")
+            if "relative_to" in frame.columns
+            else pl.lit(None, dtype=pl.String).alias("relative_to")
+        )
         frames.append(
-            result.to_frame()
-            .select(ATTRIBUTION_COLUMNS)
-            .with_columns(pl.lit(label).alias("method"))
+            frame.select(*ATTRIBUTION_COLUMNS, relative).with_columns(pl.lit(label).alias("method"))
         )
     rows = pl.concat(frames, how="vertical_relaxed")
     if truth is not None:
@@ -123,8 +129,37 @@ def compare_attributions(
                 f"truth is missing column(s) {missing}; got columns {truth.columns}"
             )
         keep = ["fact_id", "true_effect", *(["kind"] if "kind" in truth.columns else [])]
-        rows = rows.join(truth.select(keep).unique("fact_id"), on="fact_id", how="left")
+        rows = relative_truth(
+            rows.join(truth.select(keep).unique("fact_id"), on="fact_id", how="left")
+        )
     return rows
+
+
+def relative_truth(rows: pl.DataFrame) -> pl.DataFrame:
+    """Make ``true_effect`` what each row estimates: relative to the pool's mean lesson.
+
+    A row whose ``relative_to`` names a pool (fixed-size prompts,
+    :mod:`cogstats.estimators.contrasts`) estimates the lesson's effect minus the mean
+    effect of its pool, so its ``true_effect`` becomes the lesson's true effect minus the
+    pool's mean true effect (the pool: the method's rows with the same ``relative_to``);
+    ``true_effect_absolute`` keeps the lesson's own.
+
+    Examples
+    --------
+    >>> rows = pl.DataFrame({"method": ["ols"] * 3, "fact_id": ["a", "b", "c"],
+    ...                      "relative_to": ["mean of 2 lessons"] * 2 + [None],
+    ...                      "true_effect": [0.3, 0.1, 0.05]})
+    >>> relative_truth(rows)["true_effect"].round(6).to_list()
+    [0.1, -0.1, 0.05]
+    """
+    pool_mean = pl.col("true_effect").mean().over(["method", "relative_to"])
+    return rows.with_columns(
+        pl.col("true_effect").alias("true_effect_absolute"),
+        pl.when(pl.col("relative_to").is_not_null())
+        .then(pl.col("true_effect") - pool_mean)
+        .otherwise(pl.col("true_effect"))
+        .alias("true_effect"),
+    )
 
 
 def attribution_accuracy(
@@ -140,7 +175,8 @@ def attribution_accuracy(
     For replicates ``0 .. replicates-1`` of ``result`` (a
     :class:`~cogstats.sim.SimulationResult` with its runs kept), every method estimates
     every lesson of that replicate's ledger; each (replicate, lesson) with an estimate
-    is scored against the lesson's true effect.
+    is scored against the lesson's true effect (relative to its pool's mean where the
+    estimate is, :func:`relative_truth`).
 
     Parameters
     ----------
@@ -207,9 +243,8 @@ def attribution_accuracy(
     for r, stream in zip(range(n_rep), streams, strict=True):
         truth = lessons.filter(pl.col("replicate") == r).drop("replicate")
         rows = compare_attributions(result.ledger(r), methods, truth=None, rng=stream)
-        frames.append(
-            rows.join(truth, on="fact_id", how="left").with_columns(pl.lit(r).alias("replicate"))
-        )
+        rows = relative_truth(rows.join(truth, on="fact_id", how="left"))
+        frames.append(rows.with_columns(pl.lit(r).alias("replicate")))
     scored = pl.concat(frames, how="vertical_relaxed")
     labels = [label for label, _, _ in table]
     return _summarise(scored, labels, list(by), n_rep)

@@ -669,6 +669,13 @@ def render_demo_report(
             f'<li><a href="{html.escape(r.html.name)}"><strong>{html.escape(r.name)}</strong>'
             f"</a>: {description}<br><small>ran {r.execute_seconds:.1f} s{extra}</small></li>"
         )
+    skipped = [n for n in report_names() if n not in names]
+    items += [
+        f"<li><strong>{html.escape(n)}</strong>: {html.escape(get_report(n).title)}<br>"
+        f"<small>not rendered in this run: <code>cogstats report {html.escape(n)}"
+        f"{' --quick' if quick else ''}</code> renders it</small></li>"
+        for n in skipped
+    ]
     mode = "quick (CI parameters)" if quick else "full parameters"
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     try:

@@ -37,6 +37,44 @@ SHOWN = (
 )
 
 
+#: what the agent experienced, shown first for a gate that suspends lessons (the
+#: recommended preset): a suspended lesson is out of the prompt without a conviction, so
+#: poison_recall, time_to_verdict and hold_rate (which count convictions) understate it
+AGENT_METRICS = (
+    "regret",
+    "poison_exposure",
+    "poison_out_last5",
+    "helpful_lost_rate",
+    "false_conviction_rate",
+    "genuine_suspended_runs",
+    "fitness_mean",
+)
+#: the line under the table of a gate that suspends
+AGENT_NOTE = (
+    "the gate suspends lessons (out of the prompt, re-tested, not convicted), so the "
+    "agent's metrics come first: regret (oracle score minus score, per run), "
+    "poison_exposure (runs from a poison's arrival to its last injection), "
+    "poison_out_last5 (share of poisons not injected in the last 5 runs), "
+    "helpful_lost_rate (lessons of effect >= 0.05 retired, evicted or still suspended; "
+    "NaN without such lessons), false_conviction_rate (lessons of effect >= 0 evicted as "
+    "harmful); poison_recall counts convictions only; every metric is in cells.parquet "
+    "(--out)"
+)
+
+
+def _suspends(spec: SimulationSpec) -> bool:
+    """Whether the spec's gate can suspend a lesson (the lesson lifecycle gate)."""
+    from cogstats.gates import GATES
+    from cogstats.gates.lifecycle import LifecycleGate
+
+    name = spec.scenario.gate.type
+    try:
+        cls = GATES.lookup(name).cls
+    except (ParameterError, ValueError, TypeError):
+        return False
+    return isinstance(cls, type) and issubclass(cls, LifecycleGate)
+
+
 def cell_row(values: dict[str, Any], result: SimulationResult) -> dict[str, Any]:
     """One summary row of a cell: its grid values, then :meth:`SimulationResult.summary_row`."""
     return {**values, **result.summary_row()}
@@ -136,11 +174,18 @@ def run_simulate(args: argparse.Namespace) -> int:
     )
     grid_cols = [c for c in table.columns if c in spec.grid]
     shown = ["cell", *grid_cols, "replicates", "engine"]
-    shown += [c for c in SHOWN if c in table.columns]
-    shown += ["promote_rate", "evict_harmful_rate", "evict_no_lift_rate", "hold_rate"]
+    suspends = _suspends(spec)
+    if suspends:
+        shown += [c for c in (*AGENT_METRICS, "false_eviction_rate") if c in table.columns]
+        shown += ["poison_recall", "evict_harmful_rate", "evict_no_lift_rate"]
+    else:
+        shown += [c for c in SHOWN if c in table.columns]
+        shown += ["promote_rate", "evict_harmful_rate", "evict_no_lift_rate", "hold_rate"]
     seed = spec.seed if args.seed is None else args.seed
     print(f"{spec.scenario.name}: {len(table)} cell(s), seed {seed}")
     print(frame_text(table.select(shown), max_rows=200, width=CLI_TABLE_WIDTH))
+    if suspends:
+        print(textwrap.fill(AGENT_NOTE, width=min(CLI_TABLE_WIDTH, 100)))
     print(f"{spec.scenario.name}: {LESSONS_HEADING}")
     print(frame_text(lesson_table(spec.scenario), max_rows=20, width=CLI_TABLE_WIDTH))
     print(textwrap.fill(KIND_RULE, width=min(CLI_TABLE_WIDTH, 100)))

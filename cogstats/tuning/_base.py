@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogstats._registry import Entry
+from cogstats._validation import ParameterError
 from cogstats.tuning.controls import Control, make_control, option_specs
 from cogstats.tuning.export import Chosen
 from cogstats.tuning.runner import LatestRunner
@@ -257,11 +258,26 @@ class TunerBase:
         self.widget.close()
 
     # ------------------------------------------------------------------ keep
+    def keep(self) -> Chosen:
+        """Return the current settings (what the "Keep settings" button shows).
+
+        Settings the gate or the policy refuses are never exported: with a refused
+        control (say ``min_trials=0``) this raises with the class's message, as the
+        command line would, instead of giving a command or a spec that cannot run.
+        """
+        problem = self.validate()
+        if problem is not None:
+            raise ParameterError(
+                f"cannot keep these settings: refused ({problem}); move the control to an "
+                "accepted value first"
+            )
+        return self.chosen()
+
     def _on_keep(self) -> None:
         try:
-            text = self.chosen().text()
+            text = self.keep().text()
         except (ValueError, TypeError) as exc:
-            text = f"cannot keep these settings: {exc}"
+            text = str(exc) if "cannot keep" in str(exc) else f"cannot keep these settings: {exc}"
         self.kept.value = text
         self.kept.layout.display = "block"
 

@@ -215,10 +215,6 @@ class LedgerTuner(TunerBase):
         """Return the current settings (the gate and its options)."""
         return Chosen(self.gate_entry.name, self.options("gate"))
 
-    def keep(self) -> Chosen:
-        """Return the current settings (what the "Keep settings" button shows)."""
-        return self.chosen()
-
     def _request(self) -> Any:
         return (self.gate_entry.name, self.options("gate"), self._baseline)
 

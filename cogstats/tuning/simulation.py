@@ -337,10 +337,6 @@ class SimulationTuner(TunerBase):
             scenario,
         )
 
-    def keep(self) -> Chosen:
-        """Return the current settings (what the "Keep settings" button shows)."""
-        return self.chosen()
-
     # ------------------------------------------------------------------ work
     def _request(self) -> Any:
         assert self.policy_entry is not None

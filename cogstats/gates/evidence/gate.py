@@ -363,10 +363,15 @@ class EvidenceGate:
                 self.method,
                 rng=rng,
                 confidence_level=self._level(m),
-                **dict(self.options),
+                **self._options(),
             )
             identifiable = self._identifiable(ledger, result)
         return self._report(ids, n, n_runs, m, result, identifiable)
+
+    def _options(self) -> dict[str, Any]:
+        """Return the method's options, for absolute effects only (no mean contrasts)."""
+        own = "mean_contrasts" in get_spec(self.method).defaults
+        return {**({"mean_contrasts": False} if own else {}), **dict(self.options)}
 
     def _judged(self, n: np.ndarray, n_runs: int) -> np.ndarray:
         """Return the lessons the estimator is asked about: ``min_trials`` trials and a baseline."""
@@ -774,7 +779,7 @@ def _running_ols(
 
     def batch() -> Attribution:
         stats.fallbacks += 1
-        return attribute(stats.to_ledger(), "ols", confidence_level=level, **dict(gate.options))
+        return attribute(stats.to_ledger(), "ols", confidence_level=level, **gate._options())
 
     reg = stats.regression()
     n = reg.n

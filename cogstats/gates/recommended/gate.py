@@ -104,6 +104,7 @@ _INACTIVE = (C.EVICTED, C.RETIRED)
 
 _OWN_SCHEMA = {
     "status": pl.String,
+    "status_before": pl.String,
     "t_stat": pl.Float64,
     "df": pl.Float64,
     "sigma": pl.Float64,
@@ -123,7 +124,9 @@ _OWN_SCHEMA = {
 _SCHEMA = report_schema(_OWN_SCHEMA)
 
 #: Columns of a lifecycle gate report: :data:`~cogstats.gates.REPORT_COLUMNS`, then
-#: ``status`` (the status the rule read), ``t_stat``, ``df`` (the pooled residual degrees
+#: ``status`` (the lesson's status after the row's decision: ``evicted`` for an eviction,
+#: unchanged for a hold), ``status_before`` (the status the rule read), ``t_stat``, ``df``
+#: (the pooled residual degrees
 #: of freedom), ``sigma`` (the pooled noise sd), ``info`` (the lesson's information, runs),
 #: ``margin_stat_harm`` / ``margin_stat_promote`` (tier 1's statistics, ``(estimate +/-
 #: margin * sigma) / se``), ``margin_bound`` (the t value tier 1 needs, null below
@@ -790,6 +793,7 @@ class LifecycleGate:
                         "trials": 0,
                         "baseline_runs": ridge.runs,
                         "status": status,
+                        "status_before": status,
                     }
                 )
                 continue
@@ -804,7 +808,8 @@ class LifecycleGate:
                     "estimate": _num(x["estimate"][i]),
                     "std_error": _num(x["se"][i]),
                     "baseline_runs": int(ridge.runs - x["trials"][i]),
-                    "status": status,
+                    "status": C.OUTCOME_STATUS[name] or status,
+                    "status_before": status,
                     "t_stat": _num(x["t"][i]),
                     "df": _num(x["df"][i]),
                     "sigma": _num(x["sigma"][i]),

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from cogstats._json import load_json
 from cogstats._validation import ParameterError
+from cogstats.ledger import load_json
 
 __all__ = [
     "READABLE_VERSIONS",
