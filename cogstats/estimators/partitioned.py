@@ -725,6 +725,7 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
     from cogstats.estimators.identifiability import identify, weak_from_cross_products
     from cogstats.estimators.regression import (
         OLS_COV,
+        TableRows,
         _check_vif,
         normal_solution,
         regression_settings,
@@ -813,16 +814,9 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
     df = float(fit.df_resid) if use_t else math.inf
     lo, hi, pvalue, statistic = wald(est, se, df, level)
 
-    @dataclass(frozen=True)
-    class _D:
-        fact_ids: tuple[str, ...]
-        trials: np.ndarray
-        n: int
-        ident: pl.DataFrame
-
     table = regression_table(
         "ols",
-        _D(tuple(s.ids), s.moments.n, n, ident),
+        TableRows(tuple(s.ids), s.moments.n, n, ident),
         keep,
         est,
         se,
