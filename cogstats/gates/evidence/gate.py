@@ -45,6 +45,7 @@ from cogstats.gates._report import (
     GateReport,
     LessonState,
     candidate_ids,
+    check_candidates,
     check_statuses,
     report_schema,
 )
@@ -657,7 +658,8 @@ def _judge_running(
     """Run the shell of :meth:`EvidenceGate.judge` on running statistics."""
     if gate.method not in RUNNING_METHODS:
         gate.running_statistics()  # raises, naming the methods it judges from running sums
-    ids = list(stats.fact_ids if candidates is None else candidates)
+    given = check_candidates(candidates)
+    ids = list(stats.fact_ids) if given is None else given
     n = stats.trials(ids)
     n_runs = stats.n_runs
     judged_mask = gate._judged(n, n_runs)
