@@ -209,8 +209,7 @@ def running_lift_welch(
     >>> import numpy as np
     >>> from cogstats.stats import StreamingStats
     >>> s = StreamingStats()
-    >>> for i, y in enumerate([0.9, 0.8, 0.85, 0.3, 0.4, 0.35]):
-    ...     s.add_run(f"r{i}", y, ["a"] if i < 3 else [])
+    >>> s.extend((f"r{i}", y, ["a"] * (y > 0.5), {}) for i, y in enumerate([0.9, 0.8, 0.3, 0.4]))
     >>> never = lambda bounds, trials: np.zeros(trials.size, dtype=bool)
     >>> r = running_lift_welch(s, "lift", {}, ["a"], 0.95, np.zeros(1, bool), never)
     >>> round(r.row("a")["estimate"], 6)
