@@ -2,6 +2,9 @@
 
 Every gate has one protocol, ``evaluate(ledger, candidates=None, *, rng=None) ->
 GateReport``, and every report starts with the same columns (:data:`REPORT_COLUMNS`).
+:data:`OUTCOMES` are the outputs a gate's rule writes for a lesson and
+:data:`OUTCOME_STATUS` the store status each one leads to (None: unchanged), the one table
+a lesson store applies them through (:mod:`cogstats.store.lifecycle`).
 :data:`GATES` is the registry (``get_gate(name)``, ``make_gate(name, **options)``; a gate
 of one's own registers with :func:`register_gate` or is named by import path
 ``"package.module:Class"``).
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING
 from cogstats._lazy import attach
 
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs
+    from cogstats._codes import OUTCOME_STATUS, OUTCOMES
     from cogstats.gates._registry import (
         GATES,
         Gate,
@@ -57,6 +61,8 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
 
 _LAZY: dict[str, str] = {
     "GATES": "cogstats.gates._registry",
+    "OUTCOMES": "cogstats._codes",
+    "OUTCOME_STATUS": "cogstats._codes",
     "Gate": "cogstats.gates._registry",
     "allow_imports": "cogstats.gates._registry",
     "get_gate": "cogstats.gates._registry",
