@@ -20,6 +20,7 @@ import polars as pl
 from cogstats._validation import check_int
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
+    TRIALS_COLUMN,
     RetestSlot,
     Selection,
     fill_candidates,
@@ -36,7 +37,9 @@ def _newest_first(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort(["created_at", "id"], descending=[True, False], maintain_order=True)
 
 
-def _with_trials(frame: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
+def _with_trials(frame: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
+    if TRIALS_COLUMN in frame.columns or ledger is None:  # a store's table: its trials
+        return frame.with_columns(pl.col(TRIALS_COLUMN).fill_null(0))
     stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
     return frame.join(stats, on="id", how="left", maintain_order="left").with_columns(
         pl.col("trials").fill_null(0)
@@ -53,6 +56,10 @@ class _Gated(RetestSlot, ABC):
     fill_empty: bool = False
     retest_order: str = "random"
     retest_floor: float = 1.5
+
+    #: reads the lesson table (its ``trials`` column, when present) and the context only:
+    #: a lesson store passes no ledger
+    needs_ledger = False
 
     def __post_init__(self) -> None:
         self._check_retest()
@@ -228,7 +235,7 @@ class InProgressFirst(_Gated):
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-        if ledger is None:
+        if ledger is None and TRIALS_COLUMN not in cands.columns:
             return _newest_first(cands)
         cands = _with_trials(cands, ledger)
         if self.rest_after_trials is not None:
@@ -256,7 +263,8 @@ class NewestFirst(_Gated):
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-        if ledger is not None and self.rest_after_trials is not None:
+        known = ledger is not None or TRIALS_COLUMN in cands.columns
+        if known and self.rest_after_trials is not None:
             cands = _with_trials(cands, ledger).filter(pl.col("trials") < self.rest_after_trials)
         return _newest_first(cands)
 
@@ -281,7 +289,7 @@ class FewestTrialsFirst(_Gated):
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-        if ledger is None:
+        if ledger is None and TRIALS_COLUMN not in cands.columns:
             cands = cands.with_columns(pl.lit(0).alias("trials"))
         else:
             cands = _with_trials(cands, ledger)

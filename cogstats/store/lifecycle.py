@@ -241,9 +241,14 @@ class Lifecycle:
         self.status: dict[str, str] = {}
         self.since: dict[str, int] = {}
         self.created: dict[str, int] = {}
+        self.arrived: dict[str, int] = {}  # the run each lesson arrived before
         self.family: dict[str, str | None] = {}
         self.gate_t: dict[str, float] = {}
         self.gate_own: dict[str, bool] = {}
+        # each lesson's last judged row: (estimate, std_error, why); the reason of its
+        # last status change
+        self.last: dict[str, tuple[float | None, float | None, str | None]] = {}
+        self.reason: dict[str, str | None] = {}
         self.events: list[Change] = []
         self._shown = (*SHOWN_STATUSES, C.SUSPENDED) if shows_suspended else SHOWN_STATUSES
         self._judged = (*JUDGED_STATUSES, C.VERIFIED) if recheck else JUDGED_STATUSES
@@ -292,9 +297,18 @@ class Lifecycle:
         bisect.insort(self._keys, (created, fact_id))
         self.status[fact_id] = status
         self.since[fact_id] = int(run)
+        self.arrived[fact_id] = int(run)
         self.created[fact_id] = created
         self.family[fact_id] = family
         return True
+
+    def discard(self, fact_ids: Iterable[str]) -> None:
+        """Forget lessons just added (a run that failed before it was recorded)."""
+        gone = set(fact_ids)
+        self._keys = [k for k in self._keys if k[1] not in gone]
+        for f in gone:
+            for d in (self.status, self.since, self.arrived, self.created, self.family):
+                d.pop(f, None)
 
     def judged(self) -> list[str]:
         """Return the lessons a look judges now, in table order (see the module notes)."""
@@ -394,6 +408,12 @@ class Lifecycle:
         decisions = frame["decision"].to_list()
         reasons = frame["reason"].to_list() if "reason" in cols else [None] * n
         whys = frame["why"].to_list() if "why" in cols else [None] * n
+        if "estimate" in cols or "std_error" in cols:
+            est = frame["estimate"].to_list() if "estimate" in cols else [None] * n
+            ses = frame["std_error"].to_list() if "std_error" in cols else [None] * n
+            last = self.last
+            for f, e, se, why in zip(ids, est, ses, whys, strict=True):
+                last[f] = (e, se, why)
         if "t_stat" in cols:
             tees = frame["t_stat"].to_list()
             craters = frame["crater_t"].to_list() if "crater_t" in cols else [None] * n
@@ -420,6 +440,7 @@ class Lifecycle:
                 continue
             status[f] = new
             since[f] = run + 1
+            self.reason[f] = reason
             change = Change(run, f, old, new, d, reason, why)
             self.events.append(change)
             changes.append(change)
@@ -434,10 +455,15 @@ class Lifecycle:
                     "id": f,
                     "status": self.status[f],
                     "since": self.since[f],
+                    "arrived": self.arrived[f],
                     "created_at": c,
                     "family": self.family[f],
                     "gate_t": _json_float(self.gate_t.get(f)),
                     "gate_t_own": self.gate_own.get(f),
+                    "last": [_json_float(v) for v in self.last[f][:2]] + [self.last[f][2]]
+                    if f in self.last
+                    else None,
+                    "reason": self.reason.get(f),
                 }
                 for c, f in self._keys
             ],
@@ -447,22 +473,35 @@ class Lifecycle:
     def restore(self, data: Mapping[str, Any]) -> None:
         """Read back :meth:`to_dict`'s data (replacing what this object holds)."""
         self._keys = []
-        for d in (self.status, self.since, self.created, self.family, self.gate_t):
+        for d in (self.status, self.since, self.arrived, self.created, self.family):
             d.clear()
+        self.gate_t.clear()
         self.gate_own.clear()
+        self.last.clear()
+        self.reason.clear()
         for row in data["lessons"]:
             f = row["id"]
             self.add(
                 f,
-                int(row["since"]),
+                int(row["arrived"]),
                 created_at=int(row["created_at"]),
                 family=row["family"],
                 status=row["status"],
             )
+            self.since[f] = int(row["since"])
             if row.get("gate_t") is not None:
                 self.gate_t[f] = _float_back(row["gate_t"])
             if row.get("gate_t_own") is not None:
                 self.gate_own[f] = bool(row["gate_t_own"])
+            if row.get("last") is not None:
+                e, se, why = row["last"]
+                self.last[f] = (
+                    None if e is None else _float_back(e),
+                    None if se is None else _float_back(se),
+                    why,
+                )
+            if "reason" in row and row["reason"] is not None:
+                self.reason[f] = row["reason"]
         self.events = [
             Change(
                 int(e["run"]),
