@@ -27,6 +27,7 @@ __all__ = [
     "RetestSlot",
     "RetrievalPolicy",
     "Selection",
+    "holdout_pick",
     "lesson_table",
     "likely_guilty",
     "likely_innocent",
@@ -421,6 +422,40 @@ def retest_pick(suspended: list[str], u: float, prob: float) -> tuple[str | None
     if u < prob:
         return suspended[min(int(u / prob * m), m - 1)], props
     return None, props
+
+
+def holdout_pick(
+    block: list[str], statuses: list[str | None], u: float, prob: float
+) -> tuple[list[str], dict[str, float]]:
+    """Draw a holdout: at most one verified lesson of the block withheld, with propensities.
+
+    With ``m`` verified lessons in ``block`` (status ``verified``, or null), one of them is
+    withheld with probability ``prob``, each equally likely (``u < prob`` withholds; then
+    ``u / prob`` picks it); each is logged with its inclusion propensity ``1 - prob / m``.
+    Admitted lessons are never withheld (they are still being judged).
+
+    Returns
+    -------
+    (list of str, dict)
+        The block without the lesson withheld, and the verified lessons' propensities
+        (empty when the block holds none).
+
+    Examples
+    --------
+    >>> holdout_pick(["v1", "a1", "v2"], ["verified", "admitted", None], 0.05, 0.2)
+    (['a1', 'v2'], {'v1': 0.9, 'v2': 0.9})
+    >>> holdout_pick(["v1", "v2"], ["verified", "verified"], 0.5, 0.2)
+    (['v1', 'v2'], {'v1': 0.9, 'v2': 0.9})
+    """
+    eligible = [f for f, s in zip(block, statuses, strict=True) if s in (None, "verified")]
+    m = len(eligible)
+    if m == 0:
+        return block, {}
+    props = {f: 1.0 - prob / m for f in eligible}
+    if u < prob:
+        out = eligible[min(int(u / prob * m), m - 1)]
+        return [f for f in block if f != out], props
+    return block, props
 
 
 def check_retest_options(retest_window: Any, fill_empty: Any) -> tuple[int | None, bool]:

@@ -121,10 +121,17 @@ class StoreCore:
 
     # ------------------------------------------------------------------ operations
     def add(
-        self, fact_id: str, *, created_at: int | None = None, family: str | None = None
+        self,
+        fact_id: str,
+        *,
+        created_at: int | None = None,
+        family: str | None = None,
+        status: str = "candidate",
     ) -> bool:
-        """Add a lesson as a candidate before the coming run (False: known already)."""
-        return self.lifecycle.add(fact_id, self.next_run, created_at=created_at, family=family)
+        """Add a lesson before the coming run (False: known already)."""
+        return self.lifecycle.add(
+            fact_id, self.next_run, created_at=created_at, family=family, status=status
+        )
 
     def select(self, *, context: Mapping[str, Any] | None = None, rng: Any = None) -> Any:
         """Ask the policy for the coming run's lessons (``rng``: a seed or a Generator)."""

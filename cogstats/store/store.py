@@ -54,6 +54,10 @@ _SNAPSHOT_NPZ = re.compile(r"^snapshot-(\d{12})\.npz$")
 _SNAPSHOT_LEFTOVER = re.compile(r"^snapshot-\d{12}\.npz(\.[a-z0-9_]{8}\.tmp|\.lock)$")
 
 
+#: the statuses a lesson may be added with (a lesson a store held before this one)
+ADD_STATUSES = ("candidate", "verified", "admitted")
+
+
 class ReadOnlyStoreError(CogstatsError, ValueError):
     """A change asked of a store opened with ``read_only=True``."""
 
@@ -389,7 +393,15 @@ class LessonStore:
         core = self._core
         kind = op.get("op")
         if kind == "add":
-            core.add(str(op["id"]), created_at=op.get("created_at"), family=op.get("family"))
+            status = str(op.get("status", "candidate"))
+            if status not in ADD_STATUSES:
+                raise J.StoreCorruptError(f"{self.path / JOURNAL_FILE}: bad status {status!r}")
+            core.add(
+                str(op["id"]),
+                created_at=op.get("created_at"),
+                family=op.get("family"),
+                status=status,
+            )
         elif kind == "run":
             if int(op["run"]) != core.next_run:
                 raise J.StoreCorruptError(
@@ -459,12 +471,19 @@ class LessonStore:
         return self._journal
 
     def add(
-        self, fact_id: str, *, family: str | None = None, created_at: int | None = None
+        self,
+        fact_id: str,
+        *,
+        family: str | None = None,
+        created_at: int | None = None,
+        status: str = "candidate",
     ) -> dict[str, Any]:
         """Add a lesson as a candidate (idempotent on the id); return its row.
 
         ``created_at`` (an integer, default the coming run's number) orders the lessons;
-        ``family`` is the lesson table's ``applies_to``.
+        ``family`` is the lesson table's ``applies_to``; ``status`` (``"candidate"``, or
+        ``"verified"`` / ``"admitted"`` for a lesson a store held before this one) its
+        starting status.
 
         Raises
         ------
@@ -480,10 +499,17 @@ class LessonStore:
             isinstance(created_at, bool) or not isinstance(created_at, int)
         ):
             raise ParameterError(f"created_at must be an integer or None; got {created_at!r}")
+        if status not in ADD_STATUSES:
+            raise ParameterError(
+                f"status must be one of {list(ADD_STATUSES)} (a new lesson's); got {status!r}"
+            )
         if fid not in self._core.lifecycle:
-            op = {"op": "add", "id": fid, "created_at": created_at, "family": family}
+            op: dict[str, Any] = {"op": "add", "id": fid, "created_at": created_at}
+            op["family"] = family
+            if status != "candidate":
+                op["status"] = status
             journal.append(op)
-            self._core.add(fid, created_at=created_at, family=family)
+            self._core.add(fid, created_at=created_at, family=family, status=status)
         return self.lesson(fid)
 
     def lesson(self, fact_id: str) -> dict[str, Any]:
@@ -657,12 +683,19 @@ class LessonStore:
         arrivals: dict[int, list[str]] = {}
         for f in book.ids:
             arrivals.setdefault(book.arrived[f], []).append(f)
-        for k, (run_id, score, facts, covs) in enumerate(old.sg.stats.runs(), start=1):
+        first = {}  # each lesson's status when it arrived
+        for e in reversed(book.events):
+            first[e.fact_id] = e.old
+
+        def arrive(k: int) -> None:
             for f in arrivals.get(k, ()):
-                core.add(f, created_at=book.created[f], family=book.family[f])
+                status = first.get(f, book.status[f])
+                core.add(f, created_at=book.created[f], family=book.family[f], status=status)
+
+        for k, (run_id, score, facts, covs) in enumerate(old.sg.stats.runs(), start=1):
+            arrive(k)
             core.apply_run(run_id, score, facts, {c: v for c, v in covs.items() if v is not None})
-        for f in arrivals.get(old.runs + 1, ()):
-            core.add(f, created_at=book.created[f], family=book.family[f])
+        arrive(old.runs + 1)
         self._core = core
         self.settings = given
         if self.snapshot() is None:
