@@ -138,6 +138,9 @@ class LifecycleEngine:
         self.with_ss = np.zeros(0)
         self.low = np.zeros(0)
         self.high = np.zeros(0)
+        from cogstats.store.incremental import IncrementalRidge
+
+        self.fast = IncrementalRidge(gate)
 
     # ------------------------------------------------------------------ runs
     def _fix_covariates(
@@ -158,10 +161,9 @@ class LifecycleEngine:
         """Add one run (validated) to the runs and the statistics, in place."""
         if self.covariates is None:
             self._fix_covariates(run_id, score, facts, covs)
-        assert self.covariates is not None
         y = float(score)
         fixed = [1.0]
-        for name in self.covariates:
+        for name in self.covariates or ():
             v = covs.get(name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ParameterError(
@@ -180,7 +182,7 @@ class LifecycleEngine:
         self.stats.add_run(run_id, y, list(facts), dict(covs))
         if new:
             self._grow(new)
-        nf = 1 + len(self.covariates)
+        nf = len(fixed)
         idx = np.asarray([*range(nf), *(nf + j for j in present)], dtype=np.int64)
         z = np.asarray(fixed + [1.0] * len(present))
         # the same additions, in the same order, as gram += outer(z, z) on the full vector
@@ -194,6 +196,9 @@ class LifecycleEngine:
             vals = np.asarray(fixed[1:])
             self.low = np.minimum(self.low, vals)
             self.high = np.maximum(self.high, vals)
+        self.fast.add_run(self.runs - 1, present, len(self.ids))
+        if self.fast.m0 is not None:
+            self.fast.update(self.statistics(), idx, z)
 
     def _grow(self, new: list[str]) -> None:
         """Add lesson columns (a new array: a lesson's first run is rare)."""
@@ -272,7 +277,12 @@ class LifecycleEngine:
         codes = np.fromiter(
             (rule[status(f)] for f in self.ids), dtype=np.int64, count=len(self.ids)
         )
-        dec, why, x = self.gate.decide(self.statistics(), codes)
+        stats = self.statistics()
+        fit = self.fast.fit(stats)
+        if fit is None:  # the batch fit
+            dec, why, x = self.gate.decide(stats, codes)
+        else:  # the gate's rule on the incremental fit
+            dec, why, x = type(self.gate).decide(_WithFit(self.gate, fit), stats, codes)
         dec, why = dec.tolist(), why.tolist()
         t, ct, ident = x["t"], x["crater_t"], x["identifiable"]
         est, se = x["estimate"], x["se"]
@@ -318,7 +328,12 @@ class LifecycleEngine:
         }
         members = {f"stats/{k}": v for k, v in arrays.items()}
         members.update(
-            gram=self.gram, zty=self.zty, with_ss=self.with_ss, low=self.low, high=self.high
+            gram=self.gram,
+            zty=self.zty,
+            with_ss=self.with_ss,
+            low=self.low,
+            high=self.high,
+            pattern_hash=self.fast.hash,
         )
         for name, value in (("stats_info", info), ("engine", mine)):
             text = json.dumps(value, allow_nan=False).encode("utf-8")
@@ -365,10 +380,29 @@ class LifecycleEngine:
         self.with_ss = np.asarray(arrays["with_ss"], dtype=np.float64)
         self.low = np.asarray(arrays["low"], dtype=np.float64)
         self.high = np.asarray(arrays["high"], dtype=np.float64)
+        from cogstats.store.incremental import IncrementalRidge
+
+        self.fast = IncrementalRidge(self.gate)
+        self.fast.hash = np.asarray(arrays["pattern_hash"], dtype=np.uint64).copy()
         if self.stats.n_runs != self.runs or self.gram.shape[0] != len(self.ids) + (
             0 if self.covariates is None else 1 + len(self.covariates)
         ):
             raise ParameterError(f"{path}: inconsistent store statistics (runs or columns)")
+
+
+class _WithFit:
+    """The gate, with its ridge fit given (its ``decide`` then runs its rule on that fit)."""
+
+    def __init__(self, gate: Any, fit: Any) -> None:
+        self._gate, self._fit = gate, fit
+
+    def fit(self, stats: Any) -> Any:
+        """Return the fit given."""
+        return self._fit
+
+    def __getattr__(self, name: str) -> Any:
+        """Delegate every other attribute to the gate."""
+        return getattr(self._gate, name)
 
 
 def _num(v: Any) -> float | None:
