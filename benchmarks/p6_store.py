@@ -68,13 +68,13 @@ def _quantiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def live(store: Any, world: dict[str, Any], n: int) -> dict[str, Any]:
-    """``n`` live runs: select, then record; per-run wall and CPU times."""
+def live(store: Any, world: dict[str, Any], n: int, first: int = 0) -> dict[str, Any]:
+    """``n`` live runs (ids from ``first``): select, then record; wall and CPU times."""
     rng, effects, names = world["rng"], world["effects"], world["names"]
     index = {f: j for j, f in enumerate(names)}
     sel_w, rec_w, sel_c, rec_c, both_w, both_c = [], [], [], [], [], []
     changes = 0
-    for i in range(n):
+    for i in range(first, first + n):
         c0, w0 = time.thread_time(), time.perf_counter()
         sel = store.select(rng=rng)
         c1, w1 = time.thread_time(), time.perf_counter()

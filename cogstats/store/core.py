@@ -257,13 +257,26 @@ class StoreCore:
             book.add(f, run)
         due = look and self.gate is not None and self.cadence.due(run)
         ids = book.judged() if due else []
-        asked = (ids, book.states(ids) if book.gives_statuses else None) if ids else None
+        asked = (ids, self._statuses(ids)) if ids else None
         try:
             report = self.engine.record(run_id, score, facts, covs, asked)
         except BaseException:
             book.discard(new)
             raise
         return [] if report is None else book.apply(report, run)
+
+    def _statuses(self, ids: list[str]) -> Mapping[str, Any] | None:
+        """Return the statuses a look passes (None: the gate takes none).
+
+        The lifecycle engine reads status strings: the lifecycle's own mapping; another
+        gate gets each judged lesson's ``LessonState``.
+        """
+        book = self.lifecycle
+        if not book.gives_statuses:
+            return None
+        if self.engine.kind == "lifecycle":
+            return book.status
+        return book.states(ids)
 
     # ------------------------------------------------------------------ frames
     def lessons(self) -> pl.DataFrame:

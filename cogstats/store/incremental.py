@@ -57,6 +57,32 @@ def _run_hash(i: int) -> int:
     return z ^ (z >> 31)
 
 
+class _Inverse:
+    """An inverse of the penalized system kept up to date.
+
+    ``M = (G_R + diag(k))^-1``, ``s = (M o M) k`` and the freed lessons ``free`` (reduced
+    lesson positions, whose penalty is 0).
+    """
+
+    def __init__(self, m: np.ndarray, kvec: np.ndarray, free: np.ndarray) -> None:
+        self.m = np.ascontiguousarray(m)
+        self.k = kvec
+        self.free = free
+        self.s = (self.m * self.m) @ kvec
+
+    def rank_one(self, nz: list[int], zv: np.ndarray) -> None:
+        """``M`` after ``A += z z'`` (Sherman-Morrison, in place), and ``s`` with it."""
+        from scipy.linalg import blas
+
+        m = self.m
+        u = m[:, nz] @ zv
+        c = 1.0 + float(zv @ u[nz])
+        w = m @ (u * self.k)
+        # M -= u u' / c, in place (M.T is the same memory in Fortran order)
+        self.m = blas.dger(-1.0 / c, u, u, a=m.T, overwrite_a=1).T
+        self.s = self.s - (2.0 / c) * u * w + (u * u) * (float((u * u) @ self.k) / (c * c))
+
+
 class IncrementalRidge:
     """The ridge fit of a :class:`~cogstats.store.engine.LifecycleEngine`, run by run.
 
@@ -74,14 +100,26 @@ class IncrementalRidge:
         self.refresh_every = int(refresh_every)
         self.k = float(gate.penalty)
         self.hash = np.zeros(0, dtype=np.uint64)
-        self.m0: np.ndarray | None = None  # (G_R + K_R)^-1 on the reduced columns
-        self.s0: np.ndarray | None = None  # (M0 o M0) k0
+        self.base: _Inverse | None = None  # every lesson penalized (the first pass)
+        # the inverse each later pass used at the last look (consecutive looks free
+        # nearly the same lessons at the same pass)
+        self.stars: list[_Inverse | None] = [None] * int(gate.passes)
         self.cols: np.ndarray | None = None  # the reduced columns (indices into the full)
         self.rep: np.ndarray | None = None  # each lesson's group representative
         self.nf = -1  # fixed columns the reduced system holds
+        self._pos: dict[int, int] = {}
         self.since_refresh = 0
         self.fallbacks = 0
         self.refreshes = 0
+        self.corrections = 0  # passes corrected from a kept inverse (a Woodbury step)
+        #: a freed set that differs from the kept one in more lessons than this is
+        #: inverted afresh (O(p^3)) rather than corrected (O(p^2) a lesson)
+        self.max_correction = 48
+
+    @property
+    def m0(self) -> np.ndarray | None:
+        """The all-penalized inverse (None: recomputed at the next look)."""
+        return None if self.base is None else self.base.m
 
     # ------------------------------------------------------------------ runs
     def add_run(self, position: int, present: list[int], m: int) -> None:
@@ -94,51 +132,51 @@ class IncrementalRidge:
                 self.hash[present] += h
 
     def update(self, stats: Any, z_idx: np.ndarray, z: np.ndarray) -> None:
-        """Update ``M0`` by the run just added to ``stats`` (full indices ``z_idx``, values ``z``).
+        """Update the kept inverses by the run just added to ``stats`` (``z`` at ``z_idx``).
 
-        Marks the system for a recomputation when its columns changed.
+        Drops them when the columns changed (recomputed at the next look).
         """
-        if self.m0 is None or self.cols is None:
+        if self.base is None or self.cols is None:
             return
         nf, gram, runs = stats.ridge.n_fixed, stats.ridge.gram, stats.ridge.runs
         rep = self._groups(gram, nf, runs)
         if self.rep is None or nf != self.nf or not np.array_equal(rep, self.rep):
-            self.m0 = None  # recomputed at the next look
+            self._drop()
             return
         # the run's indicator on the reduced columns (a group is in the run as one)
-        pos = {int(c): i for i, c in enumerate(self.cols)}
+        pos = self._pos
         nz: list[int] = []
         val: list[float] = []
         for c, v in zip(z_idx.tolist(), z.tolist(), strict=True):
-            if c < nf:
-                nz.append(c)
+            j = c if c < nf else pos.get(nf + int(rep[c - nf]))
+            if j is not None and j not in nz:
+                nz.append(j)
                 val.append(v)
-            else:
-                j = pos.get(nf + int(rep[c - nf]))
-                if j is not None and j not in nz:
-                    nz.append(j)
-                    val.append(v)
         zv = np.asarray(val)
-        m0 = self.m0
-        u = m0[:, nz] @ zv
-        c = 1.0 + float(zv @ u[nz])
-        k0 = self._k0(m0.shape[0])
-        w = m0 @ (u * k0)  # for (M0 o M0) k0 after the update
-        from scipy.linalg import blas
-
-        # M0 -= u u' / c, in place (M0.T is the same memory in Fortran order)
-        self.m0 = blas.dger(-1.0 / c, u, u, a=m0.T, overwrite_a=1).T
-        s0 = self.s0 if self.s0 is not None else np.zeros(m0.shape[0])
-        self.s0 = s0 - (2.0 / c) * u * w + (u * u) * (float((u * u) @ k0) / (c * c))
+        for kept in self._kept():
+            kept.rank_one(nz, zv)
         self.since_refresh += 1
         if self.since_refresh >= self.refresh_every:
-            self.m0 = None
+            self._drop()
+
+    def _kept(self) -> list[_Inverse]:
+        """Every inverse kept (each once)."""
+        out: list[_Inverse] = [] if self.base is None else [self.base]
+        for star in self.stars:
+            if star is not None and all(star is not o for o in out):
+                out.append(star)
+        return out
+
+    def _drop(self) -> None:
+        self.base = None
+        self.stars = [None] * len(self.stars)
 
     # ------------------------------------------------------------------ the fit
-    def _k0(self, p: int) -> np.ndarray:
-        k0 = np.full(p, self.k)
-        k0[: self.nf] = 0.0
-        return k0
+    def _kvec(self, p: int, free: np.ndarray) -> np.ndarray:
+        kvec = np.full(p, self.k)
+        kvec[: self.nf] = 0.0
+        kvec[self.nf + free] = 0.0
+        return kvec
 
     def _groups(self, gram: np.ndarray, nf: int, runs: int) -> np.ndarray:
         """Return ``duplicate_groups(gram, nf, runs)``, from the pattern hashes."""
@@ -158,8 +196,7 @@ class IncrementalRidge:
             while j < m and same[j - 1]:
                 j += 1
             if j - i > 1 and o_valid[i]:
-                block = [int(x) for x in order[i:j]]  # column order within the block
-                left = block
+                left = [int(x) for x in order[i:j]]  # column order within the block
                 while left:
                     lead, rest = left[0], []
                     for other in left[1:]:
@@ -171,28 +208,38 @@ class IncrementalRidge:
             i = j
         return rep
 
+    def _invert(self, stats: Any, free: np.ndarray) -> _Inverse | None:
+        """Invert the system with ``free`` unpenalized afresh (None: not positive definite)."""
+        if self.cols is None:
+            return None
+        a = stats.ridge.gram[np.ix_(self.cols, self.cols)]
+        p = a.shape[0]
+        kvec = self._kvec(p, free)
+        full = a.copy()
+        full[np.arange(p), np.arange(p)] += kvec
+        try:
+            chol = np.linalg.cholesky(full)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.min(np.diag(chol) ** 2) > 1e-12 * float(np.max(np.diag(full))):
+            return None
+        return _Inverse(np.linalg.inv(full), kvec, free)
+
     def _refresh(self, stats: Any) -> bool:
-        """Recompute ``M0`` and ``(M0 o M0) k0`` from the statistics (False: not PD)."""
+        """Recompute the columns and the all-penalized inverse (False: not PD)."""
         r = stats.ridge
         nf = r.n_fixed
         rep = self._groups(r.gram, nf, r.runs)
         m = rep.shape[0]
         keep = np.flatnonzero(rep == np.arange(m))
         cols = np.concatenate([np.arange(nf), nf + keep])
-        a = r.gram[np.ix_(cols, cols)].copy()
-        a[np.arange(nf, a.shape[0]), np.arange(nf, a.shape[0])] += self.k
-        try:
-            chol = np.linalg.cholesky(a)
-        except np.linalg.LinAlgError:
-            return False
-        if not np.min(np.diag(chol) ** 2) > 1e-12 * float(np.max(np.diag(a))):
-            return False
-        self.m0 = np.ascontiguousarray(np.linalg.inv(a))
         self.nf, self.cols, self.rep = nf, cols, rep
-        self.s0 = (self.m0 * self.m0) @ self._k0(len(cols))
+        self._pos = {int(c): i for i, c in enumerate(cols.tolist())}
+        self.base = self._invert(stats, np.zeros(0, dtype=np.int64))
+        self.stars = [None] * len(self.stars)
         self.since_refresh = 0
         self.refreshes += 1
-        return True
+        return self.base is not None
 
     def fit(self, stats: Any) -> Any:
         """Return the gate's :class:`RidgeFit` of ``stats``, or None (use the batch fit)."""
@@ -201,12 +248,13 @@ class IncrementalRidge:
         r = stats.ridge
         if r.gram.shape[0] < INCREMENTAL_FROM or r.runs < 2:
             return None
-        if self.m0 is None and not self._refresh(stats):
+        if self.base is None and not self._refresh(stats):
             self.fallbacks += 1
             return None
         reduced = self._passes(stats)
         if reduced is None or self.cols is None or self.rep is None:
             self.fallbacks += 1
+            self._drop()
             return None
         est, se, t, info, ident, pen, df, sigma = reduced
         nf = r.n_fixed
@@ -233,25 +281,25 @@ class IncrementalRidge:
         """Return the ridge's passes on the reduced system (``ridge_fit``, no inverse)."""
         from cogstats.estimators.debiased_ridge import suspect_penalties
 
-        gate, r = self.gate, stats.ridge
-        m0, s0, cols = self.m0, self.s0, self.cols
-        if m0 is None or s0 is None or cols is None:
+        gate, r, cols, base = self.gate, stats.ridge, self.cols, self.base
+        if cols is None or base is None:
             return None
         nf = self.nf
-        gram_r_diag = np.diag(r.gram)[cols]
         zty = r.zty[cols]
-        p = cols.shape[0]
-        raw_info = gram_r_diag[nf:]
+        raw_info = np.diag(r.gram)[cols][nf:]
         ident = (raw_info > 0) & (raw_info < r.runs)
-        k0 = self._k0(p)
-        b0 = m0 @ zty
-        d0 = np.diag(m0).copy()
-        pen = np.full(p - nf, self.k)
+        pen = np.full(cols.shape[0] - nf, self.k)
         out = None
         for step in range(int(gate.passes)):
-            out = self._one_pass(pen, m0, s0, b0, d0, zty, k0, r.yty, r.runs, nf)
+            free = np.flatnonzero(pen == 0.0)
+            kept = base if free.size == 0 else self._nearest(stats, step, free)
+            if kept is None:
+                return None
+            out = self._one_pass(kept, free, zty, r.yty, r.runs, pen)
             if out is None:
                 return None
+            if free.size:
+                self._keep(step, free, kept, out[6:])
             if step == int(gate.passes) - 1:
                 break
             with np.errstate(invalid="ignore"):
@@ -270,9 +318,8 @@ class IncrementalRidge:
             pen = new
         if out is None:
             return None
-        est, se, t, info, df, s2 = out
+        est, se, t, info, df, s2 = out[:6]
         keep = ident & np.isfinite(se) & (se > 0)
-        sigma = np.sqrt(s2)
         return (
             np.where(ident, est, np.nan),
             np.where(keep, se, np.nan),
@@ -281,58 +328,96 @@ class IncrementalRidge:
             ident,
             pen,
             df,
-            sigma,
+            np.sqrt(s2),
         )
+
+    def _nearest(self, stats: Any, step: int, free: np.ndarray) -> _Inverse | None:
+        """Return the kept inverse nearest ``free`` (corrected from it), or a fresh one."""
+        best, size = None, self.max_correction + 1
+        for kept in self._kept():
+            d = np.setxor1d(kept.free, free, assume_unique=True).size
+            if d < size:
+                best, size = kept, d
+        if best is not None:
+            return best
+        fresh = self._invert(stats, free)
+        if fresh is not None:
+            self.stars[step] = fresh
+        return fresh
+
+    def _keep(
+        self, step: int, free: np.ndarray, kept: _Inverse, extra: tuple[np.ndarray, ...]
+    ) -> None:
+        """Keep pass ``step``'s inverse (made explicit) for the next look's same pass."""
+        if np.array_equal(kept.free, free):
+            self.stars[step] = kept
+        else:  # corrected: form it (O(p^2 |D|))
+            self.stars[step] = self._formed(kept, free, extra)
+
+    def _formed(self, kept: _Inverse, free: np.ndarray, extra: tuple[np.ndarray, ...]) -> _Inverse:
+        """Return the corrected inverse made explicit: ``M + V S V'``, its ``(M o M) k``."""
+        v, s_mat, mkm = extra
+        out = _Inverse.__new__(_Inverse)
+        out.m = np.ascontiguousarray(kept.m + (v @ s_mat) @ v.T) if v.size else kept.m.copy()
+        out.k = self._kvec(kept.m.shape[0], free)
+        out.free = free
+        out.s = mkm.copy()
+        return out
 
     def _one_pass(
         self,
-        pen: np.ndarray,
-        m0: np.ndarray,
-        s0: np.ndarray,
-        b0: np.ndarray,
-        d0: np.ndarray,
+        kept: _Inverse,
+        free: np.ndarray,
         zty: np.ndarray,
-        k0: np.ndarray,
         yty: float,
         runs: int,
-        nf: int,
+        pen: np.ndarray,
     ) -> tuple[np.ndarray, ...] | None:
-        """One pass: per lesson (estimate, se, t, info, df, s2), or None (not PD)."""
+        """One pass from a kept inverse, corrected for the lessons whose penalty differs.
+
+        Returns (estimate, se, t, info, df, s2) per lesson, then the correction ``V``,
+        ``S`` and ``(M o M) k`` (None: not positive definite).
+        """
         from cogstats.estimators.debiased_ridge import lesson_inference
 
-        p = m0.shape[0]
-        free = nf + np.flatnonzero(pen == 0.0)
-        kvec = k0.copy()
-        if free.size == 0:
-            b, diag, mkm = b0, d0, s0
-            mkb = m0 @ (kvec * b)
+        nf = self.nf
+        m_b = kept.m
+        p = m_b.shape[0]
+        kvec = self._kvec(p, free)
+        d = nf + np.setxor1d(kept.free, free, assume_unique=True)  # penalty changes
+        b = m_b @ zty
+        diag = np.diag(m_b).copy()
+        if d.size == 0:
+            v = np.zeros((p, 0))
+            s_mat = np.zeros((0, 0))
+            mkb = m_b @ (kvec * b)
+            mkm = kept.s
         else:
-            kvec[free] = 0.0
-            v = m0[:, free]  # p x |F|
-            core = np.eye(free.size) / self.k - m0[np.ix_(free, free)]
+            self.corrections += 1
+            dk = kvec[d] - kept.k[d]
+            v = m_b[:, d]  # p x |D|
+            core = np.diag(1.0 / dk) + m_b[np.ix_(d, d)]
             try:
-                chol = np.linalg.cholesky(core)
+                s_mat = -np.linalg.inv(core)
             except np.linalg.LinAlgError:
                 return None
-            if not np.min(np.diag(chol) ** 2) > 1e-12 * float(np.max(np.abs(np.diag(core)))):
+            if not np.all(np.isfinite(s_mat)) or np.linalg.cond(core) > 1e10:
                 return None
-            s = np.linalg.inv(core)
-            s = (s + s.T) / 2.0
-            w = v @ s  # p x |F|
-            b = b0 + w @ (v.T @ zty)
-            diag = d0 + np.sum(w * v, axis=1)
+            s_mat = (s_mat + s_mat.T) / 2.0
+            w = v @ s_mat  # p x |D|
+            b = b + w @ (v.T @ zty)
+            diag = diag + np.sum(w * v, axis=1)
+            if not np.all(diag > 0):
+                return None
             kb = kvec * b
-            mkb = m0 @ kb + w @ (v.T @ kb)
-            y = m0 @ (v * kvec[:, None])  # p x |F|
-            q = v.T @ (v * kvec[:, None])  # |F| x |F|
-            term1 = s0 - self.k * np.sum(v * v, axis=1)
-            term2 = 2.0 * np.sum(w * y, axis=1)
-            term3 = np.sum((w @ q) * w, axis=1)
-            mkm = term1 + term2 + term3
+            mkb = m_b @ kb + w @ (v.T @ kb)
+            y = m_b @ (v * kvec[:, None])  # p x |D|
+            q = v.T @ (v * kvec[:, None])  # |D| x |D|
+            mkm = kept.s + (v * v) @ dk + 2.0 * np.sum(w * y, axis=1) + np.sum((w @ q) * w, axis=1)
         trace = p - float(kvec @ diag)
         rss = yty - float(b @ zty) - float(kvec @ (b * b))
         with np.errstate(divide="ignore", invalid="ignore"):
             est, se, t, info, df, s2 = lesson_inference(
                 b[nf:], diag[nf:], pen, mkb[nf:], mkm[nf:], rss, trace, runs, 0.0, 0.0
             )
-        return est, se, t, info, df, s2
+        return est, se, t, info, df, s2, v, s_mat, mkm

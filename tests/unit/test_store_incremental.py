@@ -102,6 +102,7 @@ def test_the_incremental_fit_is_the_batch_fit_and_decides_alike() -> None:
     assert used == 24 and freed > 0  # suspects were freed in some passes
     assert worst < 1e-8, worst
     assert eng.fast.refreshes >= 3 and eng.fast.fallbacks == 0
+    assert eng.fast.corrections > 0  # passes corrected from a kept inverse (Woodbury)
     rep = eng.fast.rep
     assert rep is not None
     twins = [eng.col["twinA"], eng.col["twinB"]]
