@@ -10,6 +10,8 @@ median and the 99th percentile; goal: a median of at most 5 ms).
 
 Beside it, on the same machine in the same process:
 
+- the same store with the batch fit at every look (the incremental look off: the
+  lifecycle gate's own ``decide`` on the statistics), a few runs;
 - ``StreamingGate(LifecycleGate()).record`` alone at 1,000 lessons (a history of 3,000
   runs ingested: a streaming gate's record costs the same at any number of runs);
 - the journal's fsync alone (one line appended and fsynced, against appended only), the
@@ -202,6 +204,16 @@ def run(quick: bool = False) -> dict[str, Any]:
         import_s = time.perf_counter() - t
         lessons = store.lessons().height
         times = live(store, live_world, n_live)
+        fast = store._core.engine.fast  # the incremental look's counters
+        counters = {
+            "refreshes": fast.refreshes,
+            "fallbacks": fast.fallbacks,
+            "corrections": fast.corrections,
+        }
+        fast_fit = fast.fit
+        fast.fit = lambda stats: None  # the batch fit at every look
+        batch_times = live(store, live_world, 5 if quick else 10, first=n_live)
+        fast.fit = fast_fit
         t = time.perf_counter()
         store.snapshot()
         snapshot_s = time.perf_counter() - t
@@ -221,6 +233,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         "lessons": lessons,
         "import_s": import_s,
         "live": times,
+        "incremental": counters,
+        "live_batch_fit": batch_times,
         "snapshot_s": snapshot_s,
         "reopen_s": reopen_s,
         "fsync": disk,
@@ -240,6 +254,13 @@ def run(quick: bool = False) -> dict[str, Any]:
         f"{sr['p99_s'] * 1e3:.1f} ms wall (select {s['median_s'] * 1e3:.1f} / "
         f"{s['p99_s'] * 1e3:.1f}, record {r['median_s'] * 1e3:.1f} / {r['p99_s'] * 1e3:.1f}); "
         f"CPU median {times['select_record_cpu']['median_s'] * 1e3:.1f} ms; goal 5 ms"
+    )
+    b = batch_times["select_record_wall"]
+    print(
+        f"  the same store, batch fit at every look: median {b['median_s'] * 1e3:.0f} ms, "
+        f"p99 {b['p99_s'] * 1e3:.0f} ms wall (CPU median "
+        f"{batch_times['select_record_cpu']['median_s'] * 1e3:.0f} ms); incremental look: "
+        f"{counters}"
     )
     a = alone["record_wall"]
     print(
