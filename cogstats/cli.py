@@ -352,14 +352,15 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             )
     report = gate.evaluate(ledger, candidates, rng=args.seed, **extra)
     _emit(report.to_frame(), args.format, title=repr(report), raw_csv=args.raw_csv)
-    if getattr(gate, "suspends", False):  # a lifecycle gate judged once, without statuses
+    if getattr(gate, "suspends", False) and args.format in ("table", "wide"):
+        # a lifecycle gate judged once, without statuses (machine formats stay data only)
         note = (
             "note: this is one batch look at the whole ledger, without the lessons' status "
             "history; a lesson store judges run by run with statuses and can decide "
             "otherwise (docs/production.md, 'The batch gate and the store'; replay it with "
             "cogstats.tune(ledger=...) or cogstats.LessonStore)"
         )
-        print(note, file=sys.stdout if args.format in ("table", "wide") else sys.stderr)
+        print(note)
     return 0
 
 

@@ -455,7 +455,7 @@ def test_gate_tables_escape_ids_and_recommended_links_the_store(
     assert "The batch gate and the store" in out and "docs/production.md" in out
     assert main(["gate", str(path), "--gate", "recommended", "--format", "json"]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out)[0]["fact_id"] == "a\u202e"
-    assert "The batch gate and the store" in captured.err
+    assert json.loads(captured.out)[0]["fact_id"] == "a\u202e"  # data: as it is
+    assert captured.err == ""  # machine formats carry the data only
     assert main(["gate", str(path)]) == 0  # cycgraph: no note
     assert "The batch gate" not in capsys.readouterr().out
