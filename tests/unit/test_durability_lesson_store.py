@@ -326,18 +326,35 @@ def test_a_full_disk_refuses_the_record_naming_the_path_and_the_store_stays_vali
             assert back.events().equals(want.events())
 
 
+def _refused_then_read(folder: Path) -> None:
+    """A read-only store folder: a writer refused naming the lock, a reader served."""
+    with pytest.raises(StateWriteError, match="store.lock") as err:
+        LessonStore.open(folder)
+    assert "a writer needs a folder it can write to" in str(err.value)
+    with LessonStore.open(folder, read_only=True) as reader:
+        assert reader.runs == 30
+
+
 def test_a_read_only_folder_is_refused_for_writing_and_read(tmp_path: Path) -> None:
+    """Root: a tmpfs remounted read-only; others: a folder without write permission."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "store"
+        _store_with_runs(folder, 30)
+        before = _files(folder)
+        folder.chmod(0o555)
+        try:
+            _refused_then_read(folder)
+        finally:
+            folder.chmod(0o755)
+        assert _files(folder) == before
+        return
     with _tmpfs(tmp_path / "disk", "4m") as disk:
         folder = disk / "store"
         _store_with_runs(folder, 30)
         before = _files(folder)
         assert subprocess.run(["mount", "-o", "remount,ro", str(disk)]).returncode == 0
         try:
-            with pytest.raises(StateWriteError, match="store.lock") as err:
-                LessonStore.open(folder)
-            assert "a writer needs a folder it can write to" in str(err.value)
-            with LessonStore.open(folder, read_only=True) as reader:
-                assert reader.runs == 30
+            _refused_then_read(folder)
         finally:
             subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
         assert _files(folder) == before
