@@ -136,13 +136,14 @@ def test_kill_9_at_random_points_loses_no_acknowledged_run_and_doubles_none(
     """22 writers killed with SIGKILL at seeded moments (6 inside a snapshot's commit
     window), each restarted from the folder: every acknowledged run is there once, in
     order, and the statuses and events are those of a store that never stopped."""
-    world, runs, adds = _write_world(tmp_path, 320)
+    world, runs, adds = _write_world(tmp_path, 700)
     rng = np.random.default_rng(20261205)
     acked: list[str] = []
     kills = {"random": 0, "in_snapshot": 0, "finished": 0}
     for cycle in range(22):
         slow = cycle % 4 == 1
-        proc = _worker(tmp_path, world, 7, **({"SLOW_SNAPSHOT": "1"} if slow else {}))
+        env = {"PACE": "0.01"}  # an agent's pace: no cycle runs out of runs
+        proc = _worker(tmp_path, world, 7, **env, **({"SLOW_SNAPSHOT": "1"} if slow else {}))
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("READY"), proc.stderr.read() if proc.stderr else line
