@@ -20,8 +20,9 @@ from typing import Any
 
 from cogstats._registry import Entry
 from cogstats._validation import CogstatsError
+from cogstats.ledger import ascii_float, ascii_int
 
-__all__ = ["add_option_flags", "collect_options", "param_help", "parse_assignments"]
+__all__ = ["FLOAT", "INT", "add_option_flags", "collect_options", "param_help", "parse_assignments"]
 
 #: Older spellings of generated flags that keep working: field name -> extra flags.
 LEGACY_FLAGS: dict[str, tuple[str, ...]] = {
@@ -104,6 +105,20 @@ def _strip_none(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
+def _named(parse: Any, name: str) -> Any:
+    def convert(text: str) -> Any:
+        return parse(text)
+
+    convert.__name__ = name  # argparse says "invalid int value: '１'"
+    return convert
+
+
+#: argparse ``type=`` of an integer or a number flag: ASCII decimal notation only, as the
+#: ledger reads numbers (``int``/``float`` would take ``１``, ``٣`` and ``1_000``)
+INT = _named(ascii_int, "int")
+FLOAT = _named(ascii_float, "float")
+
+
 def _none_or(parse: Any) -> Any:
     def convert(text: str) -> Any:
         return None if text.lower() in ("none", "null") else parse(text)
@@ -128,7 +143,7 @@ def _flag_kwargs(hint: Any) -> dict[str, Any]:
     if origin is typing.Literal:
         return {"choices": [str(a) for a in typing.get_args(base)]}
     if base in (int, float, str):
-        parse: Any = base
+        parse: Any = {int: INT, float: FLOAT, str: str}[base]
     elif base is Mapping or origin in (Mapping, dict) or base is dict:
         return {"action": "append", "metavar": "NAME=VALUE"}
     elif origin in (tuple, list, Sequence) or base in (tuple, list):

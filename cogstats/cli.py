@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from cogstats._cli_options import (
+    INT,
     add_option_flags,
     collect_options,
     parse_assignments,
@@ -59,8 +60,8 @@ _GATE_FLAGS = (
 def _emit(
     frame: pl.DataFrame, fmt: str, title: str | None = None, *, raw_csv: bool = False
 ) -> None:
-    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats._csv)
-        from cogstats._csv import write_csv
+    if fmt == "csv":  # formula cells neutralised unless --raw-csv (cogstats.ledger.write_csv)
+        from cogstats.ledger import write_csv
 
         sys.stdout.write(write_csv(flat_frame(frame), raw=raw_csv))
     elif fmt == "json":
@@ -70,29 +71,7 @@ def _emit(
 
         if title:
             print(title)
-        print(terminal_table(_escaped_ids(frame), wide=fmt == "wide"))
-
-
-#: columns holding ids an agent wrote (shown escaped in the terminal tables)
-_ID_COLUMNS = ("fact_id", "id", "run_id")
-
-
-def _escaped_ids(frame: pl.DataFrame) -> pl.DataFrame:
-    r"""Return ``frame`` with its id columns escaped for a terminal (invisible characters).
-
-    Examples
-    --------
-    >>> _escaped_ids(pl.DataFrame({"fact_id": ["a\u202eb"]}))["fact_id"].to_list()
-    ['a\\u202eb']
-    """
-    from cogstats.store.show import escape_id
-
-    cols = [c for c in _ID_COLUMNS if c in frame.columns and frame.schema[c] == pl.String]
-    if not cols:
-        return frame
-    return frame.with_columns(
-        pl.col(c).map_elements(escape_id, return_dtype=pl.String) for c in cols
-    )
+        print(terminal_table(frame, wide=fmt == "wide"))
 
 
 def flat_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -298,7 +277,7 @@ def _gate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         help="table (the columns that fit the terminal), wide (every column), csv or json",
     )
     _add_raw_csv(p)
-    p.add_argument("--seed", type=int, help="seed for gates whose methods draw")
+    p.add_argument("--seed", type=INT, help="seed for gates whose methods draw")
     _add_lesson_input(p)
     if gate is None:  # another subcommand runs: the gate's flags are not needed
         return
@@ -370,7 +349,7 @@ def _attribute_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("--method", default="lift", help="estimator name (see cogstats.estimators)")
     p.add_argument("--covariates", nargs="*", help="ledger covariate columns to adjust for")
     p.add_argument("--option", action="append", help="method option NAME=VALUE (JSON value)")
-    p.add_argument("--seed", type=int, help="seed for methods that draw (permutation)")
+    p.add_argument("--seed", type=INT, help="seed for methods that draw (permutation)")
     p.add_argument(
         "--format",
         choices=["table", "wide", "csv", "json"],
@@ -411,8 +390,8 @@ def _cmd_attribute(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- simulate, sweep
 def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("spec", help="scenario spec file (simulations/*.toml)")
-    p.add_argument("--replicates", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--replicates", type=INT)
+    p.add_argument("--seed", type=INT)
     p.add_argument("--out", help="directory for the Parquet frames")
     p.add_argument(
         "--engine",
@@ -420,7 +399,7 @@ def _simulate_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
         default="auto",
         help="auto (default): compiled when it covers the gate and policy, else reference",
     )
-    p.add_argument("--workers", type=int, help="threads for the cells (default: all cores)")
+    p.add_argument("--workers", type=INT, help="threads for the cells (default: all cores)")
     _policy_argument(p)
     p.add_argument("--no-progress", action="store_true")
 
@@ -442,14 +421,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _sweep_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
     p.add_argument("spec")
-    p.add_argument("--replicates", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--replicates", type=INT)
+    p.add_argument("--seed", type=INT)
     p.add_argument("--out", help="directory of the sweep store (default: sweeps/<spec name>)")
     p.add_argument("--executor", choices=["local", "dask"], default="local")
     p.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
     p.add_argument(
         "--workers",
-        type=int,
+        type=INT,
         help="worker processes (default: all cores; a small sweep runs in this process)",
     )
     _policy_argument(p)

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cogstats._cli_options import INT
 from cogstats._results import frame_text
 from cogstats._validation import CogstatsError
 
@@ -40,16 +41,16 @@ def add_arguments(p: argparse.ArgumentParser, gate: str | None = None) -> None:
     3
     """
     p.add_argument("spec", help="admission spec (simulations/write_path_admission.toml)")
-    p.add_argument("--replicates", type=int, help="independent worlds (default: the spec's)")
-    p.add_argument("--seed", type=int, help="root seed (default: the spec's)")
+    p.add_argument("--replicates", type=INT, help="independent worlds (default: the spec's)")
+    p.add_argument("--seed", type=INT, help="root seed (default: the spec's)")
     p.add_argument(
         "--out", help="directory for defences.parquet, admission_roc.parquet and the rest"
     )
     p.add_argument(
         "--monitor", action="store_true", help="also run the recall monitor's experiment"
     )
-    p.add_argument("--monitor-replicates", type=int, help="default: the spec's [monitor]")
-    p.add_argument("--threads", type=int, default=1, help="faiss threads (default 1)")
+    p.add_argument("--monitor-replicates", type=INT, help="default: the spec's [monitor]")
+    p.add_argument("--threads", type=INT, default=1, help="faiss threads (default 1)")
     p.add_argument("--no-progress", action="store_true")
 
 

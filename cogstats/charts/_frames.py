@@ -14,6 +14,7 @@ import altair as alt
 import polars as pl
 
 from cogstats._validation import ParameterError, check_real
+from cogstats.ledger import escape_ids
 
 __all__ = [
     "AXIS_TITLES",
@@ -67,9 +68,11 @@ def select_as(frame: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
 
     Column names such as ``lessons.listed[0].effect`` contain characters that Vega-Lite
     reads as nested access, so every builder draws from renamed copies.  Float NaN
-    becomes null (Vega-Lite drops null points; JSON has no NaN).
+    becomes null (Vega-Lite drops null points; JSON has no NaN).  Strings are shown
+    through :func:`cogstats.ledger.escape_id` (a control character in an id would stop
+    the chart renderer; look-alike ids must read differently).
     """
-    out = frame.select([pl.col(src).alias(dst) for dst, src in names.items()])
+    out = escape_ids(frame.select([pl.col(src).alias(dst) for dst, src in names.items()]))
     floats = [c for c, t in out.schema.items() if t in (pl.Float32, pl.Float64)]
     if floats:
         out = out.with_columns([pl.col(c).fill_nan(None) for c in floats])

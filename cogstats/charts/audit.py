@@ -23,18 +23,19 @@ from cogstats.charts._frames import (
     verdict_frame,
     verdict_scale,
 )
-from cogstats.ledger import Ledger
+from cogstats.ledger import Ledger, escape_id, escape_ids
 
 __all__ = ["attribution_forest", "gate_decisions", "lesson_timeline"]
 
 
 def _lesson_order(order: Sequence[str] | None, present: list[str]) -> list[str]:
+    """Return the lessons to draw as shown (``present`` is shown already; ``order`` not)."""
     if order is None:
         return present
     order = list(order)
     if not all(isinstance(f, str) for f in order):
         raise ParameterError(f"lessons must be a sequence of lesson ids; got {order!r}")
-    return order
+    return list(map(escape_id, order))
 
 
 def lesson_timeline(
@@ -85,8 +86,8 @@ def lesson_timeline(
         raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
     check_int("width", width, minimum=1)
     check_int("step", step, minimum=1)
-    order = _lesson_order(lessons, list(ledger.fact_ids))
-    frame = (
+    order = _lesson_order(lessons, list(map(escape_id, ledger.fact_ids)))
+    frame = escape_ids(
         pl.DataFrame(
             {
                 "run": pl.Series(range(1, len(ledger) + 1), dtype=pl.Int64),
@@ -98,8 +99,7 @@ def lesson_timeline(
         .explode("fact_id")
         .drop_nulls("fact_id")
         .unique(["run", "fact_id"], maintain_order=True)
-        .filter(pl.col("fact_id").is_in(pl.Series(order, dtype=pl.String).implode()))
-    )
+    ).filter(pl.col("fact_id").is_in(pl.Series(order, dtype=pl.String).implode()))
     enc: dict[str, Any] = {
         "x": alt.X(
             "run:Q",
@@ -115,7 +115,7 @@ def lesson_timeline(
             verdicts, ["fact_id", "decision"], builder="lesson_timeline", argument="verdicts"
         )
         keep = ["fact_id", "decision", *(["reason"] if "reason" in verdicts.columns else [])]
-        labels = verdict_frame(verdicts.select(keep)).select("fact_id", "verdict")
+        labels = verdict_frame(escape_ids(verdicts.select(keep))).select("fact_id", "verdict")
         frame = frame.join(labels.unique("fact_id"), on="fact_id", how="left").with_columns(
             pl.col("verdict").fill_null("not judged")
         )
@@ -304,7 +304,7 @@ def gate_decisions(
     )
     keep = ["fact_id", "decision", x]
     keep += [c for c in ("reason", "why") if c in decisions.columns]
-    data = verdict_frame(decisions.select(keep))
+    data = verdict_frame(escape_ids(decisions.select(keep)))
     if x != "x":
         data = data.rename({x: "x"})
     order = _lesson_order(lessons, sorted(data["fact_id"].unique().to_list(), key=natural_key))

@@ -14,6 +14,7 @@ import polars as pl
 
 from cogstats._validation import ParameterError, check_int
 from cogstats.charts._frames import VERDICTS, require_columns, verdict_frame, verdict_scale
+from cogstats.ledger import escape_ids
 
 __all__ = ["VERDICTS", "decision_timeline", "decisions_by_run"]
 
@@ -80,7 +81,7 @@ def decision_timeline(
         )
     keep = ["after_run", "fact_id", "decision"]
     keep += [c for c in ("reason", "kind", "true_effect") if c in decisions.columns]
-    data = verdict_frame(decisions.select(keep)).sort(["after_run", "fact_id"])
+    data = verdict_frame(escape_ids(decisions.select(keep))).sort(["after_run", "fact_id"])
     order = data.unique("fact_id", keep="first", maintain_order=True)["fact_id"].to_list()
     enc: dict[str, Any] = {
         "x": alt.X("after_run:Q", title="decided after run", axis=alt.Axis(tickMinStep=1)),

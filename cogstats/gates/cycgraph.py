@@ -238,7 +238,7 @@ class CycgraphGate:
     def statistics(self, ledger: Ledger) -> Ledger:
         """Return the gate's statistics of ``ledger``: the ledger itself.
 
-        Its per-lesson group statistics (``cogstats._ledger_stats``) come with the exact
+        Its per-lesson group statistics (:mod:`cogstats.stats.groups`) come with the exact
         run-order recompute for near ties that cycgraph's arithmetic needs; the running
         form, updated run by run, is :meth:`running_statistics`.  :meth:`judge` takes
         either.
@@ -353,7 +353,7 @@ class CycgraphGate:
         """Decide, vectorised over candidates, decision for decision as cycgraph does.
 
         Cost O(candidates).  The statistics come from additive sums (see
-        ``cogstats._ledger_stats``); a candidate whose lift lies within the rounding bound
+        :mod:`cogstats.stats.groups`); a candidate whose lift lies within the rounding bound
         of a margin (margin rule), or whose spent p-value lies within the bound propagated
         to it of a Benjamini-Hochberg threshold or of ``1 - confidence`` (inference rule),
         is recomputed in run order first, so every decision equals the one cycgraph's

@@ -21,10 +21,7 @@ it did.
 
 from __future__ import annotations
 
-import ast
 import html
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +32,12 @@ import numpy as np
 import polars as pl
 
 from cogstats._codes import HARMFUL
-from cogstats._validation import LedgerError, ParameterError, check_int, suggest
+from cogstats._validation import ParameterError, check_int, suggest
 from cogstats.charts import natural_key
 from cogstats.covariates import DIFFICULTY_COLUMNS as _DIFFICULTY_COLUMNS
 from cogstats.covariates import CovariateChoice, check_named, choose_covariates, unused_hint
 from cogstats.estimators import check_identifiability
-from cogstats.ledger import Ledger
+from cogstats.ledger import Ledger, check_columns
 from cogstats.reports.evaluation import compare_attributions
 
 __all__ = [
@@ -99,33 +96,14 @@ DEMO_POLICY: Mapping[str, Any] = MappingProxyType(
         "max_trials": 6,
     }
 )
-_LEDGER_FIELDS = ("run_id", "score", "fact_ids", "eligible_ids", "propensities")
 
 
 # ---------------------------------------------------------------------- reading
-def _check_mapping(columns: Any) -> dict[str, str]:
-    if columns is None:
-        return {}
-    if not isinstance(columns, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) and k and v for k, v in columns.items()
-    ):
-        raise ParameterError(
-            "columns must map a ledger column name to the file's column name, e.g. "
-            f'{{"run_id": "run", "fact_ids": "lessons_in_prompt"}}; got {columns!r}'
-        )
-    sources = list(columns.values())
-    repeated = sorted({s for s in sources if sources.count(s) > 1})
-    if repeated:
-        raise ParameterError(f"columns maps several names onto the file column(s) {repeated}")
-    return dict(columns)
-
-
 def read_ledger(
     path: str | Path,
     *,
     columns: Mapping[str, str] | None = None,
     format: str | None = None,
-    report: str = "NAME",
 ) -> Ledger:
     """Read a ledger file whose columns may carry other names.
 
@@ -136,16 +114,13 @@ def read_ledger(
         :meth:`cogstats.Ledger.read`).
     columns : mapping, optional
         Ledger name -> the file's column name, e.g. ``{"run_id": "run", "fact_ids":
-        "lessons_in_prompt"}`` for cycgraph's demo CSV.  The ledger's own fields
-        (``run_id``, ``score``, ``fact_ids``, ``eligible_ids``, ``propensities``) are
-        renamed on reading; any other name renames a covariate (``{"difficulty":
-        "hardness"}``).
+        "lessons_in_prompt"}`` for cycgraph's demo CSV; any other name renames a
+        covariate (``{"difficulty": "hardness"}``).  Passed to :meth:`cogstats.Ledger.read`
+        as it is: its checks and its errors (a file whose required columns carry other
+        names gets the mapping that would fix it, for Python, the command line and a
+        report's ``columns`` parameter).
     format : str, optional
         As :meth:`cogstats.Ledger.read`.
-    report : str
-        The report reading it: a file whose required columns carry other names gets the
-        mapping that would fix it as that report's ``columns`` parameter (``cogstats
-        report <report> --param columns='{...}'``).
 
     Returns
     -------
@@ -165,55 +140,7 @@ def read_ledger(
     ...     print("lesons" in str(err), "lessons_in_prompt" in str(err))
     True True
     """
-    mapping = _check_mapping(columns)
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"ledger file not found: {path}")
-    fields = {k: v for k, v in mapping.items() if k in _LEDGER_FIELDS}
-    renames = {k: v for k, v in mapping.items() if k not in _LEDGER_FIELDS}
-    try:
-        ledger = Ledger.read(path, format=format, columns=fields or None)  # type: ignore[arg-type]
-    except LedgerError as exc:  # say the report's parameter, not Ledger.read's or the CLI's
-        raise _in_report_words(exc, report) from None
-    if renames:
-        missing = [src for src in renames.values() if src not in ledger.covariates]
-        if missing:
-            raise ParameterError(
-                f"columns names covariate column(s) {missing} that {path.name} lacks; "
-                f"its covariates are {ledger.covariates}"
-            )
-        frame = ledger.frame.rename({src: dst for dst, src in renames.items()})
-        ledger = Ledger.from_frame(frame, source=path.name)
-    return ledger
-
-
-_MAP_THEM = re.compile(
-    r"map them: Ledger\.read\(path, columns=(\{.*?\})\), or on the command line .*$"
-)
-
-
-def _in_report_words(exc: LedgerError, report: str) -> LedgerError:
-    """Return ``exc`` with its column-mapping advice given as the report's ``columns``.
-
-    ``Ledger.read`` advises ``columns={...}`` in Python and ``--column NAME=SOURCE`` on
-    the command line; a report takes the mapping as its ``columns`` parameter (``cogstats
-    report NAME --param columns='{...}'``, which has no ``--column``).
-    """
-    match = _MAP_THEM.search(exc.message)
-    if match is None:
-        return exc
-    try:
-        mapping = ast.literal_eval(match.group(1))
-    except (ValueError, SyntaxError):
-        return exc
-    listed = json.dumps(mapping)
-    advice = (
-        f"map them with the report parameter columns={listed} "
-        f"(cogstats report {report} --param columns='{listed}')"
-    )
-    return LedgerError(
-        exc.message[: match.start()] + advice, row=exc.row, field=exc.field, source=exc.source
-    )
+    return Ledger.read(path, format=format, columns=columns)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------- gates
@@ -558,7 +485,7 @@ class LedgerAudit:
         ``-``, ``@``, a tab or a carriage return get a leading ``'`` there, so that a
         spreadsheet shows them instead of running them (``raw_csv=True``: as they are).
         """
-        from cogstats._csv import write_csv
+        from cogstats.ledger import write_csv
 
         if directory == "" or directory is None:
             return []
@@ -792,12 +719,7 @@ def rename_demo_columns(
     """
     if file not in DEMO_COLUMNS:
         raise ParameterError(f"file must be one of {list(DEMO_COLUMNS)}; got {file!r}")
-    mapping = dict(columns or {})
-    bad = {k: v for k, v in mapping.items() if not (isinstance(k, str) and isinstance(v, str))}
-    if bad:
-        raise ParameterError(
-            f"columns must map the demo's column names to your file's (strings); got {bad!r}"
-        )
+    mapping = check_columns(columns)
     wanted = DEMO_COLUMNS[file]
     rename = {
         mine: theirs

@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from cogstats._validation import ParameterError, check_int
+from cogstats.ledger import escape_id
 
 __all__ = [
     "InteractiveChart",
@@ -62,7 +63,7 @@ def _cell(value: Any, digits: int) -> tuple[str, bool]:
         return f"{x:.{digits}g}", True
     if isinstance(value, list | tuple | pl.Series):
         return ", ".join(_cell(v, digits)[0] for v in value), False
-    return str(value), False
+    return escape_id(str(value)), False
 
 
 #: Raw expression or path -> what a reader sees in a table header.
@@ -103,7 +104,7 @@ class Table:
     def _repr_html_(self) -> str:
         head = "".join(
             f'<th style="{_CELL.format(align="left")};border-bottom:2px solid #444">'
-            f"{html.escape(_header(c))}</th>"
+            f"{html.escape(escape_id(_header(c)))}</th>"
             for c in self.frame.columns
         )
         rows = []
@@ -416,7 +417,7 @@ def terminal_table(
             break
         kept, best = k, candidate
     dropped = columns[kept:]
-    names = ", ".join(dropped)
+    names = ", ".join(map(escape_id, dropped))
     note = f"{len(dropped)} more column{'s' if len(dropped) > 1 else ''}: {names}"
     note = "\n".join(textwrap.wrap(f"{note} (--format wide shows every column)", avail))
     return f"{best}\n{note}"

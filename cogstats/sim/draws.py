@@ -19,6 +19,7 @@ from scipy import special
 
 from cogstats._codes import KIND_CODES
 from cogstats.sim.spec import EffectDist, Scenario
+from cogstats.sim.world import WorldDraws, WorldTable, draw_world, world_table
 
 __all__ = [
     "Layout",
@@ -43,6 +44,7 @@ class LessonTable:
     age_rank: np.ndarray  # rank by (arrival, id): oldest first
     newest_rank: np.ndarray  # rank by (-arrival, id): newest first
     dists: tuple[EffectDist, ...]  # effect distribution of each lesson
+    world: WorldTable | None = None  # the non-additive truth (None: effects add up)
 
 
 @dataclass(frozen=True)
@@ -59,19 +61,40 @@ class Layout:
     effect: int
     retrieval: int
     size: int
+    paraphrase: int = 0  # 2 L uniforms when a stream writes paraphrases (else none)
+    family_effect: int = 0  # L F uniforms when a stream draws family effects (else none)
 
 
 def scenario_lessons(s: Scenario) -> LessonTable:
     """Index every lesson of the scenario and precompute its orderings.
 
-    (Formerly ``lesson_table``, a name that also meant a lesson store's table,
-    :func:`cogstats.lessons.lesson_table`.)
+    Listed lessons keep their ids; the generated ones (streams, poison events) are named
+    by kind and index (``G0003``, ``P0041``) or, with ``[lessons] ids = "shuffled"``, by
+    six random hex digits drawn from ``id_seed`` (so that no order of names follows the
+    lessons' kinds: ids break ties in retrieval and in the gates).  A non-additive
+    scenario's truth is built here too (``world``, :func:`cogstats.sim.world.world_table`).
+
+    Examples
+    --------
+    >>> from cogstats.sim import Scenario
+    >>> s = Scenario.from_dict({"runs": 5, "lessons": {
+    ...     "streams": [{"per_run": 1, "from_run": 1, "to_run": 2, "effect": 0.0}],
+    ...     "poison": [{"after_run": 1, "count": 1, "effect": -0.2}]}})
+    >>> scenario_lessons(s).ids
+    ('G0001', 'G0002', 'P0003')
+    >>> s2 = s.with_values({"lessons.ids": "shuffled"})
+    >>> [len(i) for i in scenario_lessons(s2).ids]
+    [6, 6, 6]
     """
     ids: list[str] = []
     kinds: list[str] = []
     arrival: list[int] = []
     applies: list[int] = []
     dists: list[EffectDist] = []
+    groups: list[str | None] = []
+    paraphrase: list[float] = []
+    fam_effects: list[tuple[tuple[str, Any], ...]] = []
+    changes: list[tuple[Any, ...]] = []
     fam_index = {f.name: i for i, f in enumerate(s.difficulty.families)}
     for les in s.listed:
         ids.append(les.id)
@@ -79,11 +102,17 @@ def scenario_lessons(s: Scenario) -> LessonTable:
         arrival.append(les.arrives_at_run)
         applies.append(-1 if les.applies_to is None else fam_index[les.applies_to])
         dists.append(EffectDist("constant", value=les.effect))
+        groups.append(les.group)
+        paraphrase.append(0.0)
+        fam_effects.append(les.effect_by_family)
+        changes.append(les.changes)
     prefix = {"genuine": "G", "neutral": "N", "poison": "P"}
+    generated = []
     for st in s.streams:
         k = 0
         for run in range(st.from_run, st.to_run + 1):
             for _ in range(st.per_run):
+                generated.append(len(ids))
                 ids.append(f"{prefix[st.kind]}{len(ids) + 1:04d}")
                 kinds.append(st.kind)
                 arrival.append(run)
@@ -91,14 +120,27 @@ def scenario_lessons(s: Scenario) -> LessonTable:
                     fam_index[st.applies_to[k % len(st.applies_to)]] if st.applies_to else -1
                 )
                 dists.append(st.effect)
+                groups.append(None)
+                paraphrase.append(st.paraphrase_prob)
+                fam_effects.append(st.effect_by_family)
+                changes.append(())
                 k += 1
     for ev in s.poison:
         for _ in range(ev.count):
+            generated.append(len(ids))
             ids.append(f"P{len(ids) + 1:04d}")
             kinds.append("poison")
             arrival.append(ev.after_run + 1)
             applies.append(-1)
             dists.append(ev.effect)
+            groups.append(None)
+            paraphrase.append(0.0)
+            fam_effects.append(())
+            changes.append(())
+    if s.ids == "shuffled" and generated:
+        names = np.random.default_rng(s.id_seed).choice(16**6, size=len(generated), replace=False)
+        for j, name in zip(generated, names.tolist(), strict=True):
+            ids[j] = f"{name:06x}"
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         from cogstats._validation import SpecError
@@ -121,6 +163,7 @@ def scenario_lessons(s: Scenario) -> LessonTable:
         age_rank=age_rank,
         newest_rank=newest_rank,
         dists=tuple(dists),
+        world=world_table(s, arr, groups, paraphrase, fam_effects, changes, ids),
     )
 
 
@@ -138,8 +181,15 @@ def pool_width(s: Scenario) -> int:
 
 
 def layout(s: Scenario) -> Layout:
-    """Return the block layout of one replicate's uniforms."""
+    """Return the block layout of one replicate's uniforms.
+
+    The draws of a non-additive store (paraphrases, family effects of streams) come
+    after the others, so that an additive scenario's block is as it always was.
+    """
     runs, n_les, pool = s.runs, s.n_lessons, pool_width(s)
+    n_fam = max(1, len(s.difficulty.families))
+    paraphrase = 2 * n_les if any(st.paraphrase_prob > 0 for st in s.streams) else 0
+    family_effect = n_les * n_fam if any(st.effect_by_family for st in s.streams) else 0
     pos = 0
     offsets = {}
     for name, size in (
@@ -149,6 +199,8 @@ def layout(s: Scenario) -> Layout:
         ("family", runs),
         ("effect", n_les),
         ("retrieval", runs * (pool + 2)),
+        ("paraphrase", paraphrase),
+        ("family_effect", family_effect),
     ):
         offsets[name] = pos
         pos += size
@@ -186,6 +238,7 @@ class Prepared:
     family: np.ndarray  # (n, runs) family index (0 when there are no families)
     effects: np.ndarray  # (n, L) true effects
     retrieval: np.ndarray  # (n, runs, pool + 2) retrieval uniforms: two coins, then the pool
+    world: WorldDraws | None = None  # groups, effects by family and run (non-additive)
 
 
 def prepare(s: Scenario, lessons: LessonTable, u: np.ndarray, lay: Layout) -> Prepared:
@@ -230,7 +283,19 @@ def prepare(s: Scenario, lessons: LessonTable, u: np.ndarray, lay: Layout) -> Pr
     retr = u[:, lay.retrieval : lay.retrieval + runs * (lay.pool + 2)].reshape(
         n, runs, lay.pool + 2
     )
-    return Prepared(noise, difficulty, proxy, fam, effects, np.ascontiguousarray(retr))
+    world = None
+    wt = lessons.world
+    if wt is not None:
+        fam_draws = None
+        if wt.fam_dist:
+            uf = u[:, lay.family_effect : lay.family_effect + lay.n_lessons * wt.families]
+            uf = uf.reshape(n, lay.n_lessons, wt.families)
+            fam_draws = np.full(uf.shape, np.nan)
+            for j, f, dist in wt.fam_dist:
+                fam_draws[:, j, f] = _inverse(dist, uf[:, j, f])
+        up = u[:, lay.paraphrase : lay.paraphrase + 2 * lay.n_lessons] if wt.paraphrases else None
+        world = draw_world(wt, lessons.arrival, lessons.kind, effects, fam, up, fam_draws)
+    return Prepared(noise, difficulty, proxy, fam, effects, np.ascontiguousarray(retr), world)
 
 
 def _inverse(dist: EffectDist, u: np.ndarray) -> np.ndarray:

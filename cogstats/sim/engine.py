@@ -32,6 +32,7 @@ from cogstats.retrieval.randomized import bernoulli_capped_propensity
 from cogstats.sim import _kernel as K
 from cogstats.sim import _kernel_recommended as KREC
 from cogstats.sim._kernel_common import KernelGate, KernelPolicy
+from cogstats.sim._sizes import check_fits, replicate_bytes
 from cogstats.sim.draws import (
     LessonTable,
     Prepared,
@@ -176,6 +177,11 @@ def fast_support(s: Scenario) -> str | None:
     >>> fast_support(s)  # doctest: +ELLIPSIS
     "the compiled engine's evidence gate does not cover method 'ols' ..."
     """
+    if not s.additive:
+        return (
+            "the compiled engine does not cover a non-additive store yet (paraphrase groups, "
+            "interactions, effects by family, changes of effect)"
+        )
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
@@ -391,9 +397,9 @@ def _covariate_array(s: Scenario, prep: Prepared, ncov: int) -> np.ndarray:
 
 
 def _bytes_per_replicate(s: Scenario) -> int:
-    lay = layout(s)
-    width = lay.pool + s.retrieval.max_facts
-    return 8 * (2 * lay.size + s.runs * (s.retrieval.max_facts + 2 * width + 8) + 8 * s.n_lessons)
+    # a non-additive store's draws and truth: groups, effects by family and by run
+    world = 0 if s.additive else s.n_lessons * (s.runs + 3 * len(s.difficulty.families) + 5)
+    return replicate_bytes(s.runs, s.n_lessons, s.retrieval.max_facts, layout(s).pool) + 8 * world
 
 
 def simulate(
@@ -473,8 +479,16 @@ def simulate(
     seed = as_seed_sequence(rng)
     lessons = scenario_lessons(scenario)
     lay = layout(scenario)
-    if chunk_size is None:
-        chunk_size = max(16, min(4096, (64 << 20) // max(1, _bytes_per_replicate(scenario))))
+    per_replicate = _bytes_per_replicate(scenario)
+    check_fits(
+        per_replicate,
+        key="runs",
+        what=f"one replicate of {scenario.runs:,} runs",
+        source=None,
+        hint="lower runs",
+    )
+    if chunk_size is None:  # about 64 MB at a time (from 1 to 4096 replicates)
+        chunk_size = max(1, min(4096, (64 << 20) // max(1, per_replicate)))
     chunk_size = int(check_int("chunk_size", chunk_size, minimum=1) or 1)
     if engine == "reference":
         from cogstats.sim.reference import run_reference
@@ -499,7 +513,7 @@ def simulate(
         u = draw_uniforms(seed, start, n, lay)
         prep = prepare(scenario, lessons, u, lay)
         raw = runner(scenario, lessons, prep)
-        metrics.append(replicate_metrics(raw, lessons, prep.effects, start))
+        metrics.append(replicate_metrics(raw, lessons, prep.effects, start, prep.world))
         outcomes.add(raw, prep.effects, start)
         if keep_runs:
             runs_frames.append(run_frame(scenario, lessons, prep, raw, start))

@@ -42,6 +42,13 @@ through run ``r - 1``):
 - ``suspensions``: suspend events; ``retest_injections``: injections of a lesson while it
   was suspended (the re-test slot's).
 
+A non-additive store (paraphrase groups, interactions, effects by family, changes of
+effect) defines regret with the oracle's best prompt under the store's true value, and
+``helpful_lost_rate`` and ``false_conviction_rate`` by each lesson's value alone and its
+group, as :mod:`cogstats.sim.metrics_world` says; that module's :data:`WORLD_COLUMNS`
+(regret by segment, helpful lessons still suspended, poisons injected 5 times or more,
+and the diagnostics of the store's failure modes) end every metrics frame.
+
 Undefined values (no poison, no lesson tried, ...) are NaN, and averages skip them.
 """
 
@@ -68,7 +75,9 @@ from cogstats._codes import (
     SUSPENDED,
 )
 from cogstats.sim.draws import LessonTable
+from cogstats.sim.metrics_world import WORLD_COLUMNS, world_metrics
 from cogstats.sim.raw import RawChunk
+from cogstats.sim.world import WorldDraws
 
 __all__ = [
     "HELPFUL_EFFECT",
@@ -122,6 +131,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "promotions",
     "evictions",
     *LIFECYCLE_COLUMNS,
+    *WORLD_COLUMNS,
 )
 
 
@@ -231,9 +241,18 @@ def first_decision(raw: RawChunk) -> tuple[np.ndarray, np.ndarray]:
 
 
 def replicate_metrics(
-    raw: RawChunk, lessons: LessonTable, effects: np.ndarray, start: int
+    raw: RawChunk,
+    lessons: LessonTable,
+    effects: np.ndarray,
+    start: int,
+    world: WorldDraws | None = None,
 ) -> pl.DataFrame:
-    """One row of metrics per replicate of the chunk (replicates numbered from ``start``)."""
+    """One row of metrics per replicate of the chunk (replicates numbered from ``start``).
+
+    ``world`` is the chunk's non-additive truth (``Prepared.world``), None for an
+    additive scenario; with it, ``helpful_lost_rate`` and ``false_conviction_rate`` are
+    defined as :mod:`cogstats.sim.metrics_world` says.
+    """
     n, runs = raw.score.shape
     arrival = lessons.arrival[None, :]
     poison = (lessons.kind == KIND_POISON)[None, :]
@@ -280,7 +299,10 @@ def replicate_metrics(
     genuine_sus = np.full(n, np.nan)
     for i in np.flatnonzero(ever_suspended.any(axis=1)):
         genuine_sus[i] = float(np.median(lc.suspended_runs[i][ever_suspended[i]]))
-    return pl.DataFrame(
+    extra = world_metrics(
+        raw, lessons.kind, lessons.arrival, eff, lc.final, HELPFUL_EFFECT, lessons.world, world
+    )
+    frame = pl.DataFrame(
         {
             "replicate": np.arange(start, start + n, dtype=np.int64),
             "poison_recall": _ratio((removed & poison).sum(axis=1), n_poison),
@@ -315,6 +337,10 @@ def replicate_metrics(
         },
         nan_to_null=False,
     )
+    overrides = [k for k in extra if k in frame.columns]  # a world's own definitions
+    return frame.with_columns(
+        *(pl.Series(k, extra[k], nan_to_null=False) for k in overrides)
+    ).hstack([pl.Series(k, extra[k], nan_to_null=False) for k in WORLD_COLUMNS])
 
 
 def lesson_outcomes(

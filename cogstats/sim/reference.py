@@ -33,6 +33,7 @@ import numpy as np
 from cogstats import _codes as C
 from cogstats.ledger import Ledger
 from cogstats.sim._kernel import injected_total, link_score, oracle_total
+from cogstats.sim._kernel_score import oracle_prompt_total, prompt_total
 from cogstats.sim.draws import LessonTable, Prepared
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.spec import Scenario
@@ -103,7 +104,7 @@ def run_reference(
                 fact_ids, props = sel.fact_ids, sel.propensities
             idx = sorted(index[f] for f in fact_ids)
             inj = np.asarray(idx, dtype=np.int64)
-            tot = injected_total(e, lessons.kind, inj, len(idx), damp, sat)
+            tot = _prompt_value(e, lessons, prep, rep, r, inj, damp, sat)
             z = sd * float(prep.noise[rep, r])
             d = float(prep.difficulty[rep, r])
             y = link_score(base, logit_base, logistic, d, tot, z)
@@ -182,19 +183,90 @@ def _record(
     events.append((rep, run, j, _CODE[change.old], _CODE[change.new], change.reason, change.why))
 
 
-def _fill_oracle(s: Scenario, lessons: LessonTable, prep: Prepared, raw: RawChunk) -> None:
-    """Oracle score: the best ``max_facts`` helpful lessons that have arrived, same noise."""
-    n, runs = prep.noise.shape
+def _prompt_value(
+    effects: np.ndarray,
+    lessons: LessonTable,
+    prep: Prepared,
+    rep: int,
+    r: int,
+    inj: np.ndarray,
+    damping: float,
+    saturation: float,
+) -> float:
+    """Return the total effect of run ``r``'s prompt ``inj`` (the score model's).
+
+    The replicate's ``effects`` add up in an additive scenario (:func:`injected_total`); a
+    non-additive
+    store's prompt is valued by :func:`prompt_total` with the run's effects and the
+    replicate's groups.
+    """
+    wt, world = lessons.world, prep.world
+    if wt is None or world is None:
+        return float(injected_total(effects, lessons.kind, inj, inj.size, damping, saturation))
+    return float(
+        prompt_total(
+            world.run_effects[rep, r],
+            lessons.kind,
+            world.group[rep],
+            inj,
+            inj.size,
+            damping,
+            saturation,
+            wt.inter_ptr,
+            wt.inter_les,
+            wt.inter_eff,
+            np.zeros(len(lessons.ids), dtype=np.bool_),
+        )
+    )
+
+
+def _oracle_value(
+    s: Scenario, lessons: LessonTable, prep: Prepared, rep: int, r: int, scratch: np.ndarray
+) -> float:
+    """Return the total effect of the oracle's prompt in run ``r`` (the score model's).
+
+    The best ``max_facts`` helpful lessons that have arrived (:func:`oracle_total`); in a
+    non-additive store the best prompt under its true value (:func:`oracle_prompt_total`).
+    """
     sat = s.score.saturation or 0.0
+    max_facts = int(s.retrieval.max_facts)
+    wt, world = lessons.world, prep.world
+    if wt is None or world is None:
+        e = np.ascontiguousarray(prep.effects[rep])
+        return float(oracle_total(e, lessons.arrival, r + 1, max_facts, sat, scratch))
+    n_les = len(lessons.ids)
+    return float(
+        oracle_prompt_total(
+            world.run_effects[rep, r],
+            lessons.kind,
+            world.group[rep],
+            lessons.arrival,
+            r + 1,
+            max_facts,
+            s.score.poison_damping,
+            sat,
+            wt.inter_ptr,
+            wt.inter_les,
+            wt.inter_eff,
+            wt.in_inter,
+            np.empty((2, n_les)),
+            np.empty((3, n_les), dtype=np.int64),
+            np.empty(max(max_facts, 1), dtype=np.int64),
+            np.zeros(n_les, dtype=np.bool_),
+        )
+    )
+
+
+def _fill_oracle(s: Scenario, lessons: LessonTable, prep: Prepared, raw: RawChunk) -> None:
+    """Oracle score: the best prompt of arrived lessons (see :func:`_oracle_value`), same noise."""
+    n, runs = prep.noise.shape
     logistic = s.score.link == "logistic"
     base = s.score.base
     logit_base = math.log(base / (1 - base)) if logistic else 0.0
-    max_facts = int(s.retrieval.max_facts)
     scratch = np.empty(len(lessons.ids))
     for rep in range(n):
-        e = np.ascontiguousarray(prep.effects[rep])
         for r in range(runs):
-            g = oracle_total(e, lessons.arrival, r + 1, max_facts, sat, scratch)
+            g = _oracle_value(s, lessons, prep, rep, r, scratch)
             z = s.score.noise_sd * float(prep.noise[rep, r])
             d = float(prep.difficulty[rep, r])
             raw.oracle[rep, r] = link_score(base, logit_base, logistic, d, g, z)

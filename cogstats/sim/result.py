@@ -423,7 +423,7 @@ class SimulationResult:
             if frame is not None:
                 frame.write_parquet(out / f"{name}.parquet")
         self.status_events().write_parquet(out / "status_events.parquet")
-        from cogstats._csv import write_csv  # formula cells neutralised
+        from cogstats.ledger import write_csv  # formula cells neutralised
 
         write_csv(self.summary_table(), out / "summary.csv")
         return out

@@ -15,9 +15,13 @@ TOML layout (every table optional except ``runs``)::
     seed = 20261130           # SimulationSpec only
     record_empty_runs = true
 
-    [[lessons.listed]]        # id, effect, kind, arrives_at_run, applies_to
-    [[lessons.streams]]       # kind, per_run, from_run, to_run, effect, applies_to
+    [lessons]                 # ids ("ordered" or "shuffled"), id_seed
+    [[lessons.listed]]        # id, effect, kind, arrives_at_run, applies_to, group,
+                              # effect_by_family, changes
+    [[lessons.streams]]       # kind, per_run, from_run, to_run, effect, applies_to,
+                              # paraphrase_prob, effect_by_family
     [[lessons.poison]]        # after_run, count, effect
+    [[interactions]]          # lessons, effect
     [difficulty]              # model, sd, ar, proxy_corr, families, regimes
     [score]                   # base, noise_sd, link, saturation, poison_damping
     [retrieval]               # policy (a registry name or "pkg.mod:Class") and its options
@@ -28,6 +32,10 @@ TOML layout (every table optional except ``runs``)::
     [policy.retrieval]        #   the preset's own options, tuned
     [policy.gate]
     [grid]                    # SimulationSpec only: "dotted.path" = [values]
+
+docs/scenarios.md lists every key with its type, default and meaning; the keys of a
+non-additive store (paraphrase groups, interactions, effects by task family, changes of
+effect) are read by :mod:`cogstats.sim.spec_world`.
 
 A listed lesson's ``kind`` (``genuine``, ``neutral``, ``poison``) says how its decisions
 are scored (evicting a genuine lesson is a false eviction, evicting a poison a catch).
@@ -52,15 +60,13 @@ own options tune it (they are the paths ``policy.gate.<option>`` and
 
 from __future__ import annotations
 
-import copy
-import itertools
 import math
 import numbers
 import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -68,7 +74,24 @@ from cogstats._codes import KINDS
 from cogstats._registry import Entry
 from cogstats._toml import Problems, TomlTable, read_toml
 from cogstats._validation import ParameterError, SpecError, suggest
+from cogstats.sim._grid import build_cells, check_grid, count_cells
+from cogstats.sim._sizes import check_fits, replicate_bytes
 from cogstats.sim.spec_notes import SpecWarning, slot_warning
+from cogstats.sim.spec_paths import check_same_type, get_path, set_path
+from cogstats.sim.spec_world import (
+    ID_MODES,
+    LISTED_KEYS,
+    STREAM_KEYS,
+    EffectChange,
+    Interaction,
+    listed_family_value,
+    listed_table,
+    parse_changes,
+    parse_family_effects,
+    parse_interaction,
+    stream_table,
+    world_problems,
+)
 
 __all__ = [
     "DifficultySpec",
@@ -164,6 +187,11 @@ class EffectDist:
 class ListedLesson:
     """One named lesson with a fixed true effect.
 
+    ``group`` names a paraphrase group (its members share one benefit: the largest
+    effect among those in the prompt, counted once); ``effect_by_family`` gives the
+    effect in named task families (the others take ``effect``); ``changes`` replace the
+    effect some runs after the lesson's arrival (:class:`EffectChange`).
+
     Without a ``kind`` in the spec, a lesson with a negative effect is a ``poison`` (its
     eviction is a catch, not a false eviction) and any other a ``genuine`` lesson; the
     rule applies per grid cell (``kind_given`` False: the kind follows the cell's effect).
@@ -176,11 +204,20 @@ class ListedLesson:
     arrives_at_run: int = 1
     applies_to: str | None = None
     kind_given: bool = field(default=True, compare=False, repr=False)
+    group: str | None = None
+    effect_by_family: tuple[tuple[str, float], ...] = ()
+    changes: tuple[EffectChange, ...] = ()
 
 
 @dataclass(frozen=True)
 class LessonStream:
-    """``per_run`` new candidates at every run from ``from_run`` to ``to_run`` (arrival runs)."""
+    """``per_run`` new candidates at every run from ``from_run`` to ``to_run`` (arrival runs).
+
+    With ``paraphrase_prob`` p, each new lesson is, with probability p, a paraphrase of
+    a random earlier lesson of its kind (it joins that lesson's group); with
+    ``effect_by_family``, its effect in a named task family is drawn from that family's
+    distribution (the others take ``effect``).
+    """
 
     kind: str
     per_run: int
@@ -188,6 +225,8 @@ class LessonStream:
     to_run: int
     effect: EffectDist
     applies_to: tuple[str, ...] = ()
+    paraphrase_prob: float = 0.0
+    effect_by_family: tuple[tuple[str, EffectDist], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -365,6 +404,25 @@ class Scenario:
     gate: GateSpec = GateSpec()
     record_empty_runs: bool = True
     preset: str | None = None
+    interactions: tuple[Interaction, ...] = ()
+    ids: str = "ordered"
+    id_seed: int = 0
+
+    @property
+    def additive(self) -> bool:
+        """Whether every lesson's effect adds up alone (no key of a non-additive store).
+
+        Examples
+        --------
+        >>> s = Scenario.from_dict({"runs": 5, "lessons": {"listed": [{"id": "a", "effect": 0}]}})
+        >>> s.additive
+        True
+        """
+        return not (
+            self.interactions
+            or any(x.group or x.effect_by_family or x.changes for x in self.listed)
+            or any(x.paraphrase_prob > 0 or x.effect_by_family for x in self.streams)
+        )
 
     @property
     def n_lessons(self) -> int:
@@ -397,11 +455,22 @@ class Scenario:
         with problems.catch():
             record_empty = r.boolean("record_empty_runs", True)
         lessons = r.table("lessons")
-        listed = _each(problems, lessons, "listed", lambda t: _parse_listed(t, horizon))
-        streams = _each(problems, lessons, "streams", lambda t: _parse_stream(t, horizon))
+        at: dict[str, list[int]] = {"listed": [], "streams": [], "interactions": []}
+        listed = _each(
+            problems, lessons, "listed", lambda t: _parse_listed(t, horizon), at["listed"]
+        )
+        streams = _each(
+            problems, lessons, "streams", lambda t: _parse_stream(t, horizon), at["streams"]
+        )
         poison = _each(problems, lessons, "poison", lambda t: _parse_poison(t, horizon))
+        ids_mode, id_seed = "ordered", 0
         with problems.catch():
-            lessons.done(("listed", "streams", "poison"))
+            ids_mode = lessons.choice("ids", "ordered", ID_MODES)
+        with problems.catch():
+            id_seed = _req(lessons.integer("id_seed", 0, minimum=0))
+        with problems.catch():
+            lessons.done(("listed", "streams", "poison", "ids", "id_seed"))
+        interactions = _each(problems, r, "interactions", parse_interaction, at["interactions"])
         ids = [les.id for les in listed]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -411,7 +480,7 @@ class Scenario:
             difficulty = _parse_difficulty(r.table("difficulty"), horizon)
         if difficulty is not None:
             fam_names = {f.name for f in difficulty.families}
-            for k, les in enumerate(listed):
+            for k, les in zip(at["listed"], listed, strict=True):
                 if les.applies_to is not None and les.applies_to not in fam_names:
                     problems.add(
                         lessons.error(
@@ -420,7 +489,7 @@ class Scenario:
                             f"{les.applies_to!r}",
                         )
                     )
-            for k, st in enumerate(streams):
+            for k, st in zip(at["streams"], streams, strict=True):
                 bad = [a for a in st.applies_to if a not in fam_names]
                 if bad:
                     problems.add(
@@ -430,6 +499,16 @@ class Scenario:
                             f"got {bad[0]!r}",
                         )
                     )
+            placed = {
+                name: tuple(zip(at[name], items, strict=True))
+                for name, items in (
+                    ("listed", listed),
+                    ("streams", streams),
+                    ("interactions", interactions),
+                )
+            }
+            for error in world_problems(placed, fam_names, source):
+                problems.add(error)
         score: ScoreSpec | None = None
         with problems.catch():
             score = _parse_score(r.table("score"))
@@ -458,6 +537,7 @@ class Scenario:
                     "retrieval",
                     "gate",
                     "policy",
+                    "interactions",
                 )
             )
         problems.check()
@@ -476,9 +556,21 @@ class Scenario:
             gate=gate,
             record_empty_runs=record_empty,
             preset=preset,
+            interactions=interactions,
+            ids=ids_mode,
+            id_seed=id_seed,
         )
         if scenario.n_lessons == 0:
             raise SpecError("the scenario has no lessons", key="lessons", source=source)
+        max_facts = getattr(retrieval, "max_facts", 0)  # (a policy of one's own may lack it)
+        needed = replicate_bytes(runs, scenario.n_lessons, max_facts, 0)
+        check_fits(
+            needed,
+            key="runs",
+            what=f"one replicate of {runs:,} runs and {scenario.n_lessons:,} lesson(s)",
+            source=source,
+            hint=f"lower runs (a run's draws and outcomes take {needed // runs} bytes or more)",
+        )
         return scenario
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
@@ -497,24 +589,19 @@ class Scenario:
         }
         lessons: dict[str, Any] = {}
         if self.listed:
-            lessons["listed"] = [
-                keep(
-                    {
-                        k: v
-                        for k, v in asdict(x).items()
-                        if k != "kind_given" and (k != "kind" or x.kind_given)
-                    }
-                )
-                for x in self.listed
-            ]
+            lessons["listed"] = [listed_table(x, full) for x in self.listed]
         if self.streams:
-            lessons["streams"] = [
-                keep({**asdict(s), "effect": s.effect.to_toml(), "applies_to": list(s.applies_to)})
-                for s in self.streams
-            ]
+            lessons["streams"] = [stream_table(s, full) for s in self.streams]
         if self.poison:
             lessons["poison"] = [{**asdict(p), "effect": p.effect.to_toml()} for p in self.poison]
+        if full or self.ids != "ordered" or self.id_seed:
+            lessons["ids"] = self.ids
+            lessons["id_seed"] = self.id_seed
         d["lessons"] = lessons
+        if full or self.interactions:
+            d["interactions"] = [
+                {"lessons": list(x.lessons), "effect": x.effect} for x in self.interactions
+            ]
         diff = keep(asdict(self.difficulty))
         diff["families"] = [asdict(f) for f in self.difficulty.families]
         diff["regimes"] = [asdict(g) for g in self.difficulty.regimes]
@@ -598,7 +685,7 @@ class Scenario:
                 **{k: data["retrieval"].get(k, v) for k, v in defaults.items()},
             }
         for path, value in values.items():
-            _set_path(data, path, value, source)
+            set_path(data, path, value, source)
         return Scenario.from_dict(data, source=source)
 
 
@@ -617,23 +704,22 @@ class SimulationSpec:
     seed: int = 0
     source: str | None = None
 
+    @property
+    def n_cells(self) -> int:
+        """Number of cells (the product of the axes' lengths; zipped axes count once)."""
+        return count_cells(self.grid, self.zip)
+
     def cells(self) -> list[tuple[dict[str, Any], Scenario]]:
-        """Every cell's grid values and its validated scenario, in a stable order."""
-        zipped = {p for group in self.zip for p in group}
-        axes: list[list[dict[str, Any]]] = []
-        for group in self.zip:
-            n = len(self.grid[group[0]])
-            axes.append([{p: self.grid[p][i] for p in group} for i in range(n)])
-        for path, values in self.grid.items():
-            if path not in zipped:
-                axes.append([{path: v} for v in values])
-        out: list[tuple[dict[str, Any], Scenario]] = []
-        for combo in itertools.product(*axes) if axes else [()]:
-            cell: dict[str, Any] = {}
-            for part in combo:
-                cell.update(part)
-            out.append((cell, self.scenario.with_values(cell, source=self.source)))
-        return out
+        """Every cell's grid values and its validated scenario, in a stable order.
+
+        Built once (see :mod:`cogstats.sim._grid`: each section's combinations are
+        validated once) and kept.
+        """
+        cached = self.__dict__.get("_cells")
+        if cached is None:
+            cached = build_cells(self.scenario, self.grid, self.zip, self.source)
+            object.__setattr__(self, "_cells", cached)  # (a frozen dataclass's cache)
+        return list(cached)
 
 
 def load_spec(
@@ -708,9 +794,9 @@ def spec_from_dict(
                 "a grid axis must be a non-empty list of values", key=f"grid.{path}", source=source
             )
         target = preset_path(scenario, path, source) if scenario.preset else path
-        current = _get_path(base, target, source, key=f"grid.{path}")
+        current = get_path(base, target, source, key=f"grid.{path}")
         for v in values:
-            _check_same_type(current, v, f"grid.{path}", source)
+            check_same_type(current, v, f"grid.{path}", source)
         grid[path] = tuple(values)
     if not isinstance(zip_raw, list) or any(
         not isinstance(g, list) or len(g) < 2 or any(not isinstance(p, str) for p in g)
@@ -745,6 +831,7 @@ def spec_from_dict(
         seed=seed,
         source=source,
     )
+    check_grid(grid, spec.zip, source)  # before a cell is built: cells that cannot fit
     spec.cells()  # validate every cell before anything runs
     return spec
 
@@ -757,16 +844,26 @@ def _req(value: Any) -> Any:
 
 
 def _each(
-    problems: Problems, table: _Reader, name: str, parse: Callable[[_Reader], Any]
+    problems: Problems,
+    table: _Reader,
+    name: str,
+    parse: Callable[[_Reader], Any],
+    positions: list[int] | None = None,
 ) -> tuple[Any, ...]:
-    """Parse every entry of a list of tables, collecting each entry's error."""
+    """Parse every entry of a list of tables, collecting each entry's error.
+
+    ``positions`` receives the index in the list of each entry parsed (the entries with
+    an error are left out of the result).
+    """
     out = []
     entries: list[_Reader] = []
     with problems.catch():
         entries = table.table_list(name)
-    for t in entries:
+    for k, t in enumerate(entries):
         with problems.catch():
             out.append(parse(t))
+            if positions is not None:
+                positions.append(k)
     return tuple(out)
 
 
@@ -786,10 +883,15 @@ def _parse_listed(r: _Reader, runs: int) -> ListedLesson:
         arrives_at_run=_req(r.integer("arrives_at_run", 1, minimum=1)),
         applies_to=r.string("applies_to"),
         kind_given=given,
+        group=r.string("group"),
+        effect_by_family=parse_family_effects(
+            r, lambda raw, key: listed_family_value(raw, key, r.source)
+        ),
     )
     if les.arrives_at_run > runs:
         raise r.error("arrives_at_run", f"must be <= runs ({runs}); got {les.arrives_at_run}")
-    r.done(("id", "effect", "kind", "arrives_at_run", "applies_to"))
+    les = replace(les, changes=parse_changes(r, les.arrives_at_run, runs))
+    r.done(LISTED_KEYS)
     return les
 
 
@@ -808,12 +910,16 @@ def _parse_stream(r: _Reader, runs: int) -> LessonStream:
         to_run=_req(r.integer("to_run", minimum=1)),
         effect=EffectDist.parse(r.get("effect"), r.key("effect"), r.source),
         applies_to=tuple(applies),
+        paraphrase_prob=_req(r.number("paraphrase_prob", 0.0, minimum=0.0, maximum=1.0)),
+        effect_by_family=parse_family_effects(
+            r, lambda raw, key: EffectDist.parse(raw, key, r.source)
+        ),
     )
     if st.to_run < st.from_run:
         raise r.error("to_run", f"must be >= from_run ({st.from_run}); got {st.to_run}")
     if st.to_run > runs:
         raise r.error("to_run", f"must be <= runs ({runs}); got {st.to_run}")
-    r.done(("kind", "per_run", "from_run", "to_run", "effect", "applies_to"))
+    r.done(STREAM_KEYS)
     return st
 
 
@@ -1089,74 +1195,3 @@ def _param_name(message: str) -> str | None:
         r"(\w+) must", message
     )
     return m.group(1) if m else None
-
-
-# ---------------------------------------------------------------------- paths
-_SEG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
-
-
-def _walk(data: Any, path: str, source: str | None, key: str) -> tuple[Any, str | int]:
-    parts = path.split(".")
-    node = data
-    for i, part in enumerate(parts):
-        m = _SEG.match(part)
-        if not m:
-            raise SpecError(f"malformed path segment {part!r}", key=key, source=source)
-        name, index = m.group(1), m.group(2)
-        last = i == len(parts) - 1
-        if not isinstance(node, dict) or name not in node:
-            options = sorted(node) if isinstance(node, dict) else []
-            raise SpecError(
-                f"names no parameter of the scenario{suggest(name, options)}"
-                + (f"; at this level: {options}" if options else ""),
-                key=key,
-                source=source,
-            )
-        if index is None:
-            if last:
-                return node, name
-            node = node[name]
-            continue
-        seq = node[name]
-        k = int(index)
-        if not isinstance(seq, list) or k >= len(seq):
-            raise SpecError(f"index {k} is out of range", key=key, source=source)
-        if last:
-            return seq, k
-        node = seq[k]
-    raise SpecError("empty path", key=key, source=source)  # pragma: no cover
-
-
-def _get_path(data: Any, path: str, source: str | None, key: str | None = None) -> Any:
-    node, leaf = _walk(data, path, source, key or path)
-    return node[leaf]
-
-
-def _set_path(data: Any, path: str, value: Any, source: str | None) -> None:
-    node, leaf = _walk(data, path, source, f"grid.{path}")
-    node[leaf] = copy.deepcopy(value)
-
-
-def _check_same_type(current: Any, value: Any, key: str, source: str | None) -> None:
-    def kind(v: Any) -> str:
-        if isinstance(v, bool):
-            return "boolean"
-        if isinstance(v, numbers.Real):
-            return "number"
-        if isinstance(v, str):
-            return "string"
-        if isinstance(v, list):
-            return "array"
-        if isinstance(v, dict):
-            return "table"
-        return type(v).__name__
-
-    if current is None:
-        return
-    if kind(current) != kind(value):
-        raise SpecError(
-            f"value {value!r} is a {kind(value)} but the scenario's value {current!r} is a "
-            f"{kind(current)}",
-            key=key,
-            source=source,
-        )

@@ -92,7 +92,9 @@ def lesson_table(scenario: Any) -> pl.DataFrame:
 
     One row per listed lesson, lesson stream and poison event: ``lessons`` (an id, or
     how many), ``effect`` (the fixed effect, or the distribution), ``kind``, ``kind from``
-    (``"spec"``, or the kind rule's reason), ``arrives`` (the run, or the range).
+    (``"spec"``, or the kind rule's reason), ``arrives`` (the run, or the range); in a
+    non-additive store, ``store`` too (paraphrase group, effects by family, changes of
+    effect, interactions; docs/scenarios.md).
 
     Examples
     --------
@@ -143,4 +145,34 @@ def lesson_table(scenario: Any) -> pl.DataFrame:
             }
         )
     schema = dict.fromkeys(("lessons", "effect", "kind", "kind from", "arrives"), pl.String)
-    return pl.DataFrame(rows, schema=schema)
+    table = pl.DataFrame(rows, schema=schema)
+    if scenario.additive:
+        return table
+    return table.with_columns(pl.Series("store", _store_notes(scenario), dtype=pl.String))
+
+
+def _store_notes(scenario: Any) -> list[str]:
+    """Say, per row of :func:`lesson_table`, what a non-additive store adds to it.
+
+    The paraphrase group, the effects by family, the changes of effect and the
+    interactions of a listed lesson; a stream's paraphrase probability and family
+    effects; "" where there is nothing.
+    """
+    inter: dict[str, list[str]] = {}
+    for x in scenario.interactions:
+        for les in x.lessons:
+            others = ", ".join(o for o in x.lessons if o != les)
+            inter.setdefault(les, []).append(f"with {others}: {x.effect:+g}")
+    notes = []
+    for les in scenario.listed:
+        parts = [f"group {les.group}"] if les.group else []
+        parts += [f"{name}: {value:g}" for name, value in les.effect_by_family]
+        parts += [f"after {c.after_runs} runs: {c.effect:g}" for c in les.changes]
+        parts += inter.get(les.id, [])
+        notes.append("; ".join(parts))
+    for st in scenario.streams:
+        parts = [f"paraphrases {st.paraphrase_prob:.0%}"] if st.paraphrase_prob else []
+        parts += [f"{name}: {_dist_text(d)}" for name, d in st.effect_by_family]
+        notes.append("; ".join(parts))
+    notes += [""] * len(scenario.poison)
+    return notes

@@ -17,7 +17,7 @@ path build (issue 17):
 * :mod:`cogstats.stats.groups` -- the per-lesson group arrays of a
   :class:`~cogstats.ledger.Ledger` (the batch path: inclusion index, with-lesson and
   leave-one-out statistics, rounding bounds, the exact run-order recompute), which the
-  running statistics reproduce (formerly ``cogstats._ledger_stats``), and their
+  running statistics reproduce, and their
   mergeable form :class:`GroupMoments` (per-lesson count, mean, sum of squares, merged
   by Chan et al.'s update; the partitioned attribution's first pass) with the one
   leave-one-out baseline (:func:`~cogstats.stats.groups.leave_one_out`).

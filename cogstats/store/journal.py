@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogstats._json import load_json
 from cogstats._statelock import StateWriteError
 from cogstats._validation import CogstatsError
+from cogstats.ledger import load_json
 
 __all__ = [
     "TMP_PATTERN",

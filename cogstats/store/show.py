@@ -1,60 +1,18 @@
 r"""A lesson store as text: ``cogstats store show STATE [--events]``, in 80 columns.
 
-Lesson ids come from agents and may hold anything a string can: they are shown escaped
-(:func:`escape_id`: control characters, bidirectional overrides and zero-width characters
+Lesson and run ids come from agents: they are shown through the ledger's
+:func:`cogstats.ledger.escape_id` (invisible, direction-changing and look-alike characters
 as ``\uXXXX``), so that an id can neither reorder nor hide what a terminal shows.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from typing import Any
 
-__all__ = ["escape_id", "render"]
+from cogstats.ledger import escape_id
 
-#: characters a terminal shows as nothing or that reorder the text around them
-_INVISIBLE = frozenset(
-    "\u061c\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-    "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
-)
-
-
-def escape_id(text: str) -> str:
-    r"""Return ``text`` with every invisible or reordering character made visible.
-
-    Control characters (categories Cc), format characters (Cf: bidirectional overrides
-    and isolates, zero-width spaces and joiners, the byte-order mark), surrogates and
-    unassigned code points are written ``\xXX`` / ``\uXXXX`` / ``\UXXXXXXXX``, and a
-    backslash as ``\\``, so that the escaped form is unambiguous.
-
-    (A local helper: to be replaced by the ledger package's public id-escaping helper
-    when the two branches meet.)
-
-    Examples
-    --------
-    >>> escape_id("cite-sources")
-    'cite-sources'
-    >>> escape_id("abc\u202edcba"), escape_id("a\u200bb"), escape_id("t\tab\\")
-    ('abc\\u202edcba', 'a\\u200bb', 't\\x09ab\\\\')
-    """
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-            continue
-        cat = unicodedata.category(ch)
-        if ch in _INVISIBLE or cat in ("Cc", "Cf", "Cs", "Cn", "Co", "Zl", "Zp"):
-            code = ord(ch)
-            if code < 0x100:
-                out.append(f"\\x{code:02x}")
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+__all__ = ["render"]
 
 
 def _cell(value: Any, width: int, *, right: bool = False) -> str:

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cogstats._json import load_json
 from cogstats._statelock import StateLock, StateWriteError
 from cogstats._validation import CogstatsError, LedgerError, ParameterError, check_int
+from cogstats.ledger import load_json
 from cogstats.store import journal as J
 from cogstats.store.core import StoreCore, UnknownLessonError, run_content
 from cogstats.store.lifecycle import Cadence, Change

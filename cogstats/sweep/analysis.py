@@ -223,8 +223,9 @@ def pareto_frontier(
 
 
 # ---------------------------------------------------------------------- recommend
-_CONSTRAINT = re.compile(
-    r"^\s*([A-Za-z_][\w.\[\]]*)\s*(<=|>=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(%?)\s*$"
+_CONSTRAINT = re.compile(  # (ASCII: a bound in other digits or with underscores is refused)
+    r"^\s*([A-Za-z_][\w.\[\]]*)\s*(<=|>=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(%?)\s*$",
+    re.ASCII,
 )
 
 
@@ -433,11 +434,65 @@ def recommend(
     False
     """
     table = with_derived(table)
-    cons = _constraints(constraint, at_most, at_least)
+    cons = tuple(_constraints(constraint, at_most, at_least))
+    z = _check_recommend(table, objective, cons, confidence, z_tie)
+    obj = pl.col(objective).cast(pl.Float64)
+    usable = table.filter(obj.is_not_null() & obj.is_not_nan())
+    marked = usable.with_columns(*_marks(cons, z, table))
+    feasible = marked.filter(pl.col("_ok"))
+    sort_cols = [objective, "cell"] if "cell" in table.columns else [objective]
+    desc = [not minimize] + [False] * (len(sort_cols) - 1)
+    common: dict[str, Any] = {
+        "objective": objective,
+        "minimize": minimize,
+        "constraints": cons,
+        "confidence": confidence,
+        "n_cells": usable.height,
+        "settings": {
+            "constraints": [str(c) for c in cons],
+            "objective": objective,
+            "minimize": minimize,
+            "confidence": confidence,
+            "z_tie": z_tie,
+        },
+    }
+    where = "" if confidence is None else f" at the one-sided {confidence:.0%} bound"
+    if feasible.height == 0:
+        return _infeasible(marked, (sort_cols, desc), z, table, where, common)
+    ranked = feasible.sort(sort_cols, descending=desc).drop("_ok", "_violation")
+    best = ranked.row(0, named=True)
+    mc_col = f"{objective}_mcse"
+    direction = "lowest" if minimize else "highest"
+    mc_text = f" +/- {best[mc_col]:.3g}" if mc_col in best and best[mc_col] is not None else ""
+    msg = (
+        f"cell {best.get('cell')!r}: {direction} {objective} ({best[objective]:.4g}{mc_text}) "
+        f"among {feasible.height} of {usable.height} cells meeting "
+        f"{' and '.join(map(str, cons)) or 'no constraint'}{where}"
+    )
+    return Recommendation(
+        feasible=True,
+        row=best,
+        n_feasible=feasible.height,
+        ties=_ties(ranked, best, objective, z_tie),
+        closest=None,
+        message=msg,
+        **common,
+    )
+
+
+def _check_recommend(
+    table: pl.DataFrame,
+    objective: Any,
+    cons: Sequence[Constraint],
+    confidence: Any,
+    z_tie: Any,
+) -> float:
+    """Check :func:`recommend`'s arguments; return the confidence bound's z (0: none)."""
     if not isinstance(objective, str):
         raise ParameterError(f"objective must be a metric name; got {objective!r}")
     _check_columns(table, [objective], "objective")
     _check_columns(table, [c.metric for c in cons], "a constraint")
+    z = 0.0
     if confidence is not None:
         if (
             isinstance(confidence, bool)
@@ -446,14 +501,13 @@ def recommend(
         ):
             raise ParameterError(f"confidence must be in [0.5, 1) or None; got {confidence!r}")
         z = float(stats.norm.ppf(float(confidence)))
-    else:
-        z = 0.0
     if isinstance(z_tie, bool) or not isinstance(z_tie, int | float) or not z_tie >= 0:
         raise ParameterError(f"z_tie must be a number >= 0; got {z_tie!r}")
+    return z
 
-    obj = pl.col(objective).cast(pl.Float64)
-    usable = table.filter(obj.is_not_null() & obj.is_not_nan())
-    n_cells = usable.height
+
+def _marks(cons: Sequence[Constraint], z: float, table: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
+    """``_ok`` (every constraint holds) and ``_violation`` (by how much, in MCSE units)."""
     ok = pl.lit(True)
     violation = pl.lit(0.0)
     for c in cons:
@@ -464,86 +518,61 @@ def recommend(
         violation = violation + pl.when(holds).then(0.0).otherwise(
             (gap.clip(lower_bound=0.0) / scale).fill_nan(math.inf)
         )
-    marked = usable.with_columns(ok.alias("_ok"), violation.alias("_violation"))
-    feasible = marked.filter(pl.col("_ok"))
-    sort_cols = [objective, "cell"] if "cell" in table.columns else [objective]
-    desc = [not minimize] + [False] * (len(sort_cols) - 1)
-    cons_t = tuple(cons)
-    settings = {
-        "constraints": [str(c) for c in cons_t],
-        "objective": objective,
-        "minimize": minimize,
-        "confidence": confidence,
-        "z_tie": z_tie,
-    }
-    where = "" if confidence is None else f" at the one-sided {confidence:.0%} bound"
-    if feasible.height == 0:
-        closest = None
-        if marked.height:
-            closest = (
-                marked.sort(["_violation", *sort_cols], descending=[False, *desc])
-                .drop("_ok", "_violation")
-                .row(0, named=True)
-            )
-        unmet = [
-            str(c)
-            for c in cons_t
-            if marked.height and not marked.select(_holds(c, z, table)[0].any()).item()
-        ]
-        msg = (
-            f"no cell meets {' and '.join(map(str, cons_t)) or 'the constraints'}{where} "
-            f"(of {n_cells} cells with a defined {objective})"
+    return ok.alias("_ok"), violation.alias("_violation")
+
+
+def _infeasible(
+    marked: pl.DataFrame,
+    order: tuple[list[str], list[bool]],
+    z: float,
+    table: pl.DataFrame,
+    where: str,
+    common: dict[str, Any],
+) -> Recommendation:
+    """Return the recommendation when no cell meets every constraint: the closest, and why."""
+    sort_cols, desc = order
+    cons: tuple[Constraint, ...] = common["constraints"]
+    closest = None
+    if marked.height:
+        closest = (
+            marked.sort(["_violation", *sort_cols], descending=[False, *desc])
+            .drop("_ok", "_violation")
+            .row(0, named=True)
         )
-        if unmet:
-            msg += f"; no cell meets {', '.join(unmet)} even on its own"
-        if closest is not None:
-            msg += f"; closest: cell {closest.get('cell')!r}"
-        return Recommendation(
-            feasible=False,
-            row=None,
-            objective=objective,
-            minimize=minimize,
-            constraints=cons_t,
-            confidence=confidence,
-            n_feasible=0,
-            n_cells=n_cells,
-            ties=feasible.drop("_ok", "_violation"),
-            closest=closest,
-            message=msg,
-            settings=settings,
-        )
-    ranked = feasible.sort(sort_cols, descending=desc).drop("_ok", "_violation")
-    best = ranked.row(0, named=True)
-    mc_col = f"{objective}_mcse"
-    if mc_col in ranked.columns:
-        best_mc = float(best[mc_col]) if best[mc_col] is not None else 0.0
-        best_mc = 0.0 if math.isnan(best_mc) else best_mc
-        se = (pl.col(mc_col).cast(pl.Float64).fill_nan(0.0).fill_null(0.0) ** 2 + best_mc**2).sqrt()
-        diff = (pl.col(objective).cast(pl.Float64) - float(best[objective])).abs()
-        ties = ranked.filter((diff == 0) | (diff < z_tie * se))
-    else:
-        ties = ranked.filter(pl.col(objective) == best[objective])
-    direction = "lowest" if minimize else "highest"
-    mc_text = f" +/- {best[mc_col]:.3g}" if mc_col in best and best[mc_col] is not None else ""
+    unmet = [
+        str(c)
+        for c in cons
+        if marked.height and not marked.select(_holds(c, z, table)[0].any()).item()
+    ]
     msg = (
-        f"cell {best.get('cell')!r}: {direction} {objective} ({best[objective]:.4g}{mc_text}) "
-        f"among {feasible.height} of {n_cells} cells meeting "
-        f"{' and '.join(map(str, cons_t)) or 'no constraint'}{where}"
+        f"no cell meets {' and '.join(map(str, cons)) or 'the constraints'}{where} "
+        f"(of {common['n_cells']} cells with a defined {common['objective']})"
     )
+    if unmet:
+        msg += f"; no cell meets {', '.join(unmet)} even on its own"
+    if closest is not None:
+        msg += f"; closest: cell {closest.get('cell')!r}"
     return Recommendation(
-        feasible=True,
-        row=best,
-        objective=objective,
-        minimize=minimize,
-        constraints=cons_t,
-        confidence=confidence,
-        n_feasible=feasible.height,
-        n_cells=n_cells,
-        ties=ties,
-        closest=None,
+        feasible=False,
+        row=None,
+        n_feasible=0,
+        ties=marked.filter(pl.col("_ok")).drop("_ok", "_violation"),
+        closest=closest,
         message=msg,
-        settings=settings,
+        **common,
     )
+
+
+def _ties(ranked: pl.DataFrame, best: dict[str, Any], objective: str, z_tie: float) -> pl.DataFrame:
+    """Return the feasible cells within ``z_tie`` standard errors of the best, best first."""
+    mc_col = f"{objective}_mcse"
+    if mc_col not in ranked.columns:
+        return ranked.filter(pl.col(objective) == best[objective])
+    best_mc = float(best[mc_col]) if best[mc_col] is not None else 0.0
+    best_mc = 0.0 if math.isnan(best_mc) else best_mc
+    se = (pl.col(mc_col).cast(pl.Float64).fill_nan(0.0).fill_null(0.0) ** 2 + best_mc**2).sqrt()
+    diff = (pl.col(objective).cast(pl.Float64) - float(best[objective])).abs()
+    return ranked.filter((diff == 0) | (diff < z_tie * se))
 
 
 def _holds(c: Constraint, z: float, table: pl.DataFrame) -> tuple[pl.Expr, pl.Expr, pl.Expr]:

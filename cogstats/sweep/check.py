@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from cogstats._cli_options import FLOAT
 from cogstats._validation import CogstatsError, ParameterError, suggest
 from cogstats.sweep.analysis import grid_columns, with_derived
 
@@ -240,11 +241,11 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", help="a sweep store (the --out folder of cogstats sweep)")
     p.add_argument("--metric", required=True, help="a metric column, e.g. false_eviction_rate")
     bound = p.add_mutually_exclusive_group(required=True)
-    bound.add_argument("--max", type=float, dest="maximum", help="fail when a cell is above")
-    bound.add_argument("--min", type=float, dest="minimum", help="fail when a cell is below")
+    bound.add_argument("--max", type=FLOAT, dest="maximum", help="fail when a cell is above")
+    bound.add_argument("--min", type=FLOAT, dest="minimum", help="fail when a cell is below")
     p.add_argument(
         "--mcse",
-        type=float,
+        type=FLOAT,
         default=0.0,
         metavar="K",
         help="count a cell only when it crosses by more than K Monte Carlo standard errors "

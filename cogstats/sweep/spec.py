@@ -29,6 +29,13 @@ type) fails here, before any cell runs, with an error naming the key and the fil
 Cell ``i`` (in :meth:`SimulationSpec.cells` order) is seeded with child ``i`` of
 ``numpy.random.SeedSequence(seed)`` -- exactly as ``cogstats simulate`` seeds it -- so a
 sweep cell and the same cell simulated alone give the same numbers.
+
+Sizes are checked before anything is built: a grid whose cells cannot be held in memory
+(about 1 KB a cell: ``10**10`` cells need 9 TiB) raises :class:`SpecError` naming
+``grid``, the number of cells and the estimate, and a scenario one replicate of which
+cannot fit (``runs = 10**11``) one naming ``runs``.  Each section's combinations of grid
+values are validated once and the cells put together from them (``cogstats.sim._grid``),
+so 10,000 cells over a gate's three options and a lesson's effect load in under a second.
 """
 
 from __future__ import annotations

@@ -89,11 +89,14 @@ def test_report_page(rendered: Path, name: str) -> None:
 
 
 @pytest.mark.slow
-def test_c3_every_report_within_three_minutes(rendered: Path) -> None:
-    """Benchmark C3: every report at its CI parameters, two kernels at a time, in 180 s."""
-    seconds = float((rendered / ".complete").read_text())
-    assert seconds <= 180.0, f"the reports took {seconds:.0f} s at their CI parameters"
-    assert len(list(rendered.glob("*.html"))) == len(REPORTS) + 1  # and the index
+def test_every_report_renders_at_ci_parameters(rendered: Path) -> None:
+    """Every report at its CI parameters renders a page, and the index beside them.
+
+    How long they take is benchmark C3 (``python -m benchmarks.c3_notebooks``), not a
+    timed test: a shared CI machine's load would decide it.
+    """
+    assert float((rendered / ".complete").read_text()) > 0
+    assert sorted(p.stem for p in rendered.glob("*.html")) == sorted([*REPORTS, "index"])
 
 
 @pytest.mark.slow

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from cogstats import Ledger
+from cogstats._validation import LedgerError
 from cogstats.reports import ReportError, run_report
 from tests.helpers import USER_COLUMNS, USER_HARMFUL, write_user_ledger
 
@@ -112,8 +114,11 @@ def test_quickstart_takes_columns_and_says_which_parameter(
         _report(user_dir, "quickstart", monkeypatch, ledger_path="my_runs.csv")
     message = str(err.value)
     want = json.dumps(USER_COLUMNS)
-    assert f"cogstats report quickstart --param columns='{want}'" in message
-    assert "--column " not in message  # cogstats report has no --column flag
+    assert f"in a report --param columns='{want}'" in message
+    # the ledger's own error, as it is (no report rewrites it)
+    with pytest.raises(LedgerError) as own:
+        Ledger.read(user_dir / "my_runs.csv")
+    assert own.value.message in message
     _, text = _report(
         user_dir, "quickstart", monkeypatch, ledger_path="my_runs.csv", columns=USER_COLUMNS
     )

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 
 from cogstats import Ledger
-from cogstats._csv import FORMULA_STARTS, write_csv
 from cogstats.cli import main
+from cogstats.ledger import FORMULA_STARTS, write_csv
 
-HOSTILE = ["=HYPERLINK(1)", "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd", "plain"]
+HOSTILE = ["=HYPERLINK(1)", "+1+1", "-2+3", "@SUM(A1)", "plain"]
+#: formula starts no lesson id holds (control characters are refused at the ledger's door,
+#: tests/unit/test_ledger_hostile.py); other string cells of an output may
+CONTROL_STARTS = ["\tcmd", "\rcmd"]
 
 
 def _ledger(tmp_path: Path) -> Path:
@@ -79,6 +82,11 @@ def test_audit_tables_and_writer(tmp_path: Path) -> None:
 
     frame = pl.DataFrame({"=name": ["x"], "v": [-1.5]})
     assert write_csv(frame) == "'=name,v\nx,-1.5\n"
+    cells = _cells(write_csv(pl.DataFrame({"why": CONTROL_STARTS, "v": [1, -2]})))
+    assert [r[0] for r in cells[1:]] == ["'" + c for c in CONTROL_STARTS]
+    for bad in CONTROL_STARTS:  # and the ledger refuses them as lesson ids
+        with pytest.raises(ValueError, match="holds a control character"):
+            Ledger.from_records([{"run_id": "r1", "score": 0.5, "fact_ids": [bad]}])
 
 
 def test_ledger_files_are_never_prefixed(tmp_path: Path) -> None:

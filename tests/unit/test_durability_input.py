@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from cogstats import Ledger
-from cogstats._ledger_io import JsonLimitError, check_json_limits, load_json
 from cogstats._validation import LedgerError
 from cogstats.cli import main
+from cogstats.ledger import JsonLimitError, check_json_limits, load_json
 
 GOOD = '{"run_id": "r0", "score": 0.5, "fact_ids": ["a"]}\n'
 

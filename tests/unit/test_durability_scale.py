@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cogstats import Ledger, _ledger_io
-from cogstats._json import load_json, parse_json_record
+from cogstats import Ledger
 from cogstats._validation import LedgerError, LedgerWarning
+from cogstats.ledger import _files as ledger_files
+from cogstats.ledger import load_json, parse_json_record
 
 N_RUNS = 20_000
 
@@ -62,7 +63,7 @@ def test_a_read_holds_the_ledger_and_little_else(
 ) -> None:
     # the checking pass reads fixed 4 MB chunks, as large as this whole test file: made
     # small here, as they are against a 200 MB ledger
-    monkeypatch.setattr(_ledger_io, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(ledger_files, "CHUNK_BYTES", 1 << 16)
     runs = _runs(N_RUNS)
     path = tmp_path / f"runs{suffix}"
     Ledger.from_records(runs).write(path)
@@ -193,13 +194,13 @@ def test_csv_excel_hint_after_blank_lines(tmp_path: Path) -> None:
 
 
 def test_the_lesson_id_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cogstats import _ledger_records
+    from cogstats.ledger import _records as ledger_records
 
-    monkeypatch.setattr(_ledger_records, "ID_CACHE_MAX", 10)
+    monkeypatch.setattr(ledger_records, "ID_CACHE_MAX", 10)
     cache: dict[str, str] = {}
     runs = _runs(200)  # 400 distinct ids
     for k, rec in enumerate(runs):
-        _ledger_records.validate_record(
+        ledger_records.validate_record(
             rec, row=k + 1, source=None, fact_ids_required=True, ids=cache
         )
     assert 10 <= len(cache) <= 10 + 2 * 8  # full after the run that filled it

@@ -158,7 +158,7 @@ def test_cycgraph_both_sides_hold() -> None:
     margins on one lift, so the decision step is fed the two confidences directly)."""
     import numpy as np
 
-    from cogstats._ledger_stats import GroupArrays
+    from cogstats.stats.groups import GroupArrays
 
     # a negative evict margin makes both one-sided tests pass on one clear positive lift
     # (validation forbids it, so it is set behind the dataclass's back)

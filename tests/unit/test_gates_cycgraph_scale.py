@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cogstats import Ledger, _ledger_stats
+from cogstats import Ledger
 from cogstats.gates import CycgraphGate
+from cogstats.stats import groups as lesson_groups
 from tests.oracle.v0 import old_cycgraph_evaluate, old_stats
 
 EVIDENCE = ("lift", "se", "df", "p_promote", "p_evict")
@@ -116,7 +117,7 @@ def test_exact_ties_are_recomputed_in_run_order() -> None:
     ledger, margin = _tie_ledger()
     g = ledger._group_arrays(["a"])
     # the additive statistic alone would decide differently ...
-    lift_tol, _, _ = _ledger_stats.uncertainty(ledger._fact_arrays(), g)
+    lift_tol, _, _ = lesson_groups.uncertainty(ledger._fact_arrays(), g)
     assert abs((g.mean_a[0] - g.mean_b[0]) - margin) <= lift_tol[0]
     gate = CycgraphGate(decision_rule="margin", min_trials=1, promote_margin=margin)
     new = gate.evaluate(ledger, ["a"]).to_frame()
@@ -177,7 +178,7 @@ def test_fact_arrays_in_blocks_equal_the_whole_array_formula(
 
 
 def _near_reference(
-    gate: CycgraphGate, g: _ledger_stats.GroupArrays, d: dict, lift_tol, var_a_tol, var_b_tol
+    gate: CycgraphGate, g: lesson_groups.GroupArrays, d: dict, lift_tol, var_a_tol, var_b_tol
 ) -> np.ndarray:
     """The inference rule's near-threshold set as first written: the t density on every row.
 

@@ -204,12 +204,10 @@ SHARED_PRIVATE = {
     "cogstats._lazy": "the lazy (PEP 562) namespace of every package's face",
     "cogstats._results": "the shared text rendering of result frames and settings",
     "cogstats._rng": "the one seeding rule",
-    "cogstats._csv": "the one CSV writer that neutralises formula cells",
     "cogstats._imports": "the one rule for importing a 'module:Class' named in data",
     "cogstats._cli_options": "the command-line flags shared by the sub-commands",
     "cogstats._version": "the package version, a leaf",
     "cogstats._statelock": "the one writer-per-state-path lock (streaming gate, sweep store)",
-    "cogstats._json": "the one bounded JSON parser (ledger readers, state files, ingestion)",
 }
 
 

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cogstats import Ledger
-from cogstats._ledger_io import split_list_cell
 from cogstats._validation import LedgerError, LedgerWarning, ParameterError
+from cogstats.ledger._cells import split_list_cell
 
 RECORDS = [
     {"run_id": "r1", "score": 0.9, "fact_ids": ["a", "b"], "difficulty": 0.1, "family": "x"},
@@ -209,10 +209,38 @@ def test_column_mapping(tmp_path: Path) -> None:
     ],
 )
 def test_bad_column_mappings(tmp_path: Path, columns: object, words: str) -> None:
+    """One check of a mapping, whoever takes it: the same error, word for word."""
+    from cogstats.reports.audit import read_ledger, rename_demo_columns
+
     path = tmp_path / "runs.csv"
     path.write_text("run,score,fact_ids\n1,0.5,a\n")
-    with pytest.raises(ParameterError, match=re.escape(words)):
-        Ledger.read(path, columns=columns)  # type: ignore[arg-type]
+    lessons = tmp_path / "lessons.csv"
+    lessons.write_text("id,created_at\na,1\n")
+    callers = {
+        "Ledger.read": lambda: Ledger.read(path, columns=columns),  # type: ignore[arg-type]
+        "Ledger.read_lessons": lambda: Ledger.read_lessons(lessons, columns=columns),  # type: ignore[arg-type]
+        "read_ledger": lambda: read_ledger(path, columns=columns),  # type: ignore[arg-type]
+        "rename_demo_columns": lambda: rename_demo_columns(pl.DataFrame(), columns, "runs"),  # type: ignore[arg-type]
+    }
+    messages = {}
+    for name, call in callers.items():
+        with pytest.raises(ParameterError, match=re.escape(words)) as err:
+            call()
+        messages[name] = str(err.value)
+    assert len(set(messages.values())) == 1, messages
+
+
+def test_the_command_line_maps_columns_with_the_same_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cogstats.cli import main
+
+    path = tmp_path / "runs.csv"
+    path.write_text("run,score,fact_ids\n1,0.5,a\n")
+    with pytest.raises(ParameterError) as err:
+        Ledger.read(path, columns={"run_id": "run", "score": "run"})
+    assert main(["gate", str(path), "--column", "run_id=run", "--column", "score=run"]) != 0
+    assert str(err.value) in capsys.readouterr().err
 
 
 def test_delimiter_parameter(tmp_path: Path) -> None:

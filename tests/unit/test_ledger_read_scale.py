@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from cogstats import Ledger
-from cogstats import _ledger_io as io_module
 from cogstats._validation import LedgerError, LedgerWarning, ParameterError
+from cogstats.ledger import _csv_read as io_module
 
 CELLS = [
     "1",

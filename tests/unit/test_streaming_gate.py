@@ -196,14 +196,14 @@ def test_exact_ties_are_recomputed_from_the_runs(monkeypatch: pytest.MonkeyPatch
 
 def _bounds_hold(sg: StreamingGate) -> None:
     """Every running statistic lies within its stated bound of the run-order value."""
-    from cogstats import _ledger_stats
+    from cogstats.stats import groups as lesson_groups
 
     stats = sg.stats
     idx = stats.order()
     g, lift_tol, var_a_tol, var_b_tol = stats.group_arrays(idx)
     fa = sg.to_ledger()._fact_arrays()
     for k in range(idx.size):
-        n_a, m_a, v_a, n_b, m_b, v_b = _ledger_stats.exact_stats(fa, k)
+        n_a, m_a, v_a, n_b, m_b, v_b = lesson_groups.exact_stats(fa, k)
         assert (g.n_a[k], g.n_b[k]) == (n_a, n_b)
         assert g.mean_a[k] == m_a
         assert abs(g.mean_b[k] - m_b) <= lift_tol[k] / 2 or n_b == 0

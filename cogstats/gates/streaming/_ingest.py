@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import warnings
 from array import array
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,9 @@ _SETTLE_CHUNK = 1 << 16
 _HEAD = 4096
 #: skipped ingest lines kept in the state (the most recent)
 SKIPPED_KEPT = 1000
+#: the longest line ingestion reads (a run is a few hundred bytes; a line longer than this
+#: without a line end is not a run being written)
+MAX_LINE_BYTES = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,13 @@ def ingest(
     skipped: list[SkippedLine] = []
     duplicates: list[DuplicateRun] = []
     with p.open("rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):  # /dev/zero, a pipe: no end, no marker
+            raise ParameterError(
+                f"{src} is not a regular file (a device, a pipe or a socket); ingest follows "
+                "a JSON Lines file on disk"
+            )
+        size = info.st_size
         if size < mark.offset:
             raise ParameterError(
                 f"{src} has {size} bytes but the ingest marker is at byte {mark.offset}: "
@@ -367,6 +377,15 @@ def _read_lines(
             start = nl + 1
             mark.offset, mark.line = offset, line
         pending = data[start:]
+        if len(pending) > MAX_LINE_BYTES:
+            if settling:
+                return
+            raise LedgerError(
+                f"line {line + 1} (byte offset {offset}) runs past {MAX_LINE_BYTES:,} bytes "
+                "without a line end; a JSON Lines run is one line",
+                row=line + 1,
+                source=src,
+            )
 
 
 def settle(sg: _Fed) -> None:

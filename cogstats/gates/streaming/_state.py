@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from cogstats._json import load_json
 from cogstats._statelock import StateWriteError
 from cogstats._validation import ParameterError
+from cogstats.ledger import load_json
 
 __all__ = [
     "READABLE_VERSIONS",

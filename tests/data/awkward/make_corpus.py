@@ -509,7 +509,7 @@ def entries() -> list[tuple[str, bytes, dict[str, Any], str, dict[str, Any]]]:
                 [
                     "missing required columns ['run_id', 'fact_ids']",
                     "'run', 'score', 'structural'",
-                    "columns={'run_id': 'run', 'fact_ids': 'lessons_in_prompt'}",
+                    'columns={"run_id": "run", "fact_ids": "lessons_in_prompt"}',
                     "--column run_id=run --column fact_ids=lessons_in_prompt",
                 ],
                 field="run_id",

@@ -3,34 +3,30 @@
 Private: :meth:`cogstats.Ledger.read_lessons` is the door.  A lesson table file becomes a
 polars frame and its 1-based row numbers; :func:`cogstats.lessons.lesson_table` validates
 it.  The file-level checks (encoding, header, delimiter, the CSV list-cell rule table) are
-the ledger reader's (:mod:`cogstats._ledger_io`).  Split out of ``_ledger_io.py`` (one
-module per idea: run ledgers there, lesson tables here).
+the ledger reader's (:mod:`cogstats.ledger._read`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from cogstats._json import JsonLimitError, _DuplicateKey, load_json
-from cogstats._ledger_io import (
-    _CsvRows,
-    _jsonl_records,
-    _rename_records,
-    check_excel_sep,
-    decode,
+from cogstats._validation import LedgerError
+from cogstats.ledger._cells import (
+    first_python_only_number,
     infer_csv_column,
-    rename_plan,
-    sniff_delimiter,
+    refuse_python_only_number,
     split_list_cell,
 )
-from cogstats._validation import LedgerError
+from cogstats.ledger._columns import check_unique_header, rename_plan
+from cogstats.ledger._csv_read import CsvRows, check_excel_sep, sniff_delimiter
+from cogstats.ledger._files import decode
+from cogstats.ledger._read import json_document, jsonl_records, rename_records
 
 #: Columns of a lesson table file whose CSV cells hold lists of lesson ids.
 LESSON_LIST_COLUMNS = ("consolidated_from", "supersedes")
@@ -63,7 +59,7 @@ def read_lesson_frame(
     if fmt == "csv":
         records, rows = _lesson_csv_records(text, src, delimiter, mapping)
     elif fmt == "jsonl":
-        listed, line_numbers, _ = _jsonl_records(text, src, mapping)
+        listed, line_numbers, _ = jsonl_records(text, src, mapping)
         records, rows = list(listed), list(line_numbers)
     else:
         records, rows = _lesson_json_records(text, src, mapping)
@@ -125,7 +121,7 @@ def _lesson_csv_records(
     check_excel_sep(text, src)
     delim = delimiter if delimiter is not None else sniff_delimiter(text, src)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
-    rows_of = _CsvRows(reader, src)
+    rows_of = CsvRows(reader, src)
     it = iter(rows_of)
     header: list[str] = []
     at = 0
@@ -137,9 +133,7 @@ def _lesson_csv_records(
     plan = rename_plan([h for h in header if h], mapping, src, "column")
     header = [plan.get(h, h) for h in header]
     named = [h for h in header if h]
-    dup = sorted({h for h in named if named.count(h) > 1})
-    if dup:
-        raise LedgerError(f"duplicate column(s) {dup} in the header", source=src)
+    check_unique_header(named, src)
     raw: list[tuple[int, list[str]]] = []
     for record, cells in it:
         k = record - at
@@ -154,11 +148,14 @@ def _lesson_csv_records(
             )
         raw.append((k, cells))
     position = {name: j for j, name in enumerate(header) if name}
-    parsers = {
-        name: infer_csv_column([cells[j] for _, cells in raw])
-        for name, j in position.items()
-        if name not in ("id", "status", *LESSON_LIST_COLUMNS)
-    }
+    parsers = {}
+    for name, j in position.items():
+        if name in ("id", "status", *LESSON_LIST_COLUMNS):
+            continue
+        found = first_python_only_number((k, cells[j]) for k, cells in raw)
+        if found is not None:
+            raise refuse_python_only_number(name, *found, src)
+        parsers[name] = infer_csv_column([cells[j] for _, cells in raw])
     records: list[dict[str, Any]] = []
     for k, cells in raw:
         rec: dict[str, Any] = {}
@@ -179,20 +176,7 @@ def _lesson_csv_records(
 def _lesson_json_records(
     text: str, src: str, mapping: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[int]]:
-    try:
-        doc = load_json(text)
-    except JsonLimitError as exc:
-        raise LedgerError(exc.message, field=exc.key, source=src) from None
-    except json.JSONDecodeError as exc:
-        raise LedgerError(
-            f"malformed JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", source=src
-        ) from None
-    except _DuplicateKey as exc:
-        raise LedgerError(
-            "a key appears twice in one JSON object; which one counts is ambiguous",
-            field=exc.key,
-            source=src,
-        ) from None
+    doc = json_document(text, src)
     if isinstance(doc, dict) and "lessons" in doc:
         doc = doc["lessons"]
     if not isinstance(doc, list) or not all(isinstance(rec, dict) for rec in doc):
@@ -200,4 +184,4 @@ def _lesson_json_records(
             "a JSON lesson table must be a list of lesson objects or {'lessons': [...]}",
             source=src,
         )
-    return _rename_records(doc, src, mapping), list(range(1, len(doc) + 1))
+    return rename_records(doc, src, mapping), list(range(1, len(doc) + 1))

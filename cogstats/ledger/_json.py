@@ -6,7 +6,7 @@ integer.  :func:`check_json_limits` refuses nesting deeper than :data:`MAX_JSON_
 and integers longer than :data:`MAX_INT_DIGITS` digits before :func:`load_json` parses
 (a repeated key in an object is refused too); :func:`parse_json_record` turns one JSON
 Lines line into a ledger record, every failure a :class:`~cogstats._validation.LedgerError`
-naming the row.  Split out of ``_ledger_io.py`` (one module per idea).
+naming the row.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Writing a ledger as CSV text that reads back exactly (:meth:`cogstats.Ledger.write`).
 
-Private: the writer half of :mod:`cogstats._ledger_io`, whose readers (the list-cell rule
+Private: the writer half of :mod:`cogstats.ledger._cells`, whose readers (the list-cell rule
 table, covariate type inference) decide what a cell reads back as; every cell written is
 checked against them.
 """
@@ -14,8 +14,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cogstats._ledger_io import PROPENSITY_COLUMNS, infer_csv_column, split_list_cell
 from cogstats._validation import LedgerError
+from cogstats.ledger._cells import infer_csv_column, split_list_cell
+from cogstats.ledger._columns import PROPENSITY_COLUMNS
 
 __all__ = ["csv_text"]
 

@@ -5,8 +5,6 @@
 covariates)`` or raises a :class:`~cogstats._validation.LedgerError` naming the row and
 the field.  :func:`value_kind` and :func:`column_kind` name a covariate's type (one column
 holds one type); :func:`warn_repeated` is the warning for a run that lists a lesson twice.
-Split out of ``ledger.py`` (one module per idea: the ledger stores and answers, this
-module checks).
 
 Reading a large file validates millions of runs that mostly list the same few thousand
 lesson ids; ``validate_record(..., ids=cache)`` checks each distinct id once and returns
@@ -18,14 +16,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cogstats import _ledger_io
-from cogstats._ledger_io import REQUIRED_COLUMNS
 from cogstats._validation import LedgerError, LedgerWarning
+from cogstats.ledger._columns import REQUIRED_COLUMNS, guess_source, mapping_advice
 
 __all__ = ["column_kind", "validate_record", "value_kind", "warn_repeated"]
 
@@ -120,7 +118,7 @@ def validate_record(
                 source=source,
             )
     run_id = rec["run_id"]
-    if type(run_id) is not str or not run_id or run_id.isspace():
+    if type(run_id) is not str or not run_id or run_id.isspace() or not run_id.isprintable():
         run_id = _validate_run_id(run_id, row, source)
     score = rec["score"]
     if type(score) is not float or not 0.0 <= score <= 1.0:  # (NaN fails it too)
@@ -163,7 +161,44 @@ def _validate_run_id(run_id: Any, row: int, source: str | None) -> str:
             field="run_id",
             source=source,
         )
+    check_no_control(run_id, "run_id", row, source)
     return run_id  # a str subclass with text
+
+
+#: control characters (Unicode category Cc): C0, DEL and C1
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_no_control(
+    text: str, field: str, row: int | None, source: str | None, label: str | None = None
+) -> None:
+    r"""Refuse an id holding a control character (``\x1b``, a line break, a tab, ...).
+
+    Run ids and lesson ids are refused at the door: a control character would reach a
+    terminal as a command (``ESC [2J`` clears the screen), split a table row, or stop a
+    chart renderer.  Other invisible characters (zero-width joiners, direction marks) are
+    accepted and shown escaped (:func:`cogstats.ledger.escape_id`).
+
+    Examples
+    --------
+    >>> check_no_control("tip-3", "fact_ids", 1, None)
+    >>> try:
+    ...     check_no_control("tip\x1b[2J", "fact_ids", 4, "runs.csv", "fact_ids[0]")
+    ... except LedgerError as exc:
+    ...     print(exc.message)  # doctest: +NORMALIZE_WHITESPACE
+    fact_ids[0] holds a control character, U+001B at position 3 of 'tip\x1b[2J'; ids may
+    not hold control characters (U+0000-U+001F, U+007F-U+009F)
+    """
+    m = _CONTROL.search(text)
+    if m is not None:
+        raise LedgerError(
+            f"{label or field} holds a control character, U+{ord(m.group()):04X} at position "
+            f"{m.start()} of "
+            f"{text!r}; ids may not hold control characters (U+0000-U+001F, U+007F-U+009F)",
+            row=row,
+            field=field,
+            source=source,
+        )
 
 
 def _validate_propensity_column(
@@ -214,7 +249,7 @@ def _validate_id_list(
         except (KeyError, TypeError):  # a new id (or not a string): check them
             pass
     if type(value) is list and all(
-        type(f) is str and f.isascii() and not f.isspace() and f for f in value
+        type(f) is str and f.isascii() and f.isprintable() and not f.isspace() and f for f in value
     ):
         # the common case: plain ASCII ids (nothing to normalise)
         if ids is None or len(ids) >= ID_CACHE_MAX:
@@ -254,6 +289,7 @@ def _validate_id_list(
                     field=field,
                     source=source,
                 ) from None
+        check_no_control(f, field, row, source, f"{field}[{k}]")
         out.append(f)
     if ids is not None and type(value) is list and len(ids) < ID_CACHE_MAX:
         # raw id -> its stored (normalised) string
@@ -267,13 +303,10 @@ def _validate_id_list(
 
 def _map_hint(name: str, keys: list[str]) -> str:
     """' ...map it: columns={...} or --column ...' for a field a file's record lacks."""
-    guess = _ledger_io.guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
+    guess = guess_source(name, [k for k in keys if k not in REQUIRED_COLUMNS])
     if guess is None:
         return ""
-    return (
-        f"; if {guess!r} holds it, map it: Ledger.read(path, columns={{{name!r}: {guess!r}}}), "
-        f"or on the command line --column {name}={guess}"
-    )
+    return f"; if {guess!r} holds it, map it: {mapping_advice([(name, guess)], {})}"
 
 
 def _validate_propensities(value: Any, row: int, source: str | None) -> list[float]:

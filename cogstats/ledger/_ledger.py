@@ -28,26 +28,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cogstats import _ledger_csv_write, _ledger_io, _lesson_io
-from cogstats._ledger_io import (  # FORMATS and PROPENSITY_COLUMNS are re-exported
-    FORMATS,  # noqa: F401
-    PROPENSITY_COLUMNS,  # noqa: F401
-    REQUIRED_COLUMNS,
-    LedgerFormat,
-    parse_json_record,  # noqa: F401  (the streaming gate reads JSON Lines as the ledger)
-)
+from cogstats._results import escape_ids, frame_text
+from cogstats._validation import LedgerError, ParameterError
+from cogstats.ledger import _columns, _csv_write, _lesson_read, _read
+from cogstats.ledger._columns import REQUIRED_COLUMNS, LedgerFormat
+from cogstats.ledger._lessons import lesson_table
+from cogstats.ledger._records import column_kind, validate_record, value_kind, warn_repeated
 from cogstats.stats import groups as lesson_groups
 
 if TYPE_CHECKING:  # scipy.sparse loads with the first design (0.2 s off every start-up)
     from scipy import sparse
-from cogstats._ledger_records import (  # the record validator, re-exported
-    column_kind,
-    validate_record,
-    value_kind,
-    warn_repeated,
-)
-from cogstats._results import frame_text
-from cogstats._validation import LedgerError, ParameterError
 
 __all__ = ["Baseline", "InclusionDesign", "Ledger"]
 
@@ -184,7 +174,7 @@ class Ledger:
             raise ParameterError(f"frame must be a polars DataFrame; got {type(frame).__name__}")
         missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
         if missing:
-            raise _ledger_io.missing_columns_error(missing, frame.columns, source, {})
+            raise _columns.missing_columns_error(missing, frame.columns, source, {})
         ledger = cls()
         ledger._extend(frame.iter_rows(named=True), source=source, fact_ids_required=True)
         return ledger
@@ -302,9 +292,9 @@ class Ledger:
         (('1', '2'), ('a', 'b'))
         """
         path = Path(path)
-        fmt, implied = _ledger_io.resolve_format(path, format)
-        mapping = _ledger_io.check_columns(columns)
-        delim = _ledger_io.check_delimiter(delimiter, fmt)
+        fmt, implied = _columns.resolve_format(path, format)
+        mapping = _columns.check_columns(columns)
+        delim = _columns.check_delimiter(delimiter, fmt)
         if not path.exists():
             raise FileNotFoundError(f"ledger file not found: {path}")
         if path.is_dir():
@@ -312,7 +302,7 @@ class Ledger:
         src = str(path)
         ledger = cls()
         try:
-            records, rows, required = _ledger_io.read_records(
+            records, rows, required = _read.read_records(
                 path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
             )
             try:
@@ -389,17 +379,15 @@ class Ledger:
         >>> table.select("id", "status", "consolidated_from").rows()
         [('P1', 'evicted', None), ('P2', 'candidate', ['P1']), ('L1', None, None)]
         """
-        from cogstats.lessons import lesson_table
-
         path = Path(path)
-        fmt, implied = _ledger_io.resolve_format(path, format)
-        mapping = _ledger_io.check_columns(columns)
-        delim = _ledger_io.check_delimiter(delimiter, fmt)
+        fmt, implied = _columns.resolve_format(path, format)
+        mapping = _columns.check_columns(columns)
+        delim = _columns.check_delimiter(delimiter, fmt)
         if not path.exists():
             raise FileNotFoundError(f"lesson table file not found: {path}")
         if path.is_dir():
             raise ParameterError(f"path must be a lesson table file; {path} is a directory")
-        frame, rows = _lesson_io.read_lesson_frame(
+        frame, rows = _lesson_read.read_lesson_frame(
             path, fmt, mapping=mapping, delimiter=delim if delim is not None else implied
         )
         try:
@@ -435,7 +423,7 @@ class Ledger:
         ('a b; c',)
         """
         path = Path(path)
-        fmt, implied = _ledger_io.resolve_format(path, format)
+        fmt, implied = _columns.resolve_format(path, format)
         text: str
         if fmt == "parquet":
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -461,7 +449,7 @@ class Ledger:
 
     def _csv_text(self, delimiter: str) -> str:
         """Return the ledger as CSV text, every cell checked to read back (see :meth:`write`)."""
-        return _ledger_csv_write.csv_text(
+        return _csv_write.csv_text(
             self._run_ids, self._scores, self._fact_ids, self._covariates, delimiter
         )
 
@@ -526,7 +514,7 @@ class Ledger:
     def _repr_html_(self) -> str:
         head = f"<strong>{self!r}</strong>"
         with pl.Config(tbl_rows=20):
-            return f"<div>{head}{self.frame._repr_html_()}</div>"
+            return f"<div>{head}{escape_ids(self.frame)._repr_html_()}</div>"
 
     @property
     def run_ids(self) -> tuple[str, ...]:
@@ -597,7 +585,7 @@ class Ledger:
 
     # ------------------------------------------------------------------ statistics
     # Every statistic below comes from additive per-lesson statistics over the
-    # deduplicated (run, lesson) inclusion pairs (cogstats._ledger_stats): the cost is in
+    # deduplicated (run, lesson) inclusion pairs (cogstats.stats.groups): the cost is in
     # runs x lessons-per-run plus lessons, never runs x lessons.
     def design(self, fact_ids: Sequence[str] | None = None) -> InclusionDesign:
         """Return the sparse run x lesson inclusion design.
@@ -738,7 +726,7 @@ class Ledger:
         lesson's runs (count, sum, and Chan's decomposition of the sum of squares).  A
         lesson in at least half the runs gets its baseline in run order instead (O(runs)
         each; at most twice the lessons per run of them).  Subtraction can differ from the
-        run-order :meth:`baseline` in the last bits (see ``cogstats._ledger_stats``).
+        run-order :meth:`baseline` in the last bits (see :mod:`cogstats.stats.groups`).
 
         Examples
         --------
