@@ -16,6 +16,7 @@ import pytest
 
 from cogstats import Ledger
 from cogstats._cli_options import LEGACY_FLAGS, param_help
+from cogstats._validation import LedgerError
 from cogstats.cli import SUBCOMMANDS, build_parser, flat_frame, main
 from cogstats.estimators import ATTRIBUTION_COLUMNS, METHODS, attribute
 from cogstats.gates import (
@@ -402,8 +403,10 @@ def test_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def _hostile_store(path: Path) -> None:
     from cogstats.store import LessonStore
 
-    ids = ["cite-sources", "evil\u202eexe.txt", "zero\u200bwidth", "bell\x07", "x" * 60]
+    ids = ["cite-sources", "evil\u202eexe.txt", "zero\u200bwidth", "tip_\u0430", "x" * 60]
     with LessonStore.open(path, preset="recommended", max_facts=6, candidate_slots=3) as store:
+        with pytest.raises(LedgerError, match="control character"):  # refused at the door
+            store.add("bell\x07")
         for f in ids:
             store.add(f)
         rng = np.random.default_rng(2)
@@ -423,8 +426,8 @@ def test_store_show_fits_80_columns_and_escapes_ids(
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert "12 runs, 5 lessons" in out
-    assert "evil\\u202eexe.txt" in out and "zero\\u200bwidth" in out and "bell\\x07" in out
-    assert not any(ch in out for ch in "\u202e\u200b\u200d\x07")  # nothing invisible
+    assert "evil\\u202eexe.txt" in out and "zero\\u200bwidth" in out and "tip_\\u0430" in out
+    assert not any(ch in out for ch in "\u202e\u200b\u200d\u0430")  # nothing hidden
     assert "x" * 23 + "~" in out  # a long id is cut, visibly
     assert main(["store", "show", str(tmp_path / "s"), "--events"]) == 0
     events = capsys.readouterr().out
