@@ -153,6 +153,34 @@ def test_streaming_gate_loads_no_heavy_module() -> None:
     assert "cogstats.gates.streaming" in mods
 
 
+STORE = (
+    "import tempfile\n"
+    "import numpy as np\n"
+    "from cogstats import LessonStore\n"
+    "rng = np.random.default_rng(0)\n"
+    "with LessonStore.open(tempfile.mkdtemp(), preset='recommended', max_facts=6,"
+    " candidate_slots=3) as store:\n"
+    "    for i in range(60):\n"
+    "        sel = store.select(context={'family': 'web'})\n"
+    "        ids = list(sel.fact_ids) or [f'L{i % 9}']\n"
+    "        store.record(f'r{i}', float(rng.random()), ids,"
+    " {'difficulty_proxy': float(rng.normal())})\n"
+    "    store.snapshot(); store.lessons(); store.events(); store.ledger()\n"
+    "with LessonStore.open(store.path, read_only=True) as reader:\n"
+    "    reader.lessons()\n"
+)
+
+
+def test_the_lesson_store_loads_no_simulator_or_notebook_stack() -> None:
+    """A live agent's store (the recommended preset: select, record, snapshot, a reader)
+    imports neither numba nor the simulator nor Jupyter (fresh process)."""
+    mods = _modules(STORE)
+    bad = sorted(m for m in mods if m.split(".")[0] in FORBIDDEN)
+    assert bad == []
+    assert _loaded(mods, ("cogstats.sim", "cogstats.reports", "cogstats.sweep")) == []
+    assert "cogstats.store.store" in mods and "cogstats.gates.lifecycle" in mods
+
+
 # ---------------------------------------------------------------- the import rules
 # (house style: no private name imported across packages; imports run one way)
 ROOT_DIR = Path(__file__).resolve().parents[2]
