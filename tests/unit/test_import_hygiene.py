@@ -178,7 +178,7 @@ def test_the_lesson_store_loads_no_simulator_or_notebook_stack() -> None:
     bad = sorted(m for m in mods if m.split(".")[0] in FORBIDDEN)
     assert bad == []
     assert _loaded(mods, ("cogstats.sim", "cogstats.reports", "cogstats.sweep")) == []
-    assert "cogstats.store.store" in mods and "cogstats.gates.lifecycle" in mods
+    assert "cogstats.store.store" in mods and "cogstats.gates.recommended.gate" in mods
 
 
 # ---------------------------------------------------------------- the import rules
