@@ -1,4 +1,4 @@
-"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo.
+"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo, serve.
 
 Every subcommand validates its input at the door and exits with status 2 and a one-line
 message on bad input (a malformed ledger row names its row and field).  ``cogstats gate``
@@ -30,6 +30,7 @@ from cogstats._cli_options import (
 from cogstats._codes import ENGINES
 from cogstats._validation import CogstatsError
 from cogstats.admission import cli as admission_cli
+from cogstats.serve import cli as serve_cli
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
@@ -502,6 +503,7 @@ SUBCOMMANDS: list[
     ),
     ("demo", "simulate, sweep and write the demo report", _demo_arguments, _cmd_demo),
     ("admission", admission_cli.HELP, admission_cli.add_arguments, admission_cli.run),
+    ("serve", serve_cli.HELP, serve_cli.add_arguments, serve_cli.run),
 ]
 
 
