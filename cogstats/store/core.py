@@ -2,8 +2,9 @@
 
 :class:`StoreCore` is what :class:`~cogstats.store.LessonStore` keeps in memory and what
 ``tune(ledger=...)``'s replay runs: a :class:`~cogstats.store.lifecycle.Lifecycle` (the
-statuses, the events, the judged set, the lesson table), a
-:class:`~cogstats.gates.StreamingGate` holding the runs and the gate's statistics, and the
+statuses, the events, the judged set, the lesson table), an engine holding the runs and
+the gate's statistics (:mod:`cogstats.store.engine`: the lifecycle gate's in-place
+statistics, or a :class:`~cogstats.gates.StreamingGate` for any other gate), and the
 retrieval policy.  :meth:`StoreCore.apply_run` is one run, as the simulator's reference
 engine runs it: the run's new lessons arrive as candidates, the run is recorded, and
 when the cadence says so the lessons in scope are judged and the outcomes applied.
@@ -83,29 +84,38 @@ class StoreCore:
     """
 
     def __init__(self, gate: Any, policy: Any, cadence: Cadence) -> None:
-        from cogstats.gates import StreamingGate
+        from cogstats.store.engine import engine_for
 
         self.gate = gate
         self.policy = policy
         self.cadence = cadence
         self.lifecycle = Lifecycle.for_parts(gate, policy, cadence)
-        self.sg = StreamingGate(gate)
+        self.engine = engine_for(gate)
         self._ledger: Any = None  # the runs as a Ledger, for policies that read one
 
     # ------------------------------------------------------------------ views
     @property
+    def stats(self) -> Any:
+        """The runs (a :class:`~cogstats.stats.StreamingStats`)."""
+        return self.engine.stats
+
+    @property
     def runs(self) -> int:
         """The runs recorded."""
-        return len(self.sg)
+        return int(self.engine.stats.n_runs)
 
     @property
     def next_run(self) -> int:
         """The number of the coming run (1-based)."""
-        return len(self.sg) + 1
+        return self.runs + 1
+
+    def to_ledger(self) -> Any:
+        """Return the runs as a :class:`~cogstats.ledger.Ledger`."""
+        return self.engine.stats.to_ledger()
 
     def trials(self, ids: Sequence[str]) -> list[int]:
         """Return each lesson's trials (runs that carried it)."""
-        return [int(t) for t in self.sg.stats.trials(list(ids))]
+        return self.engine.stats.trials(list(ids)).tolist()
 
     def table(self) -> pl.DataFrame:
         """Return the lesson table the policy is shown, with each lesson's ``trials``."""
@@ -170,12 +180,12 @@ class StoreCore:
         if not getattr(self.policy, "needs_ledger", True):
             return None
         if self._ledger is None or len(self._ledger) != self.runs:
-            self._ledger = self.sg.to_ledger()
+            self._ledger = self.to_ledger()
         return self._ledger
 
     def check_run(self, covariates: Mapping[str, Any]) -> None:
         """Refuse a run the statistics cannot take (before anything is written)."""
-        stats = self.sg.stats
+        stats = self.engine.stats
         stats.check_kinds(covariates, row=None, source=None)
         check = getattr(self.gate, "check_run", None)
         if callable(check):
@@ -193,7 +203,7 @@ class StoreCore:
         RunConflictError
             When ``run_id`` is recorded with other content (naming both).
         """
-        stats = self.sg.stats
+        stats = self.engine.stats
         i = stats.index_of(run_id)
         if i is None:
             return None
@@ -226,33 +236,34 @@ class StoreCore:
         return [f for f in dict.fromkeys(facts) if f not in book]
 
     def apply_run(
-        self, run_id: str, score: float, facts: Sequence[str], covs: Mapping[str, Any]
+        self,
+        run_id: str,
+        score: float,
+        facts: Sequence[str],
+        covs: Mapping[str, Any],
+        *,
+        look: bool = True,
     ) -> list[Change]:
         """Record one validated run and look when the cadence says so; return the changes.
 
         The run's lessons the store does not hold arrive as candidates first.  When the
-        run cannot be recorded (the gate refuses it) nothing changes.
+        run cannot be recorded (the gate refuses it) nothing changes.  ``look=False``
+        records a run of history (imported, not looked at).
         """
         run = self.next_run
-        book, sg = self.lifecycle, self.sg
+        book = self.lifecycle
         new = self.unknown(facts)
         for f in new:
             book.add(f, run)
-        due = self.gate is not None and self.cadence.due(run)
-        if due:
-            ids = book.judged()
-            sg.candidates = ids
-            sg.statuses = book.states(ids) if book.gives_statuses else None
-        else:
-            sg.candidates = ()
+        due = look and self.gate is not None and self.cadence.due(run)
+        ids = book.judged() if due else []
+        asked = (ids, book.states(ids) if book.gives_statuses else None) if ids else None
         try:
-            sg.record(run_id, score, list(facts), **dict(covs))
+            report = self.engine.record(run_id, score, facts, covs, asked)
         except BaseException:
             book.discard(new)
             raise
-        if not due:
-            return []
-        return book.look(run, lambda ids, extra: sg.report())
+        return [] if report is None else book.apply(report, run)
 
     # ------------------------------------------------------------------ frames
     def lessons(self) -> pl.DataFrame:
@@ -296,7 +307,7 @@ class StoreCore:
         ``run`` is the store's run number (1-based, in record order) after whose look the
         status changed; ``run_id`` that run's id.
         """
-        run_ids = self.sg.stats.run_ids
+        run_ids = self.engine.stats.run_ids
         rows = [
             (c.run, run_ids[c.run - 1], c.fact_id, c.old, c.new, c.decision, c.reason, c.why)
             for c in self.lifecycle.events

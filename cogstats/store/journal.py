@@ -207,8 +207,11 @@ class Journal:
             os.fsync(self._fd)
         self.end = end
 
-    def append(self, op: Mapping[str, Any]) -> None:
+    def append(self, op: Mapping[str, Any], *, sync: bool | None = None) -> None:
         """Write one operation; on disk (fsynced) when it returns, unless batching.
+
+        ``sync`` False defers the fsync to a later :meth:`sync` (a batch of operations
+        acknowledged together); None follows ``sync_every``.
 
         Raises
         ------
@@ -225,7 +228,7 @@ class Journal:
             while done < len(data):
                 done += os.write(self._fd, data[done:])
             self._pending += 1
-            if self._pending >= self.sync_every:
+            if sync or (sync is None and self._pending >= self.sync_every):
                 os.fsync(self._fd)
                 self._pending = 0
         except OSError as exc:

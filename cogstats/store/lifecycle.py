@@ -389,7 +389,8 @@ class Lifecycle:
     def apply(self, report: Any, run: int) -> list[Change]:
         """Apply every row of a gate's report after run ``run``; return the changes.
 
-        Each row's ``decision`` goes through ``OUTCOME_STATUS`` (hold, and an outcome
+        ``report`` is a :class:`~cogstats.gates.GateReport`, a frame, or a mapping of
+        column lists.  Each row's ``decision`` goes through ``OUTCOME_STATUS`` (hold, and an outcome
         that leads to the status a lesson has, change nothing); a changed lesson's
         ``since`` becomes ``run + 1``.  A report with ``t_stat`` sets each row's
         ``gate_t`` (``t_stat``, else ``crater_t``; NaN when neither) and ``gate_t_own``
@@ -401,23 +402,23 @@ class Lifecycle:
             For a decision that is not an outcome, or a row of a lesson that never
             arrived (naming it).
         """
-        frame = report.to_frame() if hasattr(report, "to_frame") else report
-        cols = frame.columns
-        n = frame.height
-        ids = frame["fact_id"].to_list()
-        decisions = frame["decision"].to_list()
-        reasons = frame["reason"].to_list() if "reason" in cols else [None] * n
-        whys = frame["why"].to_list() if "why" in cols else [None] * n
+        cols = _columns(report)
+        ids = cols["fact_id"]
+        n = len(ids)
+        decisions = cols["decision"]
+        none = [None] * n
+        reasons = cols.get("reason", none)
+        whys = cols.get("why", none)
         if "estimate" in cols or "std_error" in cols:
-            est = frame["estimate"].to_list() if "estimate" in cols else [None] * n
-            ses = frame["std_error"].to_list() if "std_error" in cols else [None] * n
+            est = cols.get("estimate", none)
+            ses = cols.get("std_error", none)
             last = self.last
             for f, e, se, why in zip(ids, est, ses, whys, strict=True):
                 last[f] = (e, se, why)
         if "t_stat" in cols:
-            tees = frame["t_stat"].to_list()
-            craters = frame["crater_t"].to_list() if "crater_t" in cols else [None] * n
-            owns = frame["identifiable"].to_list() if "identifiable" in cols else [None] * n
+            tees = cols["t_stat"]
+            craters = cols.get("crater_t", none)
+            owns = cols.get("identifiable", none)
             for f, t, ct, own in zip(ids, tees, craters, owns, strict=True):
                 v = t if t is not None else ct
                 self.gate_t[f] = math.nan if v is None else float(v)
@@ -514,6 +515,28 @@ class Lifecycle:
             )
             for e in data["events"]
         ]
+
+
+#: the report columns :meth:`Lifecycle.apply` reads
+_READ = (
+    "fact_id",
+    "decision",
+    "reason",
+    "why",
+    "t_stat",
+    "crater_t",
+    "identifiable",
+    "estimate",
+    "std_error",
+)
+
+
+def _columns(report: Any) -> Mapping[str, list[Any]]:
+    """Return a report's columns as lists (a GateReport, a frame, or a mapping of lists)."""
+    if isinstance(report, Mapping):
+        return report
+    frame = report.to_frame() if hasattr(report, "to_frame") else report
+    return {c: frame[c].to_list() for c in _READ if c in frame.columns}
 
 
 def _json_float(value: float | None) -> Any:

@@ -98,6 +98,13 @@ class Durability:
         )
 
 
+def _covariates(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a ledger record's covariates (its columns other than the run's fields)."""
+    return {
+        k: v for k, v in rec.items() if k not in ("run_id", "score", "fact_ids") and v is not None
+    }
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -372,18 +379,20 @@ class LessonStore:
                 self._migrate(given)
 
     def _from_snapshot(self, snap: Mapping[str, Any], core: StoreCore) -> tuple[StoreCore, int]:
-        from cogstats.gates import StreamingGate
-
         folder = self.path
         npz = folder / str(snap["gate_state"])
         if _SNAPSHOT_NPZ.match(npz.name) is None:
             raise J.StoreCorruptError(f"{folder / SNAPSHOT_FILE}: bad gate_state {npz.name!r}")
+        if snap.get("engine", core.engine.kind) != core.engine.kind:
+            raise J.StoreCorruptError(
+                f"{folder / SNAPSHOT_FILE}: statistics of a {snap.get('engine')!r} engine; "
+                f"this gate keeps a {core.engine.kind!r} one"
+            )
         if _sha256(npz) != snap["gate_sha256"]:  # FileNotFoundError: replaced meanwhile
             raise J.StoreCorruptError(
                 f"{npz}: its checksum differs from the one {SNAPSHOT_FILE} recorded"
             )
-        sg = StreamingGate.load(npz, gate=core.gate)
-        core.sg = sg
+        core.engine.load(npz)
         core.lifecycle.restore(snap["lifecycle"])
         if core.runs != int(snap["runs"]):
             raise J.StoreCorruptError(
@@ -410,7 +419,13 @@ class LessonStore:
                     f"{self.path / JOURNAL_FILE}: run {op['run']} where run {core.next_run} "
                     "was expected"
                 )
-            core.apply_run(op["run_id"], op["score"], op["fact_ids"], op["covariates"])
+            core.apply_run(
+                op["run_id"],
+                op["score"],
+                op["fact_ids"],
+                op["covariates"],
+                look=bool(op.get("look", True)),
+            )
         else:
             raise J.StoreCorruptError(f"{self.path / JOURNAL_FILE}: unknown operation {kind!r}")
 
@@ -461,7 +476,7 @@ class LessonStore:
 
     def ledger(self) -> Any:
         """Return the runs as a :class:`~cogstats.ledger.Ledger` (every report, estimator)."""
-        return self._core.sg.to_ledger()
+        return self._core.to_ledger()
 
     def table(self) -> pl.DataFrame:
         """Return the lesson table the policy is shown now (``gate_t``, ``trials``, ...)."""
@@ -622,6 +637,61 @@ class LessonStore:
             self.snapshot()
         return changes
 
+    def import_history(self, runs: Any) -> int:
+        """Record runs from before the store as history: no look after them.
+
+        ``runs`` is a :class:`~cogstats.ledger.Ledger` or an iterable of ``(run_id,
+        score, fact_ids, covariates)``.  Each run is validated and recorded as
+        :meth:`record` does (unknown lessons added as candidates, a run held already
+        skipped), written to the journal without a look, all fsynced at the end, then a
+        snapshot is written: an agent adopting the store keeps its ledger, and the next
+        :meth:`record` looks at every lesson.  Returns the runs imported.
+
+        Raises
+        ------
+        LedgerError, RunConflictError, StateWriteError
+            As :meth:`record`, naming the run; the runs before it are imported.
+        """
+        journal = self._writable()
+        core = self._core
+        if hasattr(runs, "to_records"):
+            rows = (
+                (r["run_id"], r["score"], r["fact_ids"] or [], _covariates(r))
+                for r in runs.to_records()
+            )
+        else:
+            rows = iter(runs)
+        count = 0
+        try:
+            for run_id, score, fact_ids, covariates in rows:
+                rid, y, facts, covs = run_content(run_id, score, list(fact_ids), covariates)
+                if core.recorded(rid, y, facts, covs) is not None:
+                    continue
+                new = core.unknown(facts)
+                if new and self.settings.unknown_lessons == "refuse":
+                    raise UnknownLessonError(
+                        f"run {rid!r} lists lessons the store does not hold: {new}",
+                        field="fact_ids",
+                    )
+                core.check_run(covs)
+                op = {"op": "run", "run": core.next_run, "run_id": rid, "score": y}
+                op.update(fact_ids=facts, covariates=covs, look=False)
+                before = journal.end
+                journal.append(op, sync=False)
+                try:
+                    core.apply_run(rid, y, facts, covs, look=False)
+                except BaseException:
+                    journal.truncate(before)
+                    self._reload()
+                    raise
+                count += 1
+        finally:
+            if self._journal is not None:
+                self._journal.sync()
+        if count:
+            self.snapshot()
+        return count
+
     def _reload(self) -> None:
         journal = self._journal
         self._journal = None
@@ -643,10 +713,11 @@ class LessonStore:
         runs = core.runs
         npz = self.path / f"snapshot-{runs:012d}.npz"
         try:
-            core.sg.save(npz)
+            core.engine.save(npz)
             data = {
                 "format": SNAPSHOT_FORMAT,
                 "version": 1,
+                "engine": core.engine.kind,
                 "runs": runs,
                 "journal_end": journal.end,
                 "gate_state": npz.name,
@@ -699,7 +770,7 @@ class LessonStore:
                 status = first.get(f, book.status[f])
                 core.add(f, created_at=book.created[f], family=book.family[f], status=status)
 
-        for k, (run_id, score, facts, covs) in enumerate(old.sg.stats.runs(), start=1):
+        for k, (run_id, score, facts, covs) in enumerate(old.stats.runs(), start=1):
             arrive(k)
             core.apply_run(run_id, score, facts, {c: v for c, v in covs.items() if v is not None})
         arrive(old.runs + 1)

@@ -173,7 +173,7 @@ def test_kill_9_at_random_points_loses_no_acknowledged_run_and_doubles_none(
         want = _expected(runs, adds)
         assert back.events().equals(want.events())
         assert back.lessons().equals(want.lessons())
-        assert back.ledger().to_frame().equals(want.sg.to_ledger().to_frame())
+        assert back.ledger().to_frame().equals(want.to_ledger().to_frame())
     left = sorted(p.name for p in (tmp_path / "store").iterdir())
     assert len(left) == 4 and left[1].startswith("snapshot-") and left[1].endswith(".npz")
     assert [left[0], *left[2:]] == ["journal.jsonl", "snapshot.json", "store.json"]

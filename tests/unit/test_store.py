@@ -266,3 +266,26 @@ def test_the_recorded_demo_replayed_through_the_store(tmp_path: Path) -> None:
                 checked.append(r["run"])
         assert list(store.ledger().run_ids) == [str(k) for k in range(2, 12)]
     assert checked == list(range(5, 12))
+
+
+def test_history_is_imported_without_looks_and_survives_a_restart(tmp_path: Path) -> None:
+    runs = _runs(40, seed=5)
+    ledger = cogstats.Ledger.from_records(
+        {"run_id": r, "score": y, "fact_ids": f, **c} for r, y, f, c in runs
+    )
+    with _open(tmp_path, durability=Durability(snapshot_every=1000)) as store:
+        assert store.import_history(ledger) == 40
+        assert store.import_history(ledger) == 0  # held already: skipped
+        assert store.events().height == 0  # no look after history
+        assert set(store.lessons()["status"]) == {"candidate"}
+        assert (tmp_path / "snapshot.json").exists()  # a restart replays none of it
+        changes = store.record("live-0", 0.2, ["a"], {"difficulty_proxy": 0.0})
+        events = store.events()
+    assert [c.run for c in changes] == [41] * len(changes)
+    with LessonStore.open(tmp_path, read_only=True) as back:
+        assert back.runs == 41 and back.events().equals(events)
+    fresh = StoreCore(*reversed(cogstats.recommended(max_facts=4, candidate_slots=2)), Cadence())
+    for r in runs:
+        fresh.apply_run(*r, look=False)
+    fresh.apply_run("live-0", 0.2, ["a"], {"difficulty_proxy": 0.0})
+    assert fresh.events().equals(events)
