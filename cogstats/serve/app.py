@@ -374,14 +374,14 @@ def _located(body: Any, field: str | None) -> tuple[str | None, Any]:
 
     A covariate is ``covariates.NAME``; the propensity columns come from ``propensities``.
     """
-    if field is None or not isinstance(body, Mapping) or field in body:
-        return field, _got(body, field)
+    if field is None or not isinstance(body, Mapping):
+        return field, _NOTHING
     covs = body.get("covariates")
     if isinstance(covs, Mapping) and field in covs:
         return f"covariates.{field}", covs[field]
     if field in ("eligible_ids", "propensities") and body.get("propensities") is not None:
         return "propensities", body["propensities"]
-    return field, _NOTHING
+    return field, _got(body, field)
 
 
 def _check_id(value: Any, field: str) -> None:

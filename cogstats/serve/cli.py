@@ -166,13 +166,17 @@ def _logging(level: str) -> None:
             datefmt="%Y-%m-%dT%H:%M:%S%z",
         )
     )
-    for name in ("cogstats.serve", "uvicorn", "uvicorn.error", "uvicorn.access"):
+    own = ("cogstats.serve", "uvicorn", "uvicorn.access", "py.warnings")
+    for name in (*own, "uvicorn.error"):
         logger = logging.getLogger(name)
-        logger.handlers[:] = [handler] if name in ("cogstats.serve", "uvicorn") else []
-        logger.propagate = name not in ("cogstats.serve", "uvicorn")
+        logger.handlers[:] = [handler] if name in own else []
+        logger.propagate = name not in own
     logging.getLogger("cogstats.serve").setLevel(level.upper())
-    # uvicorn's own lines (a bind failure, a protocol error) at warning and above
+    # uvicorn's own lines (a bind failure, a protocol error) at warning and above; its
+    # access lines (--access-log) at info
     logging.getLogger("uvicorn").setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
+    logging.getLogger("uvicorn.access").setLevel(logging.INFO)
+    logging.captureWarnings(True)  # the store's warnings (a torn journal line cut) as lines
 
 
 def _open_store(args: argparse.Namespace) -> Any:
