@@ -24,7 +24,7 @@ with warnings.catch_warnings():  # starlette suggests httpx2 now; the client is 
 from cogstats._validation import LedgerError
 from cogstats.serve import MAX_ID_LENGTH, create_app
 from cogstats.serve.app import parse_body
-from cogstats.store import LessonStore, StateWriteError
+from cogstats.store import Durability, LessonStore, StateWriteError
 from cogstats.store.core import run_content
 
 TOKEN = "test-token-0123456789abcdef"
@@ -378,3 +378,36 @@ def test_parse_body_refuses_what_the_ledger_readers_refuse() -> None:
     assert parse_body(b' {"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
     with pytest.raises(Exception, match="nested deeper"):
         parse_body(b'{"a": ' + b"[" * 40 + b"]" * 40 + b"}")
+
+
+def test_a_live_backup_of_the_settings_and_the_journal_restores_the_store(
+    tmp_path: Path,
+) -> None:
+    """docs/service.md's backup: store.json, then journal.jsonl (append-only), copied
+    while the service runs, restore every acknowledged run and the same lifecycle (the
+    snapshot files are optional: without them the journal is replayed)."""
+    import shutil
+
+    store = LessonStore.open(
+        tmp_path / "s",
+        preset="recommended",
+        max_facts=4,
+        candidate_slots=2,
+        seed=3,
+        durability=Durability(snapshot_every=10),
+    )
+    with TestClient(create_app(store)) as c:
+        for run in _runs(25):
+            assert c.post("/runs", json=run).status_code == 200
+        backup = tmp_path / "backup"
+        backup.mkdir()
+        for name in ("store.json", "journal.jsonl"):  # the journal last
+            shutil.copy2(tmp_path / "s" / name, backup / name)
+        assert (tmp_path / "s" / "snapshot.json").exists()  # not copied
+        lessons, events = c.get("/lessons").json(), c.get("/events").json()
+    with LessonStore.open(backup, read_only=True) as restored:
+        assert restored.runs == 25 and restored.snapshot_runs == 0
+        rows = restored.lessons().to_dicts()
+        assert [{k: None if v != v else v for k, v in r.items()} for r in rows] == lessons
+        assert len(restored.events()) == len(events)
+        assert restored.events()["fact_id"].to_list() == [e["fact_id"] for e in events]

@@ -282,10 +282,20 @@ def test_the_python_client_example(tmp_path: Path) -> None:
     assert "INFO started: store" in out.stderr and "INFO stopped (SIGTERM)" in out.stderr
 
 
-NODE = shutil.which("node")
+def _node() -> str | None:
+    """node 18 or later (the global fetch), or None."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=60)
+    major = re.match(r"v(\d+)", out.stdout.strip())
+    return node if major and int(major.group(1)) >= 18 else None
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed (.ci/run installs nodejs)")
+NODE = _node()
+
+
+@pytest.mark.skipif(NODE is None, reason="node 18+ is not installed (.ci/run installs nodejs)")
 def test_the_node_client_replays_the_recorded_demo(tmp_path: Path) -> None:
     """cycgraph's recorded demo through the service from plain JavaScript (fetch): after
     run 5 P1-P3 are out of the prompt (suspended or evicted) and no /select from then on
