@@ -261,7 +261,7 @@ def parse_body(raw: bytes) -> Any:
     ...     parse_body(b'{"context": ' + b"[" * 40 + b"]" * 40 + b"}")
     ... except ApiError as exc:
     ...     print(exc.items[0]["field"], "|", exc.items[0]["msg"][:32])
-    context | nested deeper than 32 levels (l
+    context | nested deeper than 32 levels (li
     """
     try:
         text = raw.decode("utf-8")
