@@ -40,6 +40,7 @@ BENCHMARKS = {
     "v2_s1_s4": "benchmarks.v2_s1_s4",
     "d2": "benchmarks.d2_catch_up",
     "d3": "benchmarks.d3_large_ledger",
+    "service": "benchmarks.service",
 }
 
 

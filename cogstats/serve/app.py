@@ -49,6 +49,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -363,7 +364,9 @@ class _Owner:
 
 
 def _got(body: Any, field: str | None) -> Any:
-    """Return the value a body holds for a top-level ``field``."""
+    """Return the value a body (a mapping or a request model) holds for ``field``."""
+    if isinstance(body, BaseModel):
+        body = body.model_dump()
     if isinstance(body, Mapping) and field is not None and field in body:
         return body[field]
     return _NOTHING
@@ -374,6 +377,8 @@ def _located(body: Any, field: str | None) -> tuple[str | None, Any]:
 
     A covariate is ``covariates.NAME``; the propensity columns come from ``propensities``.
     """
+    if isinstance(body, BaseModel):
+        body = body.model_dump()
     if field is None or not isinstance(body, Mapping):
         return field, _NOTHING
     covs = body.get("covariates")
@@ -622,8 +627,7 @@ def _routes(app: FastAPI, owner: _Owner) -> None:
         other content is 409.
         """
         args = _run_arguments(body)
-        raw = body.model_dump()
-        changes, repeat = await owner.call(record, *args, body=raw)
+        changes, repeat = await owner.call(record, *args, body=body)
         headers = {REPEAT_HEADER: "true"} if repeat else None
         return JSONResponse({"changes": changes}, headers=headers)
 
