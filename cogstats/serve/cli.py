@@ -158,8 +158,21 @@ def read_token(path: str | os.PathLike[str]) -> str:
     return token
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler writing to the ``sys.stderr`` of the moment (a test may replace it)."""
+
+    @property
+    def stream(self) -> Any:
+        """Return the current standard error."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def _logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(
         logging.Formatter(
             "%(asctime)s cogstats serve[%(process)d] %(levelname)s %(message)s",
@@ -176,7 +189,6 @@ def _logging(level: str) -> None:
     # access lines (--access-log) at info
     logging.getLogger("uvicorn").setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
     logging.getLogger("uvicorn.access").setLevel(logging.INFO)
-    logging.captureWarnings(True)  # the store's warnings (a torn journal line cut) as lines
 
 
 def _open_store(args: argparse.Namespace) -> Any:

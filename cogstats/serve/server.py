@@ -89,6 +89,7 @@ def serve(
     The store is closed when this returns, whatever happened.  Returns 1 when uvicorn
     could not start (e.g. the port is taken: its log line says why).
     """
+    logging.captureWarnings(True)  # the store's warnings (a torn journal line cut): log lines
     try:
         app = create_app(store, token=token, max_body=max_body)
         config = uvicorn.Config(
@@ -118,6 +119,7 @@ def serve(
                 signal.signal(sig, handler)
     finally:
         store.close()
+        logging.captureWarnings(False)
     how = signal.Signals(server.stop_signal).name if server.stop_signal else "shutdown"
     log.info(
         "stopped (%s): store %s, %d runs, %d lessons; journal synced, latest snapshot at "

@@ -48,7 +48,13 @@ def test_start_log_lines_and_a_graceful_stop_on_sigterm(tmp_path: Path) -> None:
         # one writer: a second service on the same folder is refused, naming the holder
         second = _serve(str(state), "--port", str(free_port()))
         assert second.returncode == 2
-        assert "cogstats serve: error:" in second.stderr and str(srv.proc.pid) in second.stderr  # type: ignore[union-attr]
+        assert "cogstats serve: error:" in second.stderr
+        assert f"pid {srv.proc.pid}" in second.stderr  # type: ignore[union-attr]
+        # a port in use: a log line, status 1, and that store's lock released
+        other = _serve(str(tmp_path / "other"), "--port", str(srv.port))
+        assert other.returncode == 1, other.stderr
+        assert f"ERROR error: the service did not start on 127.0.0.1:{srv.port}" in other.stderr
+        LessonStore.open(tmp_path / "other").close()
     assert srv.stop(signal.SIGTERM) == 0
     log = srv.text()
     started = re.findall(r"INFO started: store (\S+) \(0 runs.*listening on (\S+);", log)
@@ -58,13 +64,15 @@ def test_start_log_lines_and_a_graceful_stop_on_sigterm(tmp_path: Path) -> None:
     with LessonStore.open(state, read_only=True) as reader:  # the state saved at the stop
         assert reader.runs == 5 and reader.snapshot_runs == 5
     LessonStore.open(state).close()  # the lock released
-    srv.start()  # a restart serves the same store
-    assert httpx.get(srv.url + "/health").json()["runs"] == 5
-    assert srv.stop(signal.SIGINT) == 0
-    assert "INFO stopped (SIGINT): store" in srv.text()
 
 
-def test_what_the_server_refuses_at_start(tmp_path: Path) -> None:
+def test_what_the_server_refuses_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each a one-line error and exit status 2, before anything listens (in process:
+    ``cogstats.cli.main``, as the console script runs it)."""
+    from cogstats.cli import main
+
     token = tmp_path / "token"
     token.write_text("short\n")
     state = str(tmp_path / "state")
@@ -73,19 +81,18 @@ def test_what_the_server_refuses_at_start(tmp_path: Path) -> None:
         (["--host", "192.0.2.1"], "needs --token-file"),
         (["--token-file", str(token)], "at least 16 are needed"),
         (["--token-file", str(tmp_path / "missing")], "cannot be read"),
+        (["--max-body", "0"], "--max-body must be a positive number"),
     ):
-        out = _serve(state, *args)
-        assert out.returncode == 2 and message in out.stderr, (args, out.stderr)
+        assert main(["serve", state, *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("cogstats serve: error: ") and message in err, (args, err)
     assert not (tmp_path / "state").exists()  # refused before the store was opened
     LessonStore.open(state, preset="recommended", max_facts=4, candidate_slots=2).close()
-    out = _serve(state, "--max-facts", "5", "--candidate-slots", "2")
-    assert out.returncode == 2 and "max_facts: 4 (stored) != 5 (given)" in out.stderr
-    with socket.socket() as taken:  # a port in use: a log line, status 1, the lock released
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        out = _serve(state, "--port", str(taken.getsockname()[1]))
-    assert out.returncode == 1 and "ERROR error: the service did not start" in out.stderr
-    LessonStore.open(state).close()
+    assert main(["serve", state, "--max-facts", "5", "--candidate-slots", "2"]) == 2
+    assert "max_facts: 4 (stored) != 5 (given)" in capsys.readouterr().err
+    token.write_text("x" * 15 + " y\n")
+    assert main(["serve", state, "--token-file", str(token)]) == 2
+    assert "visible ASCII characters without spaces" in capsys.readouterr().err
 
 
 def _raw_413(port: int, head: bytes, chunks: int) -> tuple[bytes, int]:
@@ -121,10 +128,8 @@ def test_bad_bodies_get_4xx_naming_the_field_and_the_server_keeps_serving(
     auth = {"Authorization": f"Bearer {TOKEN}"}
     json_type = {"content-type": "application/json", **auth}
     huge = "L" * 100_000
-    with (
-        Server(tmp_path / "state", *args) as srv,
-        httpx.Client(base_url=srv.url, headers=auth, timeout=60) as h,
-    ):
+    srv = Server(tmp_path / "state", *args).start()
+    with httpx.Client(base_url=srv.url, headers=auth, timeout=60) as h:
         assert h.post("/runs", json={"run_id": "ok-1", "score": 0.5}).status_code == 200
         cases: list[tuple[Any, int, str]] = [
             ({"run_id": "r", "score": "high"}, 422, "score"),
@@ -164,7 +169,8 @@ def test_bad_bodies_get_4xx_naming_the_field_and_the_server_keeps_serving(
         assert sent < 10_000_000
         health = h.get("/health").json()
         assert health["runs"] == 2 and health["lessons"] == 0
-    assert srv.proc is not None and srv.proc.returncode == 0
+    assert srv.stop(signal.SIGINT) == 0
+    assert "INFO stopped (SIGINT): store" in srv.text()
 
 
 CLIENTS, RUNS_EACH, LESSONS = 8, 500, [f"L{j}" for j in range(10)]
