@@ -1,4 +1,4 @@
-"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo, store.
+"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo, store, serve.
 
 Every subcommand validates its input at the door and exits with status 2 and a one-line
 message on bad input (a malformed ledger row names its row and field).  ``cogstats gate``
@@ -32,6 +32,7 @@ from cogstats._cli_options import (
 from cogstats._codes import ENGINES
 from cogstats._validation import CogstatsError
 from cogstats.admission import cli as admission_cli
+from cogstats.serve import cli as serve_cli
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
@@ -609,6 +610,7 @@ SUBCOMMANDS: list[
         _store_arguments,
         _cmd_store,
     ),
+    ("serve", serve_cli.HELP, serve_cli.add_arguments, serve_cli.run),
 ]
 
 

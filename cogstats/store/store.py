@@ -157,7 +157,8 @@ class LessonStore:
         self._core: StoreCore
         self._journal: J.Journal | None = None
         self._lock: StateLock | None = None
-        self._snapshot_runs = 0
+        self._snapshot_runs = 0  # when the next snapshot is due (snapshot_every after it)
+        self._snapshot_at = 0  # the runs the latest snapshot written holds
         self._rng = np.random.default_rng()
         self._closed = False
 
@@ -352,6 +353,7 @@ class LessonStore:
                         ),
                         stacklevel=4,
                     )
+        self._snapshot_at = 0 if snap is None else int(snap["runs"])
         if writer:
             if read.torn:
                 warnings.warn(
@@ -432,6 +434,11 @@ class LessonStore:
     def runs(self) -> int:
         """The runs recorded."""
         return self._core.runs
+
+    @property
+    def snapshot_runs(self) -> int:
+        """The runs the latest snapshot holds (0: none); a restart replays the rest."""
+        return self._snapshot_at
 
     def __len__(self) -> int:
         """Return the number of runs recorded."""
@@ -732,7 +739,7 @@ class LessonStore:
                 stacklevel=2,
             )
             return None
-        self._snapshot_runs = runs
+        self._snapshot_runs = self._snapshot_at = runs
         for name in os.listdir(self.path):  # the older snapshots' statistics
             if _SNAPSHOT_NPZ.match(name) and name != npz.name:
                 (self.path / name).unlink(missing_ok=True)

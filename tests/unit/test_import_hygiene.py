@@ -28,6 +28,11 @@ FORBIDDEN = (
     "distributed",
     "vl_convert",
     "faiss",
+    # the service's stack (cogstats serve): only cogstats.serve imports it
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic",
 )
 
 
@@ -179,6 +184,16 @@ def test_the_lesson_store_loads_no_simulator_or_notebook_stack() -> None:
     assert bad == []
     assert _loaded(mods, ("cogstats.sim", "cogstats.reports", "cogstats.sweep")) == []
     assert "cogstats.store.store" in mods and "cogstats.gates.recommended.gate" in mods
+
+
+def test_the_command_line_loads_the_service_stack_only_to_serve() -> None:
+    """``cogstats.cli`` registers ``serve`` without importing FastAPI or uvicorn; the
+    service's modules do import them (so the check above can fail)."""
+    stack = ("fastapi", "starlette", "uvicorn", "pydantic")
+    mods = _modules("import cogstats.cli, cogstats.serve\ncogstats.cli.build_parser(None)\n")
+    assert _loaded(mods, stack) == []
+    mods = _modules("from cogstats.serve import create_app, serve\n")
+    assert set(stack) <= {m.split(".")[0] for m in mods}
 
 
 # ---------------------------------------------------------------- the import rules
