@@ -53,9 +53,9 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cogstats._json import parse_json_record
 from cogstats._validation import CogstatsError, LedgerError
 from cogstats._version import __version__
+from cogstats.ledger import parse_json_record
 from cogstats.serve.models import (
     BODY_FIELDS,
     MAX_ID_LENGTH,
