@@ -42,6 +42,7 @@ BENCHMARKS = {
     "d3": "benchmarks.d3_large_ledger",
     "hostile": "benchmarks.hostile_input",
     "s2_runtime": "benchmarks.s2_runtime",
+    "service": "benchmarks.service",
 }
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs
     from cogstats.presets import PRESETS, recommended
     from cogstats.retrieval import RETRIEVAL_POLICIES
     from cogstats.sim import Scenario, load_spec, simulate
+    from cogstats.store import LessonStore
     from cogstats.sweep import read_sweep, sweep_spec
     from cogstats.tuning import tune
 
@@ -47,6 +48,7 @@ _LAZY: dict[str, str] = {
     "RETRIEVAL_POLICIES": "cogstats.retrieval",
     "recommended": "cogstats.presets",
     "PRESETS": "cogstats.presets",
+    "LessonStore": "cogstats.store",
     "Scenario": "cogstats.sim",
     "simulate": "cogstats.sim",
     "load_spec": "cogstats.sim",

@@ -162,6 +162,10 @@ EXTRAS = {
     "faiss": "admission",
     "ipywidgets": "tune",
     "anywidget": "tune",
+    "fastapi": "serve",
+    "starlette": "serve",
+    "pydantic": "serve",
+    "uvicorn": "serve",
 }
 
 

@@ -12,27 +12,31 @@ says when the OS lock is free decides the rest:
   network file system, so that host's writer may be alive): refused, saying which file
   to remove once that host's process is known to be gone.
 
-Releasing removes the lock file.  An acquire checks, after locking, that the file it
-locked is still the one at ``P.lock`` (another process may have released and removed
-it meanwhile), so two holders never coexist.  POSIX only (``fcntl``); elsewhere the lock
-is a file created exclusively (``O_EXCL``), whose stale takeover relies on the pid check
-alone.
+The lock file is opened with ``O_NOFOLLOW`` and must be a regular file: a lock path
+that is a symbolic link (or a FIFO, a device) is refused with a :class:`StateWriteError`
+naming it, and nothing is written through it.  Releasing removes the lock file.  An
+acquire checks, after locking, that the file it locked is still the one at ``P.lock``
+(another process may have released and removed it meanwhile), so two holders never
+coexist.  POSIX only (``fcntl``); elsewhere the lock is a file created exclusively
+(``O_EXCL``), whose stale takeover relies on the pid check alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import json
 import os
 import socket
+import stat
 import warnings
 from pathlib import Path
 from typing import Any
 
 from cogstats._validation import CogstatsError
 
-__all__ = ["StaleLockWarning", "StateLock", "StateLockedError", "holder_of"]
+__all__ = ["StaleLockWarning", "StateLock", "StateLockedError", "StateWriteError", "holder_of"]
 
 try:  # pragma: no cover - platform
     import fcntl
@@ -42,6 +46,47 @@ except ImportError:  # pragma: no cover - Windows
 
 class StateLockedError(CogstatsError):
     """Another live writer holds the state path (the message names its pid and host)."""
+
+
+class StateWriteError(OSError):
+    """A state could not be written (a full disk, a read-only folder, a symbolic link...).
+
+    An :class:`OSError` with ``errno`` and ``filename`` set; the message names the path and
+    says what was kept (the previous state).
+    """
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def open_lock_file(path: Path, flags: int) -> int:
+    """Open a lock file without following a symbolic link; it must be a regular file.
+
+    Raises
+    ------
+    StateWriteError
+        When ``path`` is a symbolic link or not a regular file (nothing is written).
+    """
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateWriteError(
+                exc.errno,
+                f"the lock file {path} is a symbolic link; a lock is never written through "
+                "one (remove the link and open again)",
+                str(path),
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StateWriteError(
+            errno.EINVAL,
+            f"the lock file {path} is not a regular file; remove it and open again",
+            str(path),
+        )
+    return fd
 
 
 class StaleLockWarning(UserWarning):
@@ -68,7 +113,13 @@ def holder_of(lock_path: str | os.PathLike[str]) -> dict[str, Any] | None:
     True
     """
     try:
-        data = json.loads(Path(lock_path).read_text(encoding="utf-8") or "null")
+        fd = open_lock_file(Path(lock_path), os.O_RDONLY)
+    except OSError:  # no file, a symbolic link, not a regular file
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(4096)
+        data = json.loads(raw.decode("utf-8") or "null")
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
@@ -128,7 +179,17 @@ class StateLock:
     def _lock_fd(self) -> int | None:
         if fcntl is None:  # pragma: no cover - Windows
             return self._exclusive_fd()
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = open_lock_file(self.lock_path, os.O_RDWR | os.O_CREAT)
+        except StateWriteError:
+            raise
+        except OSError as exc:
+            raise StateWriteError(
+                exc.errno,
+                f"cannot create the lock file {self.lock_path} ({exc.strerror}); a writer "
+                "needs a folder it can write to (a reader needs no lock)",
+                str(self.lock_path),
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -140,7 +201,8 @@ class StateLock:
                 "one writer per state: close that gate first, or save to another path"
             ) from None
         try:
-            same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
+            here = os.lstat(self.lock_path)
+            same = os.fstat(fd).st_ino == here.st_ino and stat.S_ISREG(here.st_mode)
         except FileNotFoundError:
             same = False
         if not same:  # released and removed by its holder meanwhile: lock the new one

@@ -1,4 +1,4 @@
-"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo.
+"""The ``cogstats`` command line: gate, attribute, simulate, sweep, report, demo, store, serve.
 
 Every subcommand validates its input at the door and exits with status 2 and a one-line
 message on bad input (a malformed ledger row names its row and field).  ``cogstats gate``
@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,6 +32,7 @@ from cogstats._cli_options import (
 from cogstats._codes import ENGINES
 from cogstats._validation import CogstatsError
 from cogstats.admission import cli as admission_cli
+from cogstats.serve import cli as serve_cli
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
@@ -345,6 +347,15 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             )
     report = gate.evaluate(ledger, candidates, rng=args.seed, **extra)
     _emit(report.to_frame(), args.format, title=repr(report), raw_csv=args.raw_csv)
+    if getattr(gate, "suspends", False) and args.format in ("table", "wide"):
+        # a lifecycle gate judged once, without statuses (machine formats stay data only)
+        note = (
+            "note: this is one batch look at the whole ledger, without the lessons' status "
+            "history; a lesson store judges run by run with statuses and can decide "
+            "otherwise (docs/production.md, 'The batch gate and the store'; replay it with "
+            "cogstats.tune(ledger=...) or cogstats.LessonStore)"
+        )
+        print(note)
     return 0
 
 
@@ -529,6 +540,33 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.out), quick=args.quick)
 
 
+# ---------------------------------------------------------------------- store
+def _store_arguments(p: argparse.ArgumentParser, gate: str | None) -> None:
+    p.add_argument("action", choices=["show"], help="show: the lessons and their statuses")
+    p.add_argument("state", help="the lesson store's folder (cogstats.LessonStore)")
+    p.add_argument("--events", action="store_true", help="the status events instead")
+    p.add_argument(
+        "--format",
+        choices=["table", "json", "csv"],
+        default="table",
+        help="table: 80 columns, lesson ids escaped; json, csv: every column",
+    )
+
+
+def _cmd_store(args: argparse.Namespace) -> int:
+    from cogstats.store import LessonStore
+    from cogstats.store.show import render
+
+    with LessonStore.open(args.state, read_only=True) as store:
+        if args.format == "table":
+            width = max(80, min(shutil.get_terminal_size((80, 24)).columns, 160))
+            sys.stdout.write(render(store, events=args.events, width=width))
+        else:
+            frame = store.events() if args.events else store.lessons()
+            _emit(frame, args.format)
+    return 0
+
+
 #: The subcommands: (name, help, add its arguments (parser, gate name), run it).  A new
 #: subcommand is one more entry.
 SUBCOMMANDS: list[
@@ -566,6 +604,13 @@ SUBCOMMANDS: list[
     ),
     ("demo", "simulate, sweep and write the demo report", _demo_arguments, _cmd_demo),
     ("admission", admission_cli.HELP, admission_cli.add_arguments, admission_cli.run),
+    (
+        "store",
+        "show a lesson store (cogstats.LessonStore): its lessons, statuses and events",
+        _store_arguments,
+        _cmd_store,
+    ),
+    ("serve", serve_cli.HELP, serve_cli.add_arguments, serve_cli.run),
 ]
 
 

@@ -2,6 +2,9 @@
 
 Every gate has one protocol, ``evaluate(ledger, candidates=None, *, rng=None) ->
 GateReport``, and every report starts with the same columns (:data:`REPORT_COLUMNS`).
+:data:`OUTCOMES` are the outputs a gate's rule writes for a lesson and
+:data:`OUTCOME_STATUS` the store status each one leads to (None: unchanged), the one table
+a lesson store applies them through (:mod:`cogstats.store.lifecycle`).
 :data:`GATES` is the registry (``get_gate(name)``, ``make_gate(name, **options)``; a gate
 of one's own registers with :func:`register_gate` or is named by import path
 ``"package.module:Class"``).

@@ -23,9 +23,11 @@ __all__ = [
     "GATE_T_OWN_COLUMN",
     "RETEST_ORDERS",
     "STATUSES",
+    "TRIALS_COLUMN",
     "RetestSlot",
     "RetrievalPolicy",
     "Selection",
+    "holdout_pick",
     "lesson_table",
     "likely_guilty",
     "likely_innocent",
@@ -60,6 +62,17 @@ RETEST_ORDERS: tuple[str, ...] = ("random", "likely_innocent")
 #: (:func:`likely_guilty`), to be convicted or cleared; one without is not (re-testing a
 #: member of a crater group to tell it apart costs a likely poison's harm).
 GATE_T_OWN_COLUMN = "gate_t_own"
+
+#: The lesson-table column that holds, per lesson, its trials in the ledger (the runs that
+#: carried it).  A table with it needs no ledger: policies read it instead of counting
+#: the ledger's runs (a lesson store fills it; :class:`cogstats.store.LessonStore`).
+TRIALS_COLUMN = "trials"
+
+#: Who fills the columns a policy may need (named in the refusal of a table without one).
+FILLED_BY = (
+    "cogstats.LessonStore fills it (and the simulator's reference engine); a loop wired "
+    "by hand must keep it per lesson (docs/production.md, 'A lesson store in a live agent')"
+)
 
 #: Lesson statuses a retrieval policy injects; null counts as verified (cycgraph's
 #: backward compatibility for stores written before eval-gating).
@@ -218,12 +231,44 @@ def split_for_retest(
         .sort(["created_at", "id"], maintain_order=True)["id"]
         .to_list()
     )
+    if retest_order == "likely_innocent" and suspended:
+        require_columns(table, (GATE_T_COLUMN, GATE_T_OWN_COLUMN), "retest_order='likely_innocent'")
     suspended = retest_eligible(table, suspended, retest_window, context)
     first = order_suspects(table, suspended, retest_order, retest_floor, u_order)
     guilty: list[str] = []
     if retest_order == "likely_innocent" and not first:
         guilty = likely_guilty(table, suspended, retest_floor)
     return live_lessons(table), first, guilty
+
+
+def require_columns(lessons: pl.DataFrame, columns: Iterable[str], what: str) -> None:
+    """Refuse a lesson table without a column the policy needs, naming it and its source.
+
+    A table without ``gate_t``/``gate_t_own`` would otherwise be read as "no evidence
+    yet" for every suspect, and the re-test order would degrade without a word.
+
+    Examples
+    --------
+    >>> t = validate_lesson_table([{"id": "a", "status": "suspended", "created_at": 1}])
+    >>> require_columns(t, ["gate_t"], "retest_order='likely_innocent'")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: retest_order='likely_innocent' needs the lesson ...
+    """
+    for col in columns:
+        if col not in lessons.columns:
+            raise ParameterError(
+                f"{what} needs the lesson table's {col!r} column (per lesson: "
+                f"{_COLUMN_MEANING.get(col, 'see cogstats.retrieval')}); got columns "
+                f"{lessons.columns}. {FILLED_BY}"
+            )
+
+
+_COLUMN_MEANING = {
+    "gate_t": "the t statistic of the gate's last look at it, NaN before one",
+    "gate_t_own": "whether that t is the lesson's own (the report's identifiable)",
+    "status_since": "the first run of its current status",
+}
 
 
 def order_suspects(
@@ -379,6 +424,40 @@ def retest_pick(suspended: list[str], u: float, prob: float) -> tuple[str | None
     return None, props
 
 
+def holdout_pick(
+    block: list[str], statuses: list[str | None], u: float, prob: float
+) -> tuple[list[str], dict[str, float]]:
+    """Draw a holdout: at most one verified lesson of the block withheld, with propensities.
+
+    With ``m`` verified lessons in ``block`` (status ``verified``, or null), one of them is
+    withheld with probability ``prob``, each equally likely (``u < prob`` withholds; then
+    ``u / prob`` picks it); each is logged with its inclusion propensity ``1 - prob / m``.
+    Admitted lessons are never withheld (they are still being judged).
+
+    Returns
+    -------
+    (list of str, dict)
+        The block without the lesson withheld, and the verified lessons' propensities
+        (empty when the block holds none).
+
+    Examples
+    --------
+    >>> holdout_pick(["v1", "a1", "v2"], ["verified", "admitted", None], 0.05, 0.2)
+    (['a1', 'v2'], {'v1': 0.9, 'v2': 0.9})
+    >>> holdout_pick(["v1", "v2"], ["verified", "verified"], 0.5, 0.2)
+    (['v1', 'v2'], {'v1': 0.9, 'v2': 0.9})
+    """
+    eligible = [f for f, s in zip(block, statuses, strict=True) if s in (None, "verified")]
+    m = len(eligible)
+    if m == 0:
+        return block, {}
+    props = {f: 1.0 - prob / m for f in eligible}
+    if u < prob:
+        out = eligible[min(int(u / prob * m), m - 1)]
+        return [f for f in block if f != out], props
+    return block, props
+
+
 def check_retest_options(retest_window: Any, fill_empty: Any) -> tuple[int | None, bool]:
     """Validate ``retest_window`` (int >= 1 or None) and ``fill_empty`` (bool).
 
@@ -492,13 +571,9 @@ def retest_eligible(
     if isinstance(run, bool) or not isinstance(run, int | np.integer):
         raise ParameterError(
             "retest_window needs the coming run's number as context['run'] (an integer); "
-            f"got context {dict(context) if context is not None else None!r}"
+            f"got context {dict(context) if context is not None else None!r}. {FILLED_BY}"
         )
-    if SINCE_COLUMN not in lessons.columns:
-        raise ParameterError(
-            f"retest_window needs the lesson table's {SINCE_COLUMN!r} column (the first run "
-            f"of each lesson's status); got columns {lessons.columns}"
-        )
+    require_columns(lessons, (SINCE_COLUMN,), "retest_window")
     since = dict(zip(lessons["id"].to_list(), lessons[SINCE_COLUMN].to_list(), strict=True))
     out = []
     for f in suspended:
@@ -513,7 +588,9 @@ def retest_eligible(
 
 
 def _with_trials(frame: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-    """``frame`` with each lesson's trials in ``ledger`` (0 when absent)."""
+    """``frame`` with each lesson's trials: its ``trials`` column, else counted in ``ledger``."""
+    if TRIALS_COLUMN in frame.columns:
+        return frame.with_columns(pl.col(TRIALS_COLUMN).fill_null(0))
     if ledger is not None and len(ledger):
         stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
         return frame.join(stats, on="id", how="left", maintain_order="left").with_columns(
@@ -604,5 +681,7 @@ def verified_block(
     adm = _with_trials(adm, ledger)
     runs = runs_before(ledger, None) if before is None else before
     adm = adm.filter(pl.lit(runs) >= 2 * pl.col("trials"))
-    adm = adm.sort(["trials", "created_at", "id"], maintain_order=True).drop("trials")
+    adm = adm.sort(["trials", "created_at", "id"], maintain_order=True)
+    if TRIALS_COLUMN not in table.columns:
+        adm = adm.drop("trials")
     return pl.concat([ver, adm], how="diagonal_relaxed")

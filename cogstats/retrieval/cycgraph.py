@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from cogstats._validation import check_int
+from cogstats._validation import check_int, check_real
 from cogstats.ledger import Ledger
 from cogstats.retrieval._base import (
+    TRIALS_COLUMN,
     RetestSlot,
     Selection,
     fill_candidates,
+    holdout_pick,
     retest_pick,
     runs_before,
     verified_block,
@@ -36,7 +38,9 @@ def _newest_first(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort(["created_at", "id"], descending=[True, False], maintain_order=True)
 
 
-def _with_trials(frame: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
+def _with_trials(frame: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
+    if TRIALS_COLUMN in frame.columns or ledger is None:  # a store's table: its trials
+        return frame.with_columns(pl.col(TRIALS_COLUMN).fill_null(0))
     stats = ledger.fact_stats().select(pl.col("fact_id").alias("id"), "trials")
     return frame.join(stats, on="id", how="left", maintain_order="left").with_columns(
         pl.col("trials").fill_null(0)
@@ -53,11 +57,18 @@ class _Gated(RetestSlot, ABC):
     fill_empty: bool = False
     retest_order: str = "random"
     retest_floor: float = 1.5
+    holdout_prob: float = 0.0
+
+    #: reads the lesson table (its ``trials`` column, when present) and the context only:
+    #: a lesson store passes no ledger
+    needs_ledger = False
 
     def __post_init__(self) -> None:
         self._check_retest()
         rest = check_int("rest_after_trials", self.rest_after_trials, minimum=1, optional=True)
         object.__setattr__(self, "rest_after_trials", rest)
+        hp = check_real("holdout_prob", self.holdout_prob, minimum=0.0, maximum=1.0)
+        object.__setattr__(self, "holdout_prob", float(hp if hp is not None else 0.0))
 
     @abstractmethod
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
@@ -78,15 +89,18 @@ class _Gated(RetestSlot, ABC):
         minus the candidates taken.  Deterministic unless lessons are suspended: then
         one uniform from ``rng`` draws the re-test slot (see the class notes).
         """
+        gen = np.random.default_rng(rng)
         if self.retest_order == "likely_innocent":  # two uniforms: the slot, the order
-            u = np.random.default_rng(rng).random(2)
+            u = gen.random(2)
             table, suspended, guilty = self._split(lessons, context, float(u[1]))
             u0 = float(u[0]) if suspended or guilty else 1.0
             before = runs_before(ledger, context)
-            return self._select(table, suspended, ledger, u0, before, guilty)
+            uh = float(gen.random()) if self.holdout_prob > 0 else 1.0
+            return self._select(table, suspended, ledger, u0, before, guilty, uh)
         table, suspended, _ = self._split(lessons, context, 0.0)
-        u0 = float(np.random.default_rng(rng).random()) if suspended else 1.0
-        return self._select(table, suspended, ledger, u0, runs_before(ledger, context))
+        u0 = float(gen.random()) if suspended else 1.0
+        uh = float(gen.random()) if self.holdout_prob > 0 else 1.0
+        return self._select(table, suspended, ledger, u0, runs_before(ledger, context), None, uh)
 
     def _select(
         self,
@@ -96,6 +110,7 @@ class _Gated(RetestSlot, ABC):
         u0: float,
         before: int,
         guilty: list[str] | None = None,
+        uh: float = 1.0,
     ) -> Selection:
         is_cand = (pl.col("status") == "candidate").fill_null(False)
         cands = table.filter(is_cand)
@@ -107,7 +122,11 @@ class _Gated(RetestSlot, ABC):
         chosen = self._order_candidates(cands, ledger).head(slots)
         room = self.max_facts - chosen.height - (pick is not None)
         ver = verified_block(table.filter(~is_cand), ledger, before=before).head(room)
-        fact_ids = tuple(ver["id"].to_list()) + tuple(chosen["id"].to_list())
+        block = ver["id"].to_list()
+        held: dict[str, float] = {}
+        if self.holdout_prob > 0:
+            block, held = holdout_pick(block, ver["status"].to_list(), uh, self.holdout_prob)
+        fact_ids = tuple(block) + tuple(chosen["id"].to_list())
         if self.fill_empty:
             # places still empty go to further candidates (benched ones too), fewest
             # trials first: deterministic given the re-test draw
@@ -120,14 +139,14 @@ class _Gated(RetestSlot, ABC):
             if late is not None and len(fact_ids) < self.max_facts:
                 fact_ids += (late,)
                 props = late_props
-        if not props:
+        if not props and not held:
             return Selection(fact_ids)
-        # the rest of the prompt is deterministic given the re-test draw: propensity 1
-        return Selection(fact_ids, {**{f: 1.0 for f in fact_ids}, **props})
+        # the rest of the prompt is deterministic given the draws: propensity 1
+        return Selection(fact_ids, {**{f: 1.0 for f in fact_ids}, **held, **props})
 
     def uniforms_per_run(self, n_lessons: int) -> int:
-        """Pre-drawn uniforms a simulated run needs: the two coins only (deterministic)."""
-        return 2
+        """Pre-drawn uniforms a simulated run needs: the two coins (and the holdout's)."""
+        return 3 if self.holdout_prob > 0 else 2
 
     def select_with_uniforms(
         self,
@@ -139,14 +158,15 @@ class _Gated(RetestSlot, ABC):
     ) -> Selection:
         """As :meth:`select`, with the run's uniforms given.
 
-        Only ``uniforms[0]`` and ``uniforms[1]`` are used, and only when lessons are
-        suspended: the first draws the re-test slot, the second the likely-innocent
-        order's suspect among those without a t.
+        ``uniforms[0]`` and ``uniforms[1]`` are used only when lessons are suspended: the
+        first draws the re-test slot, the second the likely-innocent order's suspect
+        among those without a t; ``uniforms[2]`` draws the holdout (``holdout_prob`` > 0).
         """
         table, suspended, guilty = self._split(lessons, context, float(uniforms[1]))
         u0 = float(uniforms[0]) if suspended or guilty else 1.0
         before = runs_before(ledger, context)
-        return self._select(table, suspended, ledger, u0, before, guilty)
+        uh = float(uniforms[2]) if self.holdout_prob > 0 else 1.0
+        return self._select(table, suspended, ledger, u0, before, guilty, uh)
 
 
 @register_policy(
@@ -187,6 +207,15 @@ class InProgressFirst(_Gated):
         ``retest_prob`` (:func:`cogstats.retrieval._base.likely_innocent`).
     retest_floor : float
         See ``retest_order`` (default 1.5, >= 0).
+    holdout_prob : float
+        Holdouts of verified lessons (default 0: none): with ``m`` verified lessons in
+        the prompt's verified block, a run withholds one of them with probability
+        ``holdout_prob``, each equally likely, so that a verified lesson that turns
+        harmful can be detected (judge verified lessons too: ``recheck_verified``).  At
+        most one a run; each of the ``m`` is logged with its propensity ``1 -
+        holdout_prob / m`` (:func:`cogstats.retrieval._base.holdout_pick`).  The
+        simulator's compiled engine does not hold out: a scenario with holdouts runs in
+        the reference engine.
 
     Notes
     -----
@@ -228,7 +257,7 @@ class InProgressFirst(_Gated):
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-        if ledger is None:
+        if ledger is None and TRIALS_COLUMN not in cands.columns:
             return _newest_first(cands)
         cands = _with_trials(cands, ledger)
         if self.rest_after_trials is not None:
@@ -256,7 +285,8 @@ class NewestFirst(_Gated):
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-        if ledger is not None and self.rest_after_trials is not None:
+        known = ledger is not None or TRIALS_COLUMN in cands.columns
+        if known and self.rest_after_trials is not None:
             cands = _with_trials(cands, ledger).filter(pl.col("trials") < self.rest_after_trials)
         return _newest_first(cands)
 
@@ -281,7 +311,7 @@ class FewestTrialsFirst(_Gated):
     """
 
     def _order_candidates(self, cands: pl.DataFrame, ledger: Ledger | None) -> pl.DataFrame:
-        if ledger is None:
+        if ledger is None and TRIALS_COLUMN not in cands.columns:
             cands = cands.with_columns(pl.lit(0).alias("trials"))
         else:
             cands = _with_trials(cands, ledger)

@@ -223,6 +223,11 @@ def fast_support(s: Scenario) -> str | None:
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
+    if float(getattr(s.retrieval.build(), "holdout_prob", 0.0) or 0.0) > 0:
+        return (
+            "the compiled engine's retrieval does not hold out verified lessons "
+            "(holdout_prob > 0); the reference engine runs it"
+        )
     entry = s.gate.entry()
     if entry is None:
         return None

@@ -4,24 +4,19 @@ Every run builds the lesson table, asks the library's retrieval policy for the p
 records the outcome in a :class:`~cogstats.ledger.Ledger`, and calls the library's gate,
 which rescans the whole ledger.
 
-The lesson lifecycle.  Every outcome of the gate's report is applied through
-:data:`cogstats._codes.OUTCOME_STATUS` (promote -> verified, admit -> admitted, suspend
--> suspended, release -> candidate, evict -> evicted, retire -> retired; hold and an
-outcome that leads to the status a lesson has change nothing), and each change is
-written as a status event (chunk replicate, run, lesson, from, to, reason, why) in
+The lesson lifecycle is the lesson store's own wiring
+(:class:`cogstats.store.lifecycle.Lifecycle`, the one implementation the store and
+``tune``'s replay share): every outcome of the gate's report is applied through
+``OUTCOME_STATUS`` (promote -> verified, admit -> admitted, suspend -> suspended,
+release -> candidate, evict -> evicted, retire -> retired; hold and an outcome that
+leads to the status a lesson has change nothing), and each change is written as a
+status event (chunk replicate, run, lesson, from, to, reason, why) in
 ``RawChunk.events``.  Candidates, admitted and suspended lessons are judged at every
 look (verified ones too when re-checking); a gate whose ``evaluate`` accepts
-``statuses`` gets each judged lesson's ``LessonState(status, since)``, ``since`` the
-first run in that status (the arrival run, or the run after the decision).  Retrieval
-sees candidates, admitted and verified lessons, and the suspended ones when the policy
-has a re-test slot (``retests_suspended``); each row of the lesson table it is shown
-carries ``status_since`` (the lesson's ``since``) and ``gate_t`` (the lesson's t at the
-gate's last look, from the report's ``t_stat``, or its ``crater_t`` where it has none;
-NaN before one) with ``gate_t_own`` (the report's ``identifiable``: the t is its own),
-and the context the coming run (``{"family": ..., "run": ...}``), so that a re-test
-window and the likely-innocent re-test order can be applied.  The
-simulated ledger names the true difficulty ``true_difficulty`` (a covariate no gate
-selects by default).
+``statuses`` gets each judged lesson's ``LessonState(status, since)``.  Retrieval sees
+the lifecycle's lesson table (``status_since``, ``gate_t``, ``gate_t_own``) and the
+context of the coming run (``{"family": ..., "run": ...}``).  The simulated ledger names
+the true difficulty ``true_difficulty`` (a covariate no gate selects by default).
 
 It consumes the same pre-drawn numbers as the compiled engine (:mod:`cogstats.sim._loop`)
 and must reach the same decisions; it exists for that cross-check and for benchmark C1,
@@ -30,7 +25,6 @@ not for production runs (it is about three orders of magnitude slower).
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -38,7 +32,6 @@ import numpy as np
 
 from cogstats import _codes as C
 from cogstats.ledger import Ledger
-from cogstats.lessons import lesson_table
 from cogstats.sim._kernel_score import (
     injected_total,
     link_score,
@@ -49,45 +42,12 @@ from cogstats.sim._kernel_score import (
 from cogstats.sim.draws import LessonTable, Prepared
 from cogstats.sim.raw import RawChunk, empty_raw
 from cogstats.sim.spec import Scenario
+from cogstats.store.lifecycle import Cadence, Change, Lifecycle, takes_rng
 
 __all__ = ["run_reference"]
 
-
-def _takes_rng(gate: Any) -> bool:
-    """Return whether ``gate.evaluate`` accepts ``rng``.
-
-    ``rng`` is part of the gate protocol; a bare ``evaluate(ledger, candidates)`` of one's
-    own is called without it.
-    """
-    try:
-        params = inspect.signature(gate.evaluate).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return True
-    return "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _takes_statuses(gate: Any) -> bool:
-    """Return whether ``gate.evaluate`` accepts ``statuses`` (the lifecycle protocol)."""
-    try:
-        params = inspect.signature(gate.evaluate).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return False
-    return "statuses" in params
-
-
-def _lesson_state() -> Any:
-    """Return :class:`cogstats.gates.LessonState` (imported when a gate takes statuses)."""
-    from cogstats.gates import LessonState
-
-    return LessonState
-
-
 #: simulator status codes by name (the events' from/to)
 _CODE = {name: i for i, name in enumerate(C.STATUS_NAMES)}
-#: the statuses a gate judges at each look (verified too when re-checking)
-_JUDGED = (C.CANDIDATE, C.ADMITTED, C.SUSPENDED)
-#: the statuses retrieval is shown (suspended ones only by a policy with a re-test slot)
-_SHOWN = (C.CANDIDATE, C.VERIFIED, C.ADMITTED)
 
 
 def _log_width(raw: RawChunk, width: int) -> None:
@@ -116,11 +76,8 @@ def run_reference(
     raw = empty_raw(s, lessons, n)
     policy = s.retrieval.build()
     gate = s.gate.build() if gate_object is None else gate_object
-    gate_rng = gate is not None and _takes_rng(gate)
-    # the audit judges every live lesson; other gates the candidates (and verified
-    # lessons when re-checking)
-    recheck = s.gate.recheck_verified or bool(getattr(gate, "judges_verified", False))
-    uses_lessons = bool(getattr(gate, "uses_lessons", False))
+    gate_rng = gate is not None and takes_rng(gate)
+    cadence = Cadence(s.gate.every, s.gate.from_run, bool(s.gate.recheck_verified))
     index = {f: j for j, f in enumerate(lessons.ids)}
     fam_names = [f.name for f in s.difficulty.families]
     base, sd = s.score.base, s.score.noise_sd
@@ -128,39 +85,21 @@ def run_reference(
     damp = s.score.poison_damping
     logistic = s.score.link == "logistic"
     logit_base = math.log(base / (1 - base)) if logistic else 0.0
-    order = np.argsort(lessons.age_rank)
-    gate_statuses = gate is not None and _takes_statuses(gate)
-    state_of = _lesson_state()
-    shown = (*_SHOWN, C.SUSPENDED) if getattr(policy, "retests_suspended", False) else _SHOWN
-    judged_statuses = (*_JUDGED, C.VERIFIED) if recheck else _JUDGED
     events: list[tuple[int, int, int, int, int, str | None, str | None]] = []
     for rep in range(n):
         ledger = Ledger()
-        status: dict[str, str] = {}
-        since: dict[str, int] = {}
-        gate_t: dict[str, float] = {}  # each lesson's t at the gate's last look
-        gate_own: dict[str, bool] = {}  # ... and whether it is the lesson's own
+        # the lifecycle wiring (statuses, since, gate_t, the judged set, the table)
+        book = Lifecycle.for_parts(gate, policy, cadence)
         e = prep.effects[rep]
         for r in range(runs):
             run = r + 1
             for new in np.flatnonzero(lessons.arrival == run):
-                status[lessons.ids[new]] = C.CANDIDATE
-                since[lessons.ids[new]] = run
-            table = [
-                {
-                    "id": lessons.ids[j],
-                    "status": status[lessons.ids[j]],
-                    "created_at": int(lessons.arrival[j]),
-                    "applies_to": None if lessons.applies[j] < 0 else fam_names[lessons.applies[j]],
-                    "status_since": since[lessons.ids[j]],
-                    "gate_t": gate_t.get(lessons.ids[j], math.nan),
-                    "gate_t_own": gate_own.get(lessons.ids[j], False),
-                }
-                for j in order
-                if status.get(lessons.ids[j]) in shown
-            ]
+                j = int(new)
+                fam = None if lessons.applies[j] < 0 else fam_names[lessons.applies[j]]
+                book.add(lessons.ids[j], run, created_at=int(lessons.arrival[j]), family=fam)
+            table = book.table()
             u = prep.retrieval[rep, r]
-            if not table:
+            if table.height == 0:
                 fact_ids: tuple[str, ...] = ()
                 props = None
             else:
@@ -198,40 +137,13 @@ def run_reference(
                 for jj in idx:
                     if raw.first_trial[rep, jj] == 0:
                         raw.first_trial[rep, jj] = run
-            if gate is None or run < s.gate.from_run or (run - s.gate.from_run) % s.gate.every:
+            if gate is None or not cadence.due(run):
                 continue
-            judged = [
-                lessons.ids[j] for j in order if status.get(lessons.ids[j]) in judged_statuses
-            ]
-            if not judged:
-                continue
-            extra: dict[str, Any] = {}
-            if gate_rng:
-                # a fixed stream per replicate and run, for gates that draw
-                seed = int.from_bytes(prep.noise[rep].tobytes()[:8], "little")
-                extra["rng"] = np.random.default_rng((seed, run))
-            if gate_statuses:
-                extra["statuses"] = {f: state_of(status[f], since[f]) for f in judged}
-            if uses_lessons:
-                # every lesson that has arrived, with its status (evicted ones included)
-                extra["lessons"] = lesson_table(
-                    [
-                        {
-                            "id": lessons.ids[j],
-                            "status": status[lessons.ids[j]],
-                            "created_at": int(lessons.arrival[j]),
-                        }
-                        for j in order
-                        if lessons.ids[j] in status
-                    ]
-                )
-            report = gate.evaluate(ledger, judged, **extra)
-            for row in report.to_frame().iter_rows(named=True):
-                if "t_stat" in row:  # the re-test order's evidence (t, else crater t)
-                    t = row["t_stat"] if row["t_stat"] is not None else row.get("crater_t")
-                    gate_t[row["fact_id"]] = math.nan if t is None else float(t)
-                    gate_own[row["fact_id"]] = bool(row.get("identifiable"))
-                _apply(row, run, rep, index, status, since, raw, events)
+
+            noise = prep.noise[rep] if gate_rng else None
+            judge = _judge(gate, ledger, noise, run)
+            for change in book.look(run, judge):
+                _record(change, rep, index, raw, events)
         trials = ledger.fact_stats()
         for f, t in zip(trials["fact_id"], trials["trials"], strict=True):
             raw.trials[rep, index[f]] = t
@@ -240,38 +152,40 @@ def run_reference(
     return raw
 
 
-def _apply(
-    row: dict[str, Any],
-    run: int,
+def _judge(gate: Any, ledger: Ledger, noise: np.ndarray | None, run: int) -> Any:
+    """Return the gate's look on the ledger so far.
+
+    Gates that draw (``noise`` not None) get a fixed stream per replicate and run, seeded
+    from the replicate's noise.
+    """
+
+    def judge(ids: list[str], extra: dict[str, Any]) -> Any:
+        if noise is not None:
+            seed = int.from_bytes(noise.tobytes()[:8], "little")
+            extra["rng"] = np.random.default_rng((seed, run))
+        return gate.evaluate(ledger, ids, **extra)
+
+    return judge
+
+
+def _record(
+    change: Change,
     rep: int,
     index: dict[str, int],
-    status: dict[str, str],
-    since: dict[str, int],
     raw: RawChunk,
     events: list[tuple[int, int, int, int, int, str | None, str | None]],
 ) -> None:
-    """Apply one report row through ``OUTCOME_STATUS`` and record the change, if any."""
-    f, d = row["fact_id"], row["decision"]
-    if d not in C.OUTCOME_STATUS:
-        raise ValueError(
-            f"a gate report's decision must be one of {list(C.OUTCOMES)}; got {d!r} for {f!r}"
-        )
-    new = C.OUTCOME_STATUS[d]
-    old = status[f]
-    if new is None or new == old:
-        return
-    j = index[f]
-    reason = row.get("reason")
+    """Write one status change into the chunk's arrays and its event list."""
+    j = index[change.fact_id]
+    run, d = change.run, change.decision
     if d == C.EVICT:
         raw.evict_run[rep, j] = run
-        raw.evict_reason[rep, j] = C.evict_reason_code(reason)
+        raw.evict_reason[rep, j] = C.evict_reason_code(change.reason)
     elif d == C.RETIRE:
         raw.retire_run[rep, j] = run
-    elif new == C.VERIFIED and raw.promote_run[rep, j] == 0:
+    elif change.new == C.VERIFIED and raw.promote_run[rep, j] == 0:
         raw.promote_run[rep, j] = run
-    status[f] = new
-    since[f] = run + 1
-    events.append((rep, run, j, _CODE[old], _CODE[new], reason, row.get("why")))
+    events.append((rep, run, j, _CODE[change.old], _CODE[change.new], change.reason, change.why))
 
 
 def _prompt_value(

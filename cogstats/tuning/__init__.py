@@ -29,7 +29,7 @@ def tune(
     seed: int | None = None,
     baseline: Any = "margin",
     debounce: float = 0.15,
-    max_looks: int = 200,
+    max_looks: int | None = 200,
 ) -> Any:
     """Return a live tuning widget for a gate over a simulated scenario or a ledger.
 
@@ -57,8 +57,10 @@ def tune(
         button pins the current settings.
     debounce : float
         Seconds without a newer change before a run starts.
-    max_looks : int
-        Ledgers: at most this many looks, evenly spaced.
+    max_looks : int or None
+        Ledgers: at most this many looks, evenly spaced (a look every
+        ``ceil(runs / max_looks)`` runs; None: after every run).  The replay is the
+        lesson store's, run by run with statuses (:func:`cogstats.tuning.ledger.replay`).
 
     Returns
     -------

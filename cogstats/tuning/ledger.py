@@ -1,18 +1,21 @@
 """Tune a gate against a real ledger: every change replays the gate over it, run by run.
 
-:func:`replay` judges the ledger's prefixes in order, as the gate would have judged the
-history as it grew: after run ``k`` the lessons that have appeared and have not been
-promoted or evicted yet are the candidates, judged on the first ``k`` runs; a lesson
-keeps its first verdict (promoted lessons stay verified, evicted ones out).  The prompts
-are the recorded ones: a verdict does not change which lessons later runs carried (that
-would need the agent itself).  The widget shows the decisions over time beside the
-baseline's and lists the lessons whose verdict differs from the baseline's, and from the
-setting before the last move.
+:func:`replay` is the lesson store's run-by-run replay (:class:`cogstats.store.StoreCore`,
+the one lifecycle wiring the store and the simulator's reference engine share): the
+recorded runs are fed in order, each lesson arrives as a candidate with the first run that
+lists it, and after each look every outcome is applied through the outcome -> status
+table (promoted lessons are verified, evicted ones out, suspended ones judged again,
+admitted ones ...), the gate judging the lessons in scope with their statuses.  The
+prompts are the recorded ones: a verdict does not change which lessons later runs
+carried (that would need the agent itself).  The widget shows the decisions over time
+beside the baseline's and lists the lessons whose verdict differs from the baseline's,
+and from the setting before the last move.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,31 +45,60 @@ class Replay:
     Attributes
     ----------
     over_time : polars.DataFrame
-        after_run, promoted, evicted, candidates: cumulative counts after each look.
+        after_run, promoted, evicted, candidates: the lessons verified, out (evicted or
+        retired) and the rest of those that arrived (candidates, admitted, suspended),
+        after each look.
     verdicts : polars.DataFrame
-        fact_id, decision (promote, evict or hold), reason, after_run (the run of the
-        verdict; null for a lesson still held at the end).
+        fact_id, decision (promote, evict, retire, or hold for a lesson still live),
+        reason, after_run (the run of its last status change; null when it never
+        changed), status (its status at the end).
+    events : polars.DataFrame
+        The status events (:meth:`cogstats.store.StoreCore.events`).
     """
 
     over_time: pl.DataFrame
     verdicts: pl.DataFrame
+    events: pl.DataFrame | None = None
 
 
 def look_runs(n_runs: int, max_looks: int) -> np.ndarray:
-    """Return the runs after which the replay looks: every run, or ``max_looks`` evenly spaced.
+    """Return the runs after which a replay of ``max_looks`` looks looks.
+
+    Every ``ceil(n_runs / max_looks)``-th run (every run for ledgers of at most
+    ``max_looks`` runs), as :func:`replay`'s cadence.
 
     Examples
     --------
     >>> look_runs(5, 200).tolist(), look_runs(1000, 4).tolist()
     ([1, 2, 3, 4, 5], [250, 500, 750, 1000])
     """
-    if n_runs <= max_looks:
-        return np.arange(1, n_runs + 1)
-    return np.unique(np.linspace(n_runs / max_looks, n_runs, max_looks).round().astype(np.int64))
+    every = max(1, math.ceil(n_runs / max_looks))
+    return np.arange(every, n_runs + 1, every)
 
 
-def replay(ledger: Ledger, gate: Any, *, max_looks: int = 200, rng: Any = None) -> Replay:
-    """Replay a gate over a ledger's history, look by look.
+#: a lesson's final status -> the verdict the tuner shows
+_VERDICT = {"verified": "promote", "evicted": "evict", "retired": "retire"}
+
+
+def replay(
+    ledger: Ledger,
+    gate: Any,
+    *,
+    max_looks: int | None = None,
+    recheck_verified: bool = False,
+    rng: Any = None,
+) -> Replay:
+    """Replay a gate over a ledger's history, run by run, as a lesson store would have.
+
+    Each run is recorded in order and the gate looks after it (every run; with
+    ``max_looks``, every ``ceil(runs / max_looks)``-th run); a lesson arrives as a
+    candidate with the first run that lists it; every outcome is applied through the
+    outcome -> status table and the next look judges the candidates, admitted and
+    suspended lessons with their statuses (verified ones too with ``recheck_verified``):
+    the store's lifecycle (:class:`cogstats.store.StoreCore`).  A gate the streaming
+    runner cannot stream (one that reads the lesson table, or an estimator without
+    running statistics) is judged by ``evaluate`` on the ledger so far, through the same
+    lifecycle (O(runs) a look).
 
     Parameters
     ----------
@@ -74,10 +106,12 @@ def replay(ledger: Ledger, gate: Any, *, max_looks: int = 200, rng: Any = None) 
         The recorded runs, in order.
     gate : gate object
         Anything with ``evaluate(ledger, candidates=None, *, rng=None)``.
-    max_looks : int
-        At most this many looks, evenly spaced (every run for shorter ledgers).
+    max_looks : int, optional
+        At most this many looks, evenly spaced (default: a look after every run).
+    recheck_verified : bool
+        Judge verified lessons too.
     rng : optional
-        Passed to the gate (for gates that draw).
+        Passed to a gate judged by ``evaluate`` (streamed gates do not draw).
 
     Returns
     -------
@@ -91,36 +125,34 @@ def replay(ledger: Ledger, gate: Any, *, max_looks: int = 200, rng: Any = None) 
     ...       "fact_ids": ["a"] if i % 2 else ["b"]} for i in range(8)])
     >>> out = replay(ledger, CycgraphGate(decision_rule="margin", min_trials=2))
     >>> out.verdicts.rows()
-    [('a', 'promote', None, 4), ('b', 'evict', 'eval-gate:harmful', 3)]
+    [('a', 'promote', None, 4, 'verified'), ('b', 'evict', 'eval-gate:harmful', 3, 'evicted')]
     """
+    from cogstats.store import Cadence, Lifecycle, StoreCore
+
     if not isinstance(ledger, Ledger):
         raise ParameterError(f"ledger must be a cogstats.Ledger; got {type(ledger).__name__}")
-    looks = check_int("max_looks", max_looks, minimum=1)
-    frame = ledger.frame
-    first_seen: dict[str, int] = {}
-    for k, facts in enumerate(frame["fact_ids"].to_list(), start=1):
-        for f in facts or ():
-            first_seen.setdefault(f, k)
-    decided: dict[str, tuple[str, str | None, int]] = {}
+    n = len(ledger)
+    every = 1
+    if max_looks is not None:
+        looks = int(check_int("max_looks", max_looks, minimum=1) or 1)
+        every = max(1, math.ceil(n / looks))
+    cadence = Cadence(every=every, from_run=every, recheck_verified=bool(recheck_verified))
+    records = ledger.to_records()
+    try:
+        core: Any = StoreCore(gate, None, cadence)
+    except ParameterError:  # not streamable: judged by evaluate on the ledger so far
+        core = _BatchCore(gate, cadence, rng)
+    book: Lifecycle = core.lifecycle
     rows = []
-    for k in look_runs(len(ledger), int(looks or 1)).tolist():
-        candidates = [f for f, at in first_seen.items() if at <= k and f not in decided]
-        if candidates:
-            prefix = Ledger.from_frame(frame.head(k))
-            report = gate.evaluate(prefix, candidates, rng=rng).to_frame()
-            got = report.select("fact_id", "decision", "reason").rows()
-            for fact, decision, reason in got:
-                if decision in ("promote", "evict"):
-                    decided[fact] = (decision, reason, k)
-        decisions = [d for d, _, _ in decided.values()]
-        rows.append(
-            (
-                k,
-                decisions.count("promote"),
-                decisions.count("evict"),
-                sum(1 for at in first_seen.values() if at <= k) - len(decisions),
-            )
-        )
+    for k, rec in enumerate(records, start=1):
+        covs = {c: v for c, v in rec.items() if c not in ("run_id", "score", "fact_ids")}
+        core.apply_run(rec["run_id"], rec["score"], rec["fact_ids"] or [], covs)
+        if cadence.due(k):
+            counts = dict.fromkeys(("verified", "out", "rest"), 0)
+            for status in book.status.values():
+                key = "verified" if status == "verified" else "rest"
+                counts["out" if status in ("evicted", "retired") else key] += 1
+            rows.append((k, counts["verified"], counts["out"], counts["rest"]))
     over_time = pl.DataFrame(
         rows,
         schema={
@@ -131,17 +163,62 @@ def replay(ledger: Ledger, gate: Any, *, max_looks: int = 200, rng: Any = None) 
         },
         orient="row",
     )
+    last: dict[str, tuple[str | None, int]] = {}
+    for e in book.events:
+        last[e.fact_id] = (e.reason, e.run)
     verdicts = pl.DataFrame(
-        [(f, *decided.get(f, ("hold", None, None))) for f in sorted(first_seen)],
+        [
+            (
+                f,
+                _VERDICT.get(book.status[f], "hold"),
+                last.get(f, (None, None))[0],
+                last.get(f, (None, None))[1],
+                book.status[f],
+            )
+            for f in sorted(book.status)
+        ],
         schema={
             "fact_id": pl.String,
             "decision": pl.String,
             "reason": pl.String,
             "after_run": pl.Int64,
+            "status": pl.String,
         },
         orient="row",
     )
-    return Replay(over_time, verdicts)
+    return Replay(over_time, verdicts, core.events())
+
+
+class _BatchCore:
+    """The lifecycle over a ledger judged by ``gate.evaluate`` (a gate that does not stream)."""
+
+    def __init__(self, gate: Any, cadence: Any, rng: Any) -> None:
+        from cogstats.store import Lifecycle
+
+        self.gate, self.cadence, self.rng = gate, cadence, rng
+        self.lifecycle = Lifecycle.for_parts(gate, None, cadence)
+        self.ledger = Ledger()
+
+    def apply_run(self, run_id: str, score: float, facts: list[str], covs: dict[str, Any]) -> Any:
+        run = len(self.ledger) + 1
+        for f in dict.fromkeys(facts):
+            self.lifecycle.add(f, run)
+        self.ledger.record(run_id, score, facts, **covs)
+        if not self.cadence.due(run):
+            return []
+
+        def judge(ids: list[str], extra: dict[str, Any]) -> Any:
+            from cogstats.store.lifecycle import takes_rng
+
+            if takes_rng(self.gate):
+                extra["rng"] = self.rng
+            return self.gate.evaluate(self.ledger, ids, **extra)
+
+        return self.lifecycle.look(run, judge)
+
+    def events(self) -> pl.DataFrame:
+        rows = [c.to_dict() for c in self.lifecycle.events]
+        return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
 class LedgerTuner(TunerBase):
@@ -153,7 +230,7 @@ class LedgerTuner(TunerBase):
         *,
         gate: Any = "cycgraph",
         baseline: Any = "margin",
-        max_looks: int = 200,
+        max_looks: int | None = 200,
         debounce: float = 0.15,
         seed: int | None = None,
     ) -> None:
@@ -162,7 +239,9 @@ class LedgerTuner(TunerBase):
         if not isinstance(ledger, Ledger):
             ledger = Ledger.read(ledger)
         self.ledger = ledger
-        self.max_looks = int(check_int("max_looks", max_looks, minimum=1) or 1)
+        self.max_looks = (
+            None if max_looks is None else int(check_int("max_looks", max_looks, minimum=1) or 1)
+        )
         self.seed = seed
         g_entry, g_opts = gate_entry(gate)
         super().__init__(g_entry, g_opts, None, {}, debounce=debounce)

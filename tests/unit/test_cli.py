@@ -16,6 +16,7 @@ import pytest
 
 from cogstats import Ledger
 from cogstats._cli_options import param_help
+from cogstats._validation import LedgerError
 from cogstats.cli import SUBCOMMANDS, build_parser, flat_frame, main
 from cogstats.estimators import ATTRIBUTION_COLUMNS, METHODS, attribute
 from cogstats.gates import (
@@ -393,3 +394,67 @@ def test_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "unknown gate 'cycgrph' (did you mean 'cycgraph'?)" in capsys.readouterr().err
     assert main(["gate", str(bad), "--gate", "nowhere.mod:Gate"]) == 2
     assert "cannot import gate 'nowhere.mod:Gate'" in capsys.readouterr().err
+
+
+def _hostile_store(path: Path) -> None:
+    from cogstats.store import LessonStore
+
+    ids = ["cite-sources", "evil\u202eexe.txt", "zero\u200bwidth", "tip_\u0430", "x" * 60]
+    with LessonStore.open(path, preset="recommended", max_facts=6, candidate_slots=3) as store:
+        with pytest.raises(LedgerError, match="control character"):  # refused at the door
+            store.add("bell\x07")
+        for f in ids:
+            store.add(f)
+        rng = np.random.default_rng(2)
+        for i in range(12):
+            facts = [f for f in ids if rng.random() < 0.5]
+            bad = 0.3 if ids[1] in facts else 0.0
+            store.record(f"r\u200d{i}", 0.8 - bad, facts, {"difficulty_proxy": 0.1 * (i % 3)})
+
+
+def test_store_show_fits_80_columns_and_escapes_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    _hostile_store(tmp_path / "s")
+    assert main(["store", "show", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "12 runs, 5 lessons" in out
+    assert "evil\\u202eexe.txt" in out and "zero\\u200bwidth" in out and "tip_\\u0430" in out
+    assert not any(ch in out for ch in "\u202e\u200b\u200d\u0430")  # nothing hidden
+    assert "x" * 23 + "~" in out  # a long id is cut, visibly
+    assert main(["store", "show", str(tmp_path / "s"), "--events"]) == 0
+    events = capsys.readouterr().out
+    assert max(len(line) for line in events.splitlines()) <= 80
+    assert "r\\u200d" in events and "\u200d" not in events
+    assert main(["store", "show", str(tmp_path / "s"), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["fact_id"] for r in rows} >= {"evil\u202eexe.txt"}  # data: as stored
+
+
+def test_store_show_refuses_a_folder_that_is_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["store", "show", str(tmp_path)]) == 2
+    assert "not a lesson store" in capsys.readouterr().err
+
+
+def test_gate_tables_escape_ids_and_recommended_links_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records: list[dict[str, Any]] = [dict(r) for r in RECORDS]
+    for r in records:
+        r["fact_ids"] = [f.replace("a", "a\u202e") for f in r["fact_ids"]]
+    path = Ledger.from_records(records).write(tmp_path / "runs.jsonl")
+    assert main(["gate", str(path), "--gate", "recommended"]) == 0
+    out = capsys.readouterr().out
+    assert "a\\u202e" in out and "\u202e" not in out
+    assert "The batch gate and the store" in out and "docs/production.md" in out
+    assert main(["gate", str(path), "--gate", "recommended", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["fact_id"] == "a\u202e"  # data: as it is
+    assert captured.err == ""  # machine formats carry the data only
+    assert main(["gate", str(path)]) == 0  # cycgraph: no note
+    assert "The batch gate" not in capsys.readouterr().out

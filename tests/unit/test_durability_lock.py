@@ -99,3 +99,33 @@ def test_garbage_lock_file_is_stale(tmp_path: Path) -> None:
     with StateLock(path) as lock:
         assert _pid(lock.lock_path) == os.getpid()
     assert time.perf_counter() - t < 1.0
+
+
+def test_a_lock_path_that_is_a_symlink_is_refused_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    from cogstats._statelock import StateWriteError
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    state = tmp_path / "s.npz"
+    (tmp_path / "s.npz.lock").symlink_to(victim)
+    with pytest.raises(StateWriteError, match="symbolic link") as err:
+        StateLock(state).acquire()
+    assert err.value.filename == str(tmp_path / "s.npz.lock")
+    assert victim.read_text() == "precious\n"
+    assert holder_of(tmp_path / "s.npz.lock") is None  # a link is never read either
+    dangling = tmp_path / "d.npz.lock"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(StateWriteError, match="symbolic link"):
+        StateLock(tmp_path / "d.npz").acquire()
+    assert not (tmp_path / "nowhere").exists()  # not created through the link
+
+
+def test_a_lock_path_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    from cogstats._statelock import StateWriteError
+
+    os.mkfifo(tmp_path / "f.npz.lock")
+    with pytest.raises(StateWriteError, match="not a regular file"):
+        StateLock(tmp_path / "f.npz").acquire()
+    assert holder_of(tmp_path / "f.npz.lock") is None  # read without blocking

@@ -163,14 +163,144 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
 def test_a_dead_writers_temporary_files_are_removed_at_open(tmp_path: Path) -> None:
     path = tmp_path / "gate.npz"
     StreamingGate(CycgraphGate()).save(path)
-    stray = [tmp_path / "gate.npz.abc123.tmp", tmp_path / "gate.npz.zz.tmp"]
+    stray = [tmp_path / "gate.npz.abc12345.tmp", tmp_path / "gate.npz.z_9zzzzz.tmp"]
     for p in stray:
         p.write_bytes(b"half a zip")
     other = tmp_path / "other.npz.x.tmp"  # another state's: left alone
     other.write_bytes(b"")
+    # a neighbouring state's save in progress (gate.npz.canary's): never removed
+    neighbour = tmp_path / "gate.npz.canary.abcdefgh.tmp"
+    neighbour.write_bytes(b"a neighbour's save")
     with StreamingGate.open(path, gate=CycgraphGate()):
         assert not any(p.exists() for p in stray)
     assert other.exists()
+    assert neighbour.read_bytes() == b"a neighbour's save"
+
+
+def test_a_neighbours_saves_survive_opens_of_this_state(tmp_path: Path) -> None:
+    """A state and its neighbour ``<state>.canary`` saved side by side: opening the first
+    again and again never removes the second's temporary file (a save in progress)."""
+    path = tmp_path / "prod.npz"
+    StreamingGate(CycgraphGate()).save(path)
+    canary = StreamingGate(CycgraphGate())
+    canary.record("r1", 0.5, ["a"])
+    for k in range(40):
+        tmp = tmp_path / f"prod.npz.canary.{k:08d}.tmp"  # its save, half written
+        tmp.write_bytes(b"half")
+        StreamingGate.open(path, gate=CycgraphGate()).close()
+        assert tmp.exists()
+        tmp.unlink()
+        canary.save(tmp_path / "prod.npz.canary")
+    assert len(StreamingGate.load(tmp_path / "prod.npz.canary")) == 1
+
+
+def _zip_with_bomb(members: dict[str, bytes], inflated: int) -> bytes:
+    """A zip of ``members`` (stored) and ``extra.npy``: deflate data that inflates to
+    ``inflated`` bytes of zeros (1 MB blocks, each flushed in full, so one compressed block
+    repeats: built in milliseconds; the CRC is not computed, nothing reads that far)."""
+    import struct
+    import zlib
+
+    mb = 1 << 20
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = comp.compress(bytes(mb)) + comp.flush(zlib.Z_FULL_FLUSH)
+    check = zlib.decompressobj(-15)
+    assert check.decompress(block * 2) == bytes(2 * mb)  # each block inflates to 1 MB
+    last = zlib.compressobj(9, zlib.DEFLATED, -15).flush()  # the final (empty) block
+    entries = [(n, 0, d, d, zlib.crc32(d), len(d)) for n, d in members.items()]
+    entries.append(("extra.npy", 8, block * (inflated // mb) + last, b"", 0, inflated))
+    out, central = bytearray(), bytearray()
+    for name, method, data, _, crc, size in entries:
+        raw = name.encode()
+        extra = struct.pack("<HHQQ", 1, 16, size, len(data))
+        offset = len(out)
+        out += struct.pack(
+            "<IHHHHHIIIHH",
+            0x04034B50,
+            45,
+            0,
+            method,
+            0,
+            33,
+            crc,
+            0xFFFFFFFF,
+            0xFFFFFFFF,
+            len(raw),
+            len(extra),
+        )
+        out += raw + extra + data
+        central += struct.pack(
+            "<IHHHHHHIIIHHHHHII",
+            0x02014B50,
+            45,
+            45,
+            0,
+            method,
+            0,
+            33,
+            crc,
+            0xFFFFFFFF,
+            0xFFFFFFFF,
+            len(raw),
+            len(extra),
+            0,
+            0,
+            0,
+            0,
+            offset,
+        )
+        central += raw + extra
+    start = len(out)
+    out += central
+    out += struct.pack(
+        "<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central), start, 0
+    )
+    return bytes(out)
+
+
+def test_a_member_that_would_inflate_is_refused_before_decompressing(tmp_path: Path) -> None:
+    """A state whose extra member inflates to 2 GB is refused from its header."""
+    path = StreamingGate(CycgraphGate()).save(tmp_path / "s.npz")
+    bomb = tmp_path / "bomb.npz"
+    bomb.write_bytes(_zip_with_bomb(_members(path), 2 << 30))
+    with zipfile.ZipFile(bomb) as zf:
+        assert zf.getinfo("extra.npy").file_size == 2 << 30
+        assert zf.getinfo("runs.json").file_size == len(_members(path)["runs.json"])
+    assert bomb.stat().st_size < 12 << 20
+    import tracemalloc
+
+    tracemalloc.start()
+    with pytest.raises(ParameterError, match="refused before decompressing"):
+        StreamingGate.load(bomb)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 << 20  # nothing was inflated
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_save_on_a_full_disk_names_the_path_and_keeps_the_state(tmp_path: Path) -> None:
+    from cogstats._statelock import StateWriteError
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(disk)]).returncode:
+        pytest.skip("mount -t tmpfs failed (no mount privilege in this container)")
+    try:
+        path = disk / "s.npz"
+        sg = StreamingGate(CycgraphGate())
+        sg.record("r0", 0.5, ["a"])
+        sg.save(path)
+        before = path.read_bytes()
+        for i in range(1, 3000):
+            sg.record(f"r{i}", 0.5, [f"lesson-{i % 300:04d}-" + "x" * 40])
+        with pytest.raises(StateWriteError, match=str(path)) as err:
+            sg.save(path)
+        assert err.value.filename == str(path) and err.value.errno == 28  # ENOSPC
+        assert path.read_bytes() == before  # the previous state is kept
+        assert sorted(p.name for p in disk.iterdir()) == ["s.npz"]  # no temporary left
+        assert len(StreamingGate.load(path)) == 1
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
 
 
 # ---------------------------------------------------------------------- checked loads

@@ -28,6 +28,11 @@ FORBIDDEN = (
     "distributed",
     "vl_convert",
     "faiss",
+    # the service's stack (cogstats serve): only cogstats.serve imports it
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic",
 )
 
 
@@ -151,6 +156,44 @@ def test_streaming_gate_loads_no_heavy_module() -> None:
     mods = _modules(STREAMING)
     assert _loaded(mods, HEAVY_ON_FIRST_DECISION) == []
     assert "cogstats.gates.streaming" in mods
+
+
+STORE = (
+    "import tempfile\n"
+    "import numpy as np\n"
+    "from cogstats import LessonStore\n"
+    "rng = np.random.default_rng(0)\n"
+    "with LessonStore.open(tempfile.mkdtemp(), preset='recommended', max_facts=6,"
+    " candidate_slots=3) as store:\n"
+    "    for i in range(60):\n"
+    "        sel = store.select(context={'family': 'web'})\n"
+    "        ids = list(sel.fact_ids) or [f'L{i % 9}']\n"
+    "        store.record(f'r{i}', float(rng.random()), ids,"
+    " {'difficulty_proxy': float(rng.normal())})\n"
+    "    store.snapshot(); store.lessons(); store.events(); store.ledger()\n"
+    "with LessonStore.open(store.path, read_only=True) as reader:\n"
+    "    reader.lessons()\n"
+)
+
+
+def test_the_lesson_store_loads_no_simulator_or_notebook_stack() -> None:
+    """A live agent's store (the recommended preset: select, record, snapshot, a reader)
+    imports neither numba nor the simulator nor Jupyter (fresh process)."""
+    mods = _modules(STORE)
+    bad = sorted(m for m in mods if m.split(".")[0] in FORBIDDEN)
+    assert bad == []
+    assert _loaded(mods, ("cogstats.sim", "cogstats.reports", "cogstats.sweep")) == []
+    assert "cogstats.store.store" in mods and "cogstats.gates.recommended.gate" in mods
+
+
+def test_the_command_line_loads_the_service_stack_only_to_serve() -> None:
+    """``cogstats.cli`` registers ``serve`` without importing FastAPI or uvicorn; the
+    service's modules do import them (so the check above can fail)."""
+    stack = ("fastapi", "starlette", "uvicorn", "pydantic")
+    mods = _modules("import cogstats.cli, cogstats.serve\ncogstats.cli.build_parser(None)\n")
+    assert _loaded(mods, stack) == []
+    mods = _modules("from cogstats.serve import create_app, serve\n")
+    assert set(stack) <= {m.split(".")[0] for m in mods}
 
 
 # ---------------------------------------------------------------- the import rules

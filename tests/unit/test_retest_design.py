@@ -115,6 +115,8 @@ def test_the_re_test_slot_takes_the_likely_innocent_suspect() -> None:
         {"id": "s1", "status": "suspended", "created_at": 2, "status_since": 3, "gate_t": -1.2},
         {"id": "s2", "status": "suspended", "created_at": 3, "status_since": 3, "gate_t": 0.1},
     ]
+    for row in store[1:]:
+        row["gate_t_own"] = True
     pol = InProgressFirst(
         max_facts=4, candidate_slots=2, retest_order="likely_innocent", retest_prob=1.0
     )

@@ -325,3 +325,31 @@ def test_ledger_tuner_replays_the_gate_and_lists_changed_verdicts(shared_dir: Pa
         assert t.keep().gate_command("runs.csv").endswith("--gate cycgraph --decision-rule margin")
     finally:
         t.close()
+
+
+def test_the_ledger_replay_is_the_stores_run_by_run_lifecycle(shared_dir: Path) -> None:
+    """tune(ledger=...)'s replay is the lesson store's: the recorded demo replayed with the
+    lifecycle gate gives the store's events (P1-P3 suspended after run 4), where a batch
+    look after run 5 holds them for want of trials."""
+    from cogstats import _codes as C
+    from cogstats.gates import LifecycleGate
+    from cogstats.reports.audit import recorded_ledger
+    from cogstats.store import Cadence, StoreCore
+
+    runs = pl.read_csv(shared_dir / "data" / "cycgraph_poison_demo_runs.csv")
+    ledger = recorded_ledger(runs)
+    out = replay(ledger, LifecycleGate())
+    core = StoreCore(LifecycleGate(), None, Cadence())
+    for rec in ledger.to_records():
+        core.apply_run(rec["run_id"], rec["score"], rec["fact_ids"], {})
+    assert out.events is not None
+    assert out.events.equals(core.events())
+    status = dict(out.verdicts.select("fact_id", "status").iter_rows())
+    assert {status[p] for p in ("P1", "P2", "P3")} == {C.SUSPENDED}
+    first = out.events.filter(pl.col("fact_id").is_in(["P1", "P2", "P3"]))
+    assert set(first["run_id"]) == {"4"} and set(first["to"]) == {C.SUSPENDED}
+    upto5 = Ledger.from_records([r for r in ledger.to_records() if int(r["run_id"]) <= 5])
+    batch = LifecycleGate().evaluate(upto5).to_frame()
+    held = batch.filter(pl.col("fact_id").is_in(["P1", "P2", "P3"]))
+    assert set(held["decision"]) == {C.HOLD} and set(held["why"]) == {C.WHY_MIN_TRIALS}
+    assert out.over_time["after_run"].to_list() == list(range(1, len(ledger) + 1))

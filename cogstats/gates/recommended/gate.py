@@ -670,7 +670,7 @@ class LifecycleGate:
         )
 
     def decide(
-        self, stats: LifecycleStatistics, status: np.ndarray
+        self, stats: LifecycleStatistics, status: np.ndarray, fit: Any = None
     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """Outcome and why codes for every lesson column of ``stats`` (arrays, no report).
 
@@ -678,7 +678,8 @@ class LifecycleGate:
         (``cogstats._codes.STATUS_*``, see :func:`lifecycle_rule`); the third value
         carries the fit and the rule's statistics (``t``, ``df``, ``info``, ``estimate``,
         ``se``, ``sigma``, ``trials``, ``identifiable``, ``crater_t``, ``crater_p``,
-        ``level`` and those of the rule).
+        ``level`` and those of the rule).  ``fit`` is the ridge fit of ``stats`` when the
+        caller has it already (the lesson store's incremental fit); None fits here.
         """
         if isinstance(stats, _Running):  # kept by a streaming gate (running_statistics)
             stats = stats.batch_form()
@@ -687,7 +688,8 @@ class LifecycleGate:
                 "stats must be the gate's statistics (LifecycleGate.statistics(ledger)); "
                 f"got {type(stats).__name__}"
             )
-        fit = self.fit(stats)
+        if fit is None:
+            fit = self.fit(stats)
         trials = stats.ridge.trials
         info = np.asarray(fit.info, dtype=float)
         level = self.levels_at(info)

@@ -25,12 +25,12 @@ saving the same state twice gives the same bytes.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import hashlib
 import io
 import json
 import math
 import os
+import re
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from cogstats._statelock import StateWriteError
 from cogstats._validation import ParameterError
 from cogstats.ledger import load_json
 
@@ -92,7 +93,6 @@ def write_state(
     The manifest gets ``checksums`` (see the module notes); the archive's bytes depend
     on the state only.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     members: dict[str, bytes] = {"runs.json": _dump(runs)}
     for name, value in arrays.items():
         members[f"{name}.npy"] = _npy(value)
@@ -100,8 +100,10 @@ def write_state(
     digests = {"manifest.json": _digest(_dump(body))}
     digests.update((n, _digest(b)) for n, b in members.items())
     head = _dump({**body, CHECKSUMS: digests})
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
                 for name, data in (("manifest.json", head), *members.items()):
@@ -111,16 +113,58 @@ def write_state(
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp = None
+    except OSError as exc:  # a full disk, a read-only folder: name the path
+        raise StateWriteError(
+            exc.errno,
+            f"{path}: could not save the state ({exc.strerror}); the previous state file, "
+            "if any, is kept",
+            str(path),
+        ) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
     return path
 
 
 def stray_temporaries(path: Path) -> list[Path]:
-    """Return the temporary files :func:`write_state` leaves when killed mid-save."""
-    pattern = glob.escape(str(path.parent / (path.name + "."))) + "*.tmp"
-    return sorted(Path(p) for p in glob.glob(pattern))
+    """Return the temporary files :func:`write_state` leaves when killed mid-save.
+
+    Exactly the names it gives them, ``<state name>.<8 random characters>.tmp``: the
+    temporary file of a neighbouring state (``<state name>.canary``'s
+    ``<state name>.canary.<8>.tmp``) never matches.
+    """
+    pattern = re.compile(re.escape(path.name) + r"\.[a-z0-9_]{8}\.tmp")
+    try:
+        names = os.listdir(path.parent)
+    except FileNotFoundError:
+        return []
+    return sorted(path.parent / n for n in names if pattern.fullmatch(n))
+
+
+#: a member may declare at most this many times the state file's size uncompressed (the
+#: state writes its members stored, uncompressed: a larger member is not one it wrote)
+_INFLATE_FACTOR = 2
+_INFLATE_SLACK = 1 << 20
+
+
+def _check_sizes(zf: zipfile.ZipFile, path: Path) -> None:
+    """Refuse members that would inflate beyond the file, before decompressing any."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    cap = _INFLATE_FACTOR * size + _INFLATE_SLACK
+    total = 0
+    for info in zf.infolist():
+        total += info.file_size
+        if info.file_size > cap or total > cap:
+            raise ParameterError(
+                f"{path}: damaged state file: member {info.filename!r} declares "
+                f"{info.file_size} bytes uncompressed ({total} in all) from a file of {size} "
+                "bytes; a state file holds its members uncompressed, so it is refused "
+                "before decompressing"
+            )
 
 
 def _json_member(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
@@ -156,6 +200,7 @@ def _read_state(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, n
     except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise ParameterError(f"{path}: not a streaming-gate state file ({exc})") from None
     with zf:
+        _check_sizes(zf, path)
         names = zf.namelist()
         if len(set(names)) != len(names):
             raise ParameterError(f"{path}: damaged state file: a member is repeated")
