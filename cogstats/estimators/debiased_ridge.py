@@ -42,10 +42,18 @@ simulator's compiled kernel (:mod:`cogstats.sim._loop`) does the same arithmetic
 same order, so the two engines agree bit for bit, and a streaming gate can keep the
 statistics instead of the ledger.  Above ``EXACT_COLUMNS`` columns (far beyond any
 simulated scenario) the inverse and the products go to LAPACK and BLAS instead: the same
-numbers to rounding (tested to 1e-9), about 15 times faster at 1,000 lessons.
+numbers to rounding (tested to 1e-9), about 15 times faster at 1,000 lessons.  Above
+``SPARSE_LESSONS`` lessons the statistics keep ``Z'Z`` sparse and each pass solves and
+inverts selectively on it (:mod:`cogstats.estimators._ridge_sparse`), without a ``p x p``
+array: the same numbers to rounding (tested to 1e-9 of the largest value, with the same
+gate decisions, at 200 and 2,000 lessons).
 
-Cost: O(runs x (lessons-per-run + covariates)^2) for the statistics, O(p^3) per pass for
-the inverse (``p`` = 1 + covariate columns + lessons tried); memory O(p^2).
+Cost: O(runs x (lessons-per-run + covariates)^2) for the statistics; dense, O(p^3) per
+pass and memory O(p^2) (``p`` = 1 + covariate columns + lessons tried); sparse, O(p (s^2
++ r^2)) per pass and memory O(nonzeros + p (s + r)), ``s`` the span of lessons that run
+together in order of arrival and ``r`` the lessons kept far longer than the others
+(about 1 GB and 20 s single-threaded at 100,000 runs x 20,000 lessons;
+benchmarks/wide_recommended.py).
 
 Validation (tests/unit/test_recommended.py): the closed form against a direct refit
 with the lesson's penalty removed (numpy least squares on the augmented system), the

@@ -44,8 +44,11 @@ vectorised over lessons, and the crater test's :func:`crater_test`: plain functi
 (:mod:`cogstats.gates.recommended.kernel`); docs/recommended.md says how each number was
 chosen and what the rule achieves.
 
-Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons)
-and O(lessons) for the rule.
+Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons,
+up to ``SPARSE_LESSONS`` lessons; above, on the sparse Gram matrix, memory that grows
+with the ledger: :mod:`cogstats.estimators.debiased_ridge`) and O(lessons) for the rule.
+Wide statistics stay sparse in :meth:`LifecycleStatistics.add_run`, at O(nonzeros of the
+Gram matrix) a run.
 """
 
 from __future__ import annotations
