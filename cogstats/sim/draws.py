@@ -12,6 +12,7 @@ engine and the reference engine see the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
