@@ -43,6 +43,7 @@ BENCHMARKS = {
     "hostile": "benchmarks.hostile_input",
     "s2_runtime": "benchmarks.s2_runtime",
     "service": "benchmarks.service",
+    "wide_recommended": "benchmarks.wide_recommended",
 }
 
 

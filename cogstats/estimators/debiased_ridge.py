@@ -42,10 +42,18 @@ simulator's compiled kernel (:mod:`cogstats.sim._loop`) does the same arithmetic
 same order, so the two engines agree bit for bit, and a streaming gate can keep the
 statistics instead of the ledger.  Above ``EXACT_COLUMNS`` columns (far beyond any
 simulated scenario) the inverse and the products go to LAPACK and BLAS instead: the same
-numbers to rounding (tested to 1e-9), about 15 times faster at 1,000 lessons.
+numbers to rounding (tested to 1e-9), about 15 times faster at 1,000 lessons.  Above
+``SPARSE_LESSONS`` lessons the statistics keep ``Z'Z`` sparse and each pass solves and
+inverts selectively on it (:mod:`cogstats.estimators._ridge_sparse`), without a ``p x p``
+array: the same numbers to rounding (tested to 1e-9 of the largest value, with the same
+gate decisions, at 200 and 2,000 lessons).
 
-Cost: O(runs x (lessons-per-run + covariates)^2) for the statistics, O(p^3) per pass for
-the inverse (``p`` = 1 + covariate columns + lessons tried); memory O(p^2).
+Cost: O(runs x (lessons-per-run + covariates)^2) for the statistics; dense, O(p^3) per
+pass and memory O(p^2) (``p`` = 1 + covariate columns + lessons tried); sparse, O(p (s^2
++ r^2)) per pass and memory O(nonzeros + p (s + r)), ``s`` the span of lessons that run
+together in order of arrival and ``r`` the lessons kept far longer than the others
+(about 1 GB and 20 s single-threaded at 100,000 runs x 20,000 lessons;
+benchmarks/wide_recommended.py).
 
 Validation (tests/unit/test_recommended.py): the closed form against a direct refit
 with the lesson's penalty removed (numpy least squares on the augmented system), the
@@ -60,18 +68,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import sparse as sp
 from scipy import special
 
 from cogstats._validation import ParameterError, check_int, check_probability, check_real
 from cogstats.estimators._base import Attribution, make_table, register
+from cogstats.estimators._ridge_sparse import Layout, equal_patterns, layout, sparse_pass
 from cogstats.ledger import Ledger
 from cogstats.numerics import where
 
 __all__ = [
+    "SPARSE_LESSONS",
     "RidgeFit",
     "RidgeStatistics",
     "debiased_ridge",
     "duplicate_groups",
+    "gram_diagonal",
+    "gram_take",
     "lesson_inference",
     "not_identifiable",
     "ridge_fit",
@@ -85,6 +98,41 @@ _SINGULAR = 1e-12
 #: the compiled kernel mirrors bit for bit; above it, LAPACK (O(p^3) either way, but at
 #: 1,000 lessons two passes take about 3 s one way and 0.2 s the other).
 EXACT_COLUMNS = 256
+#: ``1 - k_j M_jj`` below this counts as 0 on the sparse path (no information of its own)
+_OWN_ROUNDING = 1e-9
+#: Above this many lessons :func:`ridge_statistics` keeps the Gram matrix sparse and the
+#: fit takes the sparse pass (:mod:`cogstats.estimators._ridge_sparse`): memory that grows
+#: with the ledger instead of the square of the lesson count, the same numbers to rounding.
+SPARSE_LESSONS = 1000
+
+
+def gram_diagonal(gram: Any) -> np.ndarray:
+    """Return the diagonal of a Gram matrix held dense (numpy) or sparse (scipy).
+
+    Examples
+    --------
+    >>> from scipy import sparse
+    >>> gram_diagonal(sparse.csr_array(np.array([[2.0, 1.0], [1.0, 3.0]]))).tolist()
+    [2.0, 3.0]
+    """
+    if sp.issparse(gram):
+        return np.asarray(gram.diagonal(), dtype=np.float64)
+    return np.diag(gram).copy()
+
+
+def gram_take(gram: Any, sel: np.ndarray) -> Any:
+    """Return rows and columns ``sel`` of a Gram matrix, in its form (dense or sparse).
+
+    Examples
+    --------
+    >>> g = np.arange(9.0).reshape(3, 3)
+    >>> gram_take(g, np.array([0, 2])).tolist()
+    [[0.0, 2.0], [6.0, 8.0]]
+    """
+    sel = np.asarray(sel, dtype=np.int64)
+    if sp.issparse(gram):
+        return sp.csr_array(sp.csr_array(gram)[sel, :][:, sel])
+    return gram[np.ix_(sel, sel)]
 
 
 @dataclass(frozen=True)
@@ -93,8 +141,9 @@ class RidgeStatistics:
 
     Attributes
     ----------
-    gram : numpy.ndarray
-        ``Z'Z`` for ``Z = [1, covariate columns, lesson indicators]`` (``p x p``).
+    gram : numpy.ndarray or scipy.sparse.csr_array
+        ``Z'Z`` for ``Z = [1, covariate columns, lesson indicators]`` (``p x p``), sparse
+        above ``SPARSE_LESSONS`` lessons (:func:`ridge_statistics`).
     zty : numpy.ndarray
         ``Z'y``.
     yty : float
@@ -109,7 +158,7 @@ class RidgeStatistics:
         The covariate columns, in order.
     """
 
-    gram: np.ndarray
+    gram: Any
     zty: np.ndarray
     yty: float
     runs: int
@@ -121,7 +170,7 @@ class RidgeStatistics:
     def trials(self) -> np.ndarray:
         """Runs with each lesson (the Gram matrix's lesson diagonal)."""
         f = self.n_fixed
-        return np.rint(np.diag(self.gram)[f:]).astype(np.int64)
+        return np.rint(gram_diagonal(self.gram)[f:]).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -192,11 +241,15 @@ def gauss_jordan_inverse(a: np.ndarray) -> np.ndarray | None:
     return aug[:, p:].copy()
 
 
-def ridge_statistics(ledger: Ledger, covariates: Sequence[str] = ()) -> RidgeStatistics:
+def ridge_statistics(
+    ledger: Ledger, covariates: Sequence[str] = (), *, sparse: bool | None = None
+) -> RidgeStatistics:
     """Return the sufficient statistics of ``score ~ 1 + covariates + lessons``.
 
     Covariates are coded by :func:`~cogstats.estimators.identifiability.covariate_design`
     (numbers linearly, strings and booleans as dummies; constant columns left out).
+    ``sparse`` keeps the Gram matrix as a ``scipy.sparse.csr_array`` (default: above
+    ``SPARSE_LESSONS`` lessons), which :func:`ridge_fit` fits without a ``p x p`` array.
 
     Examples
     --------
@@ -221,23 +274,33 @@ def ridge_statistics(ledger: Ledger, covariates: Sequence[str] = ()) -> RidgeSta
     n_les = len(ids)
     f = fixed.shape[1]
     p = f + n_les
-    gram = np.zeros((p, p))
+    if sparse is None:
+        sparse = n_les > SPARSE_LESSONS
+    fixed_gram = np.zeros((f, f))
+    cross = np.zeros((f, n_les))
     zty = np.zeros(p)
     for a in range(f):
         for b in range(a, f):
-            gram[a, b] = gram[b, a] = _seqsum(fixed[:, a] * fixed[:, b])
+            fixed_gram[a, b] = fixed_gram[b, a] = _seqsum(fixed[:, a] * fixed[:, b])
         zty[a] = _seqsum(fixed[:, a] * y)
         if n_les:
             # bincount adds its weights in input order: run order, as the kernel does
-            col = np.bincount(cols, weights=fixed[rows, a], minlength=n_les)
-            gram[a, f:] = col
-            gram[f:, a] = col
+            cross[a] = np.bincount(cols, weights=fixed[rows, a], minlength=n_les)
+    x = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(n, n_les), dtype=np.float64)
+    co = sp.csr_array(x.T @ x)  # co-occurrence counts: exact in any order
     if n_les:
         zty[f:] = np.bincount(cols, weights=y[rows], minlength=n_les)
-        from scipy import sparse
-
-        x = sparse.csr_array((np.ones(len(rows)), (rows, cols)), shape=(n, n_les), dtype=np.float64)
-        gram[f:, f:] = (x.T @ x).toarray()  # co-occurrence counts: exact in any order
+    gram: Any
+    if sparse:
+        blocks = [[sp.csr_array(fixed_gram), sp.csr_array(cross)], [sp.csr_array(cross.T), co]]
+        gram = sp.csr_array(sp.block_array(blocks, format="csr"))
+        gram.sort_indices()
+    else:
+        gram = np.zeros((p, p))
+        gram[:f, :f] = fixed_gram
+        gram[:f, f:] = cross
+        gram[f:, :f] = cross.T
+        gram[f:, f:] = co.toarray()
     return RidgeStatistics(
         gram=gram,
         zty=zty,
@@ -303,6 +366,27 @@ def duplicate_groups(gram: np.ndarray, f: int, runs: int) -> np.ndarray:
     return rep
 
 
+def _groups(stats: RidgeStatistics) -> np.ndarray:
+    """:func:`duplicate_groups` of the statistics, from the sparse pattern when sparse."""
+    if not sp.issparse(stats.gram):
+        return duplicate_groups(stats.gram, stats.n_fixed, stats.runs)
+    i, j, _ = equal_patterns(stats.gram, stats.n_fixed, stats.runs)
+    rep = np.arange(stats.gram.shape[0] - stats.n_fixed)
+    np.minimum.at(rep, j, i)  # equal patterns are cliques: the smallest member of each
+    return rep
+
+
+def _not_identifiable(stats: RidgeStatistics) -> np.ndarray:
+    """:func:`not_identifiable` of the statistics, from the sparse pattern when sparse."""
+    if not sp.issparse(stats.gram):
+        return not_identifiable(stats.gram, stats.n_fixed, stats.runs)
+    i, j, bad = equal_patterns(stats.gram, stats.n_fixed, stats.runs)
+    bad = bad.copy()
+    bad[i] = True
+    bad[j] = True
+    return bad
+
+
 def _grouped_fit(stats: RidgeStatistics, rep: np.ndarray, **options: Any) -> RidgeFit:
     """Fit with every group of lessons that share a pattern merged into one column.
 
@@ -318,7 +402,7 @@ def _grouped_fit(stats: RidgeStatistics, rep: np.ndarray, **options: Any) -> Rid
     keep = np.flatnonzero(rep == np.arange(m))
     sel = np.concatenate([np.arange(f), f + keep])
     reduced = RidgeStatistics(
-        gram=stats.gram[np.ix_(sel, sel)],
+        gram=gram_take(stats.gram, sel),
         zty=stats.zty[sel],
         yty=stats.yty,
         runs=stats.runs,
@@ -350,14 +434,28 @@ def _one_pass(
     penalties: np.ndarray,
     prior_ss: float,
     prior_runs: float,
+    lay: Layout | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Fit one pass: per lesson (estimate, se, t, info, df, sigma), or None if singular.
 
     Each lesson's inference is that of the model with its own coefficient free, its
-    residual sum of squares and degrees of freedom included.
+    residual sum of squares and degrees of freedom included.  A sparse Gram matrix takes
+    the sparse pass on ``lay`` (its :func:`~cogstats.estimators._ridge_sparse.layout`).
     """
     f = st.n_fixed
     p = st.gram.shape[0]
+    if sp.issparse(st.gram):
+        got = sparse_pass(st.gram, f, penalties, st.zty, lay or layout(st.gram, f), _SINGULAR)
+        if got is None:
+            return None
+        b, mdiag, mkb, mkm, trace = got
+        # a lesson the data do not separate from the others (one in every run) has
+        # k_j M_jj = 1 exactly; the dense inverse rounds to it, these solves to within 1e-12
+        lesson = mdiag[f:]
+        none = penalties * lesson > 1.0 - _OWN_ROUNDING
+        lesson[none] = 1.0 / penalties[none]
+        rss = st.yty - 2.0 * float(b @ st.zty) + float(b @ (st.gram @ b))
+        return _lesson_out(st, b, mdiag, penalties, mkb, mkm, rss, trace, prior_runs, prior_ss)
     a = st.gram.copy()
     for i in range(f, p):
         a[i, i] = a[i, i] + penalties[i - f]
@@ -389,10 +487,27 @@ def _one_pass(
         trace = float(np.sum(m * st.gram.T))
         mkb = m @ (kvec * b)
         mkm = (m * m) @ kvec
+    return _lesson_out(st, b, np.diag(m), penalties, mkb, mkm, rss, trace, prior_runs, prior_ss)
+
+
+def _lesson_out(
+    st: RidgeStatistics,
+    b: np.ndarray,
+    mdiag: np.ndarray,
+    penalties: np.ndarray,
+    mkb: np.ndarray,
+    mkm: np.ndarray,
+    rss: float,
+    trace: float,
+    prior_runs: float,
+    prior_ss: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each lesson's inference (:func:`lesson_inference`) from one pass's quantities."""
+    f = st.n_fixed
     with np.errstate(divide="ignore", invalid="ignore"):
         est, se, t, info, df, s2 = lesson_inference(
             b[f:],
-            np.diag(m)[f:],
+            mdiag[f:],
             penalties,
             mkb[f:],
             mkm[f:],
@@ -554,7 +669,7 @@ def ridge_fit(
     (0.198, 8.0)
     """
     if group_duplicates:
-        rep = duplicate_groups(stats.gram, stats.n_fixed, stats.runs)
+        rep = _groups(stats)
         if not np.array_equal(rep, np.arange(rep.shape[0])):
             return _grouped_fit(
                 stats,
@@ -574,12 +689,14 @@ def ridge_fit(
     m = stats.gram.shape[0] - f
     prior_runs = float(noise_prior_runs)
     prior_ss = 0.0 if noise_prior_sd is None else prior_runs * float(noise_prior_sd) ** 2
-    ident = ~not_identifiable(stats.gram, f, stats.runs)
+    wide = sp.issparse(stats.gram)
+    ident = ~_not_identifiable(stats)
     pen = np.full(m, k)
-    raw_info = np.diag(stats.gram)[f:] if m else np.zeros(0)
+    raw_info = gram_diagonal(stats.gram)[f:] if m else np.zeros(0)
+    lay = layout(stats.gram, f) if wide else None
     out = None
     for step in range(passes):
-        out = _one_pass(stats, pen, prior_ss, prior_runs)
+        out = _one_pass(stats, pen, prior_ss, prior_runs, lay)
         if out is None or step == passes - 1:
             break
         t, info = out[2], out[3]

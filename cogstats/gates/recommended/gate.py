@@ -44,8 +44,11 @@ vectorised over lessons, and the crater test's :func:`crater_test`: plain functi
 (:mod:`cogstats.gates.recommended.kernel`); docs/recommended.md says how each number was
 chosen and what the rule achieves.
 
-Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons)
-and O(lessons) for the rule.
+Cost per evaluation: the ridge fit (O(p^3) per pass, ``p`` = 1 + covariates + lessons,
+up to ``SPARSE_LESSONS`` lessons; above, on the sparse Gram matrix, memory that grows
+with the ledger: :mod:`cogstats.estimators.debiased_ridge`) and O(lessons) for the rule.
+Wide statistics stay sparse in :meth:`LifecycleStatistics.add_run`, at O(nonzeros of the
+Gram matrix) a run.
 """
 
 from __future__ import annotations
@@ -58,13 +61,17 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy import sparse as sp
 from scipy import special
 
 from cogstats import _codes as C
 from cogstats._validation import ParameterError
 from cogstats.estimators.debiased_ridge import (
+    SPARSE_LESSONS,
     RidgeFit,
     RidgeStatistics,
+    gram_diagonal,
+    gram_take,
     ridge_fit,
     ridge_statistics,
 )
@@ -202,9 +209,15 @@ class LifecycleStatistics:
         return cls(ridge, np.zeros(0))
 
     @classmethod
-    def from_ledger(cls, ledger: Ledger, covariates: Sequence[str] = ()) -> LifecycleStatistics:
-        """Build the statistics of a ledger (covariates coded as the ridge codes them)."""
-        ridge = ridge_statistics(ledger, tuple(covariates))
+    def from_ledger(
+        cls, ledger: Ledger, covariates: Sequence[str] = (), *, sparse: bool | None = None
+    ) -> LifecycleStatistics:
+        """Build the statistics of a ledger (covariates coded as the ridge codes them).
+
+        ``sparse``: keep the Gram matrix sparse (default above ``SPARSE_LESSONS`` lessons;
+        :func:`~cogstats.estimators.debiased_ridge.ridge_statistics`).
+        """
+        ridge = ridge_statistics(ledger, tuple(covariates), sparse=sparse)
         ids, rows, cols = ledger._facts_index()
         y = np.asarray(ledger.scores, dtype=np.float64)
         ss = (
@@ -252,14 +265,23 @@ class LifecycleStatistics:
             present.append(col[f])
         nf = st.n_fixed
         p = nf + len(ids)
-        gram = np.zeros((p, p))
-        gram[: st.gram.shape[0], : st.gram.shape[0]] = st.gram
         zty = np.zeros(p)
         zty[: st.zty.shape[0]] = st.zty
         z = np.zeros(p)
         z[:nf] = fixed
         z[[nf + j for j in present]] = 1.0
-        gram += np.outer(z, z)
+        gram: Any
+        if sp.issparse(st.gram) or len(ids) > SPARSE_LESSONS:  # O(nonzeros) a run
+            on = np.flatnonzero(z)
+            outer = sp.coo_array(
+                (np.outer(z[on], z[on]).ravel(), (np.repeat(on, on.size), np.tile(on, on.size))),
+                shape=(p, p),
+            )
+            gram = sp.csr_array(_padded(st.gram, p) + outer)
+        else:
+            gram = np.zeros((p, p))
+            gram[: st.gram.shape[0], : st.gram.shape[0]] = st.gram
+            gram += np.outer(z, z)
         zty += z * y
         ss = np.zeros(len(ids))
         ss[: self.with_ss.shape[0]] = self.with_ss
@@ -303,15 +325,26 @@ class LifecycleStatistics:
                 ids.append(f)
         nf = a.n_fixed
         p = nf + len(ids)
-        gram = np.zeros((p, p))
+        wide = sp.issparse(a.gram) or sp.issparse(b.gram)
+        gram: Any = sp.csr_array((p, p)) if wide else np.zeros((p, p))
         zty = np.zeros(p)
         ss = np.zeros(len(ids))
         for st, with_ss in ((a, self.with_ss), (b, other.with_ss)):
             at = np.array([pos[f] for f in st.fact_ids], dtype=np.int64)
             idx = np.concatenate([np.arange(nf), nf + at])
-            gram[np.ix_(idx, idx)] += st.gram
+            if wide:
+                coo = sp.coo_array(st.gram)
+                gram = (
+                    gram
+                    + sp.coo_array((coo.data, (idx[coo.row], idx[coo.col])), shape=(p, p)).tocsr()
+                )
+            else:
+                gram[np.ix_(idx, idx)] += st.gram
             zty[idx] += st.zty
             ss[at] += with_ss
+        if wide:
+            gram = sp.csr_array(gram)
+            gram.sort_indices()
         ridge = RidgeStatistics(
             gram=gram,
             zty=zty,
@@ -327,7 +360,7 @@ class LifecycleStatistics:
         """Return the statistics as plain arrays and values (:meth:`from_arrays` inverts)."""
         r = self.ridge
         return {
-            "gram": r.gram.copy(),
+            "gram": r.gram.copy(),  # a scipy.sparse.csr_array when the statistics are wide
             "zty": r.zty.copy(),
             "yty": r.yty,
             "runs": r.runs,
@@ -340,8 +373,9 @@ class LifecycleStatistics:
     @classmethod
     def from_arrays(cls, data: Mapping[str, Any]) -> LifecycleStatistics:
         """Rebuild statistics saved by :meth:`to_arrays`."""
+        g = data["gram"]
         ridge = RidgeStatistics(
-            gram=np.asarray(data["gram"], dtype=np.float64),
+            gram=sp.csr_array(g, dtype=np.float64) if sp.issparse(g) else np.asarray(g, np.float64),
             zty=np.asarray(data["zty"], dtype=np.float64),
             yty=float(data["yty"]),
             runs=int(data["runs"]),
@@ -350,6 +384,12 @@ class LifecycleStatistics:
             covariates=tuple(data["covariates"]),
         )
         return cls(ridge, np.asarray(data["with_ss"], dtype=np.float64))
+
+
+def _padded(gram: Any, p: int) -> sp.csr_array:
+    """Return a sparse Gram matrix grown to ``p x p`` with zeros (new lesson columns)."""
+    coo = sp.coo_array(gram)
+    return sp.csr_array((coo.data, (coo.row, coo.col)), shape=(p, p))
 
 
 def crater_test(stats: LifecycleStatistics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -372,7 +412,7 @@ def crater_test(stats: LifecycleStatistics) -> tuple[np.ndarray, np.ndarray, np.
     r = stats.ridge
     f = r.n_fixed
     t = crater_t(
-        np.diag(r.gram)[f:].astype(float), r.runs, r.zty[f:], r.zty[0], stats.with_ss, r.yty
+        gram_diagonal(r.gram)[f:].astype(float), r.runs, r.zty[f:], r.zty[0], stats.with_ss, r.yty
     )
     df = float(r.runs) - 2.0
     dfa = np.full(t.shape, df if df >= 1 else np.nan)
@@ -918,7 +958,7 @@ class _Running:
             [0, *(1 + k for k in keep), *range(r.n_fixed, r.gram.shape[0])], dtype=np.int64
         )
         ridge = RidgeStatistics(
-            gram=r.gram[np.ix_(sel, sel)],
+            gram=gram_take(r.gram, sel),
             zty=r.zty[sel],
             yty=r.yty,
             runs=r.runs,
