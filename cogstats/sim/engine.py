@@ -205,7 +205,9 @@ def fast_support(s: Scenario) -> str | None:
     The kernel covers the registered parts that have a compiled piece
     (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
     the cycgraph, audit, evidence and recommended (the lifecycle gate) gates and any
-    gate of one's own whose registration names its piece, with the lifecycle's statuses in
+    gate of one's own whose registration names its piece, in any lesson store (additive or
+    not: paraphrase groups, interactions, effects by family, changes of effect), with the
+    lifecycle's statuses in
     retrieval (admitted lessons in the verified block,
     suspended ones through the re-test slot, ``retest_window``, ``fill_empty``).  Its
     evidence gate covers methods
