@@ -11,6 +11,9 @@ deviation of the side with the larger one (issue 17's definition).  A change is 
 than noise when ``after - before > noise``.  The figures go to
 ``benchmarks/results/compare_revisions.json``.
 
+``--bench-from-after`` copies this tree's ``benchmarks/`` into the old one first, so that a
+benchmark written with the change (``s2_runtime``) times the old library too.
+
 It measures whole benchmark runs, so a benchmark's own reference side (cycgraph, scipy)
 runs too: its ratios within one run stay in that benchmark's own result.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -112,6 +116,11 @@ def main() -> None:
     parser.add_argument("--only", required=True, help="comma-separated benchmark names")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--bench-from-after",
+        action="store_true",
+        help="run the after tree's benchmark code on both trees (the library is each tree's)",
+    )
     args = parser.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     with tempfile.TemporaryDirectory(prefix="cogstats-before-") as tmp:
@@ -122,6 +131,10 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
+        if args.bench_from_after:
+            shutil.copytree(
+                Path(args.after) / "benchmarks", tree / "benchmarks", dirs_exist_ok=True
+            )
         try:
             table = compare(tree, Path(args.after), names, args.repeat, args.quick)
         finally:

@@ -41,6 +41,7 @@ BENCHMARKS = {
     "d2": "benchmarks.d2_catch_up",
     "d3": "benchmarks.d3_large_ledger",
     "hostile": "benchmarks.hostile_input",
+    "s2_runtime": "benchmarks.s2_runtime",
 }
 
 

@@ -147,9 +147,42 @@ def _expand(values: Any, keep: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class TableRows:
+    """What :func:`regression_table` reads of a design: the lessons, trials, runs, checks.
+
+    Attributes
+    ----------
+    fact_ids : tuple of str
+        The lessons, in the table's order.
+    trials : ndarray
+        Each lesson's trials.
+    n : int
+        The runs.
+    ident : polars.DataFrame
+        The identifiability check (``identifiable``, ``aliased_with``, optionally
+        ``relative_to``), one row a lesson.
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl
+    >>> ident = pl.DataFrame({"identifiable": [True], "aliased_with": [None]},
+    ...                      schema={"identifiable": pl.Boolean, "aliased_with": pl.String})
+    >>> rows = TableRows(("a",), np.array([3]), 5, ident)
+    >>> one = np.ones(1)
+    >>> regression_table("ols", rows, np.ones(1, bool), one, one, one, one, one)["trials"][0]
+    3
+    """
+
+    fact_ids: tuple[str, ...]
+    trials: np.ndarray
+    n: int
+    ident: pl.DataFrame
+
+
 def regression_table(
     method: str,
-    d: Any,  # a _Design, or anything with fact_ids, trials, n and ident
+    d: Any,  # a _Design or TableRows: anything with fact_ids, trials, n and ident
     keep: np.ndarray,
     est: Any,
     se: Any,

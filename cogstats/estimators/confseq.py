@@ -91,8 +91,10 @@ __all__ = [
     "confidence_sequence",
     "confseq_paths",
     "mixture_rho",
+    "pseudo_outcome_variance",
     "resolve_rho",
     "studentised_sequence",
+    "two_sample_variance",
 ]
 
 PROPENSITY_MODES = ("auto", "logged", "none")
@@ -374,12 +376,28 @@ def _pseudo_outcome_stats(
     phi = phi * e
     n = np.cumsum(elig, axis=0).astype(np.int64)
     n1 = np.cumsum(xf, axis=0).astype(np.int64)
-    s = np.cumsum(phi, axis=0)
-    q = np.cumsum(phi * phi, axis=0)
+    mean, v = pseudo_outcome_variance(n, np.cumsum(phi, axis=0), np.cumsum(phi * phi, axis=0))
+    return mean, v, n, n1, n - n1, n > 0
+
+
+def pseudo_outcome_variance(
+    n: np.ndarray, s: np.ndarray, q: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and plug-in variance (denominator ``n``) of a pseudo-outcome from its sums.
+
+    Case (a) of :func:`confseq_paths`: ``n`` runs that count, ``s`` the sum of the
+    pseudo-outcomes, ``q`` the sum of their squares.  NaN where ``n`` is 0.
+
+    Examples
+    --------
+    >>> mean, v = pseudo_outcome_variance(np.array([4.0]), np.array([2.0]), np.array([1.5]))
+    >>> float(mean[0]), float(v[0])
+    (0.5, 0.125)
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = s / n
         v = np.maximum(q / n - mean * mean, 0.0)
-    return mean, v, n, n1, n - n1, n > 0
+    return mean, v
 
 
 def _two_sample_stats(
@@ -395,6 +413,38 @@ def _two_sample_stats(
     s0 = np.cumsum(y * (e - xf), axis=0)
     q1 = np.cumsum(y * y * xf, axis=0)
     q0 = np.cumsum(y * y * (e - xf), axis=0)
+    est, v, ready = two_sample_variance(n1, n0, s1, s0, q1, q0)
+    n = n1 + n0
+    return est, v, n.astype(np.int64), n1.astype(np.int64), n0.astype(np.int64), ready
+
+
+def two_sample_variance(
+    n1: np.ndarray,
+    n0: np.ndarray,
+    s1: np.ndarray,
+    s0: np.ndarray,
+    q1: np.ndarray,
+    q0: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Difference of means and its conservative variance from the two arms' sums.
+
+    Case (b) of :func:`confseq_paths`: ``n1``, ``s1``, ``q1`` the count, sum and sum of
+    squares of the scores with the lesson, ``n0``, ``s0``, ``q0`` without it.  The
+    variance, per run of ``n = n1 + n0``, is the larger of the pooled and the Welch
+    forms; it is ready (not NaN) once both arms have two runs.
+
+    Returns
+    -------
+    est, v, ready : ndarray
+        The estimate (NaN until both arms have a run), the variance, where it is ready.
+
+    Examples
+    --------
+    >>> two = lambda a, b: (np.array([a]), np.array([b]))
+    >>> est, v, ready = two_sample_variance(*two(2.0, 2.0), *two(1.6, 0.8), *two(1.3, 0.34))
+    >>> round(float(est[0]), 12), round(float(v[0]), 12), bool(ready[0])
+    (0.4, 0.04, True)
+    """
     n = n1 + n0
     with np.errstate(invalid="ignore", divide="ignore"):
         m1, m0 = s1 / n1, s0 / n0
@@ -405,7 +455,7 @@ def _two_sample_stats(
     ready = (n1 >= 2) & (n0 >= 2)
     v = np.where(ready, np.maximum(pooled, welch), np.nan)
     est = np.where((n1 > 0) & (n0 > 0), m1 - m0, np.nan)
-    return est, v, n.astype(np.int64), n1.astype(np.int64), n0.astype(np.int64), ready
+    return est, v, ready
 
 
 def studentised_sequence(

@@ -44,6 +44,7 @@ __all__ = [
     "CovariateDesign",
     "check_identifiability",
     "covariate_design",
+    "cross_product_identifiability",
     "group_codes",
     "identify",
     "lesson_identifiability",
@@ -519,6 +520,83 @@ def weak_from_cross_products(
     lam, vecs = np.linalg.eigh(gram)
     order = np.argsort(lam)[::-1]
     return np.sqrt(np.maximum(lam[order], 0.0)), vecs[:, order].T
+
+
+def cross_product_identifiability(
+    ids: list[str],
+    n: int,
+    counts: np.ndarray,
+    keys: Sequence[Any],
+    xtx: np.ndarray,
+    n_controls: int,
+    sources: Sequence[str],
+    tol: float,
+    vif_threshold: float,
+) -> tuple[pl.DataFrame, int]:
+    """Run :func:`identify` on the cross-products ``X'X`` of ``[1, controls, lessons]``.
+
+    The design is centred through ``X'X`` itself: the weak directions are those of the
+    centred lesson columns beside the unit-length controls that vary
+    (:func:`weak_from_cross_products`).
+
+    Parameters
+    ----------
+    ids : list of str
+        The lessons, in the order of their columns.
+    n : int
+        The runs.
+    counts : ndarray
+        Each lesson's runs.
+    keys : sequence
+        Each lesson's inclusion-pattern key (equal keys: the same runs).
+    xtx : ndarray
+        ``X'X`` over ``[intercept, n_controls control columns, lessons]``.
+    n_controls : int
+        The control columns.
+    sources : sequence of str
+        The covariate each control column comes from.
+    tol, vif_threshold : float
+        As for :func:`check_identifiability`.
+
+    Returns
+    -------
+    frame : polars.DataFrame
+        :func:`identify`'s frame.
+    columns : int
+        The columns the weak-direction check decomposed (0: none asked).
+
+    Examples
+    --------
+    >>> x = np.array([[1, 1, 1], [1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 0, 1]], dtype=float)
+    >>> frame, m = cross_product_identifiability(
+    ...     ["a", "b"], 5, np.array([2, 3]), ["ka", "kb"], x.T @ x, 0, [], 1e-10, 1e3)
+    >>> frame["identifiable"].to_list(), m
+    ([True, True], 2)
+    """
+    q = n_controls
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = xtx[0, 1:] / n
+        centred = xtx[1:, 1:] - n * np.outer(mu, mu)
+    c_zz = centred[:q, :q]
+    znorm = np.sqrt(np.maximum(np.diag(c_zz), 0.0))
+    usable = znorm > 0
+    used = [0]
+
+    def weak(reps: list[int]) -> tuple[np.ndarray, np.ndarray | None, list[str], bool]:
+        lessons = q + np.asarray(reps, dtype=np.int64)
+        zu = np.flatnonzero(usable)
+        c_ll = centred[np.ix_(lessons, lessons)]
+        c_lz = centred[np.ix_(lessons, zu)] / znorm[zu]
+        c_z = c_zz[np.ix_(zu, zu)] / np.outer(znorm[zu], znorm[zu])
+        col_sources = ["" for _ in reps] + [sources[k] for k in zu.tolist()]
+        used[0] = len(reps) + zu.size
+        if c_ll.shape[0] + c_z.shape[0] == 0:
+            return np.zeros(0), np.zeros((0, 0)), col_sources, False
+        s_w, vt = weak_from_cross_products(c_ll, c_lz, c_z, vif_threshold)
+        return s_w, vt, col_sources, True
+
+    frame = identify(ids, n, counts, keys, weak, tol, vif_threshold)
+    return frame, used[0]
 
 
 def check_identifiability(

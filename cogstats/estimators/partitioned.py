@@ -722,9 +722,10 @@ def _control_plan(
 
 def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any]) -> Attribution:
     from cogstats._validation import check_probability
-    from cogstats.estimators.identifiability import identify, weak_from_cross_products
+    from cogstats.estimators.identifiability import cross_product_identifiability
     from cogstats.estimators.regression import (
         OLS_COV,
+        TableRows,
         _check_vif,
         normal_solution,
         regression_settings,
@@ -758,27 +759,10 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
     n = s.moments.runs
     p = len(s.ids)
     # identifiability from the centred cross-products (duplicates: equal run-hash sums)
-    mu = xtx[0, 1:] / n
-    centred = xtx[1:, 1:] - n * np.outer(mu, mu)
-    c_zz = centred[:q, :q]
-    znorm = np.sqrt(np.maximum(np.diag(c_zz), 0.0))
-    usable = znorm > 0
-    sources = cols.sources
     keys = [tuple(row) for row in s.hsum.tolist()]
-
-    def weak(reps: list[int]) -> tuple[np.ndarray, np.ndarray | None, list[str], bool]:
-        lessons = q + np.asarray(reps, dtype=np.int64)
-        zu = np.flatnonzero(usable)
-        c_ll = centred[np.ix_(lessons, lessons)]
-        c_lz = centred[np.ix_(lessons, zu)] / znorm[zu]
-        c_z = c_zz[np.ix_(zu, zu)] / np.outer(znorm[zu], znorm[zu])
-        col_sources = ["" for _ in reps] + [sources[k] for k in zu.tolist()]
-        if c_ll.shape[0] + c_z.shape[0] == 0:
-            return np.zeros(0), np.zeros((0, 0)), col_sources, False
-        s_w, vt = weak_from_cross_products(c_ll, c_lz, c_z, threshold)
-        return s_w, vt, col_sources, True
-
-    ident = identify(list(s.ids), n, s.moments.n, keys, weak, 1e-10, threshold)
+    ident, _ = cross_product_identifiability(
+        list(s.ids), n, s.moments.n, keys, xtx, q, cols.sources, 1e-10, threshold
+    )
     keep = ident["identifiable"].to_numpy().astype(bool)
     sel = np.concatenate([np.arange(1 + q), 1 + q + np.flatnonzero(keep)])
     inv, params, rank = normal_solution(xtx[np.ix_(sel, sel)], xty[sel])
@@ -813,16 +797,9 @@ def _ols(runner: _Runner, files: list[Path], s: _Summary, options: dict[str, Any
     df = float(fit.df_resid) if use_t else math.inf
     lo, hi, pvalue, statistic = wald(est, se, df, level)
 
-    @dataclass(frozen=True)
-    class _D:
-        fact_ids: tuple[str, ...]
-        trials: np.ndarray
-        n: int
-        ident: pl.DataFrame
-
     table = regression_table(
         "ols",
-        _D(tuple(s.ids), s.moments.n, n, ident),
+        TableRows(tuple(s.ids), s.moments.n, n, ident),
         keep,
         est,
         se,

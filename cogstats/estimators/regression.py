@@ -64,6 +64,7 @@ from cogstats.estimators._base import Attribution, register
 from cogstats.estimators._linear import (
     FULL_COV_LIMIT,
     SINGULAR_PIVOT,
+    TableRows,
     _check_bool,
     _check_clusters,
     _check_vif,
@@ -98,6 +99,7 @@ __all__ = [
     "FULL_COV_LIMIT",
     "SINGULAR_PIVOT",
     "MixedFallbackWarning",
+    "TableRows",
     "cluster_scores",
     "fraclogit",
     "mixed",

@@ -232,6 +232,39 @@ class GateReport:
             return f"<div>{head}{self.decisions._repr_html_()}</div>"
 
 
+def check_candidates(candidates: Sequence[str] | None) -> list[str] | None:
+    """Validate a gate's ``candidates`` argument: distinct lesson id strings, or None.
+
+    Returns the ids as a list (None stays None: every lesson).
+
+    Raises
+    ------
+    ParameterError
+        For a string (not a sequence of ids), an id that is not a string (named by its
+        position), or a repeated id.
+
+    Examples
+    --------
+    >>> check_candidates(("a", "b")), check_candidates(None)
+    (['a', 'b'], None)
+    >>> check_candidates(["a", "a"])
+    Traceback (most recent call last):
+    ...
+    cogstats._validation.ParameterError: candidates must not repeat a lesson id
+    """
+    if candidates is None:
+        return None
+    if isinstance(candidates, str):
+        raise ParameterError(f"candidates must be a sequence of lesson ids; got {candidates!r}")
+    ids = list(candidates)
+    for k, f in enumerate(ids):
+        if not isinstance(f, str):
+            raise ParameterError(f"candidates[{k}] must be a lesson id string; got {f!r}")
+    if len(set(ids)) != len(ids):
+        raise ParameterError("candidates must not repeat a lesson id")
+    return ids
+
+
 def candidate_ids(ledger: Any, candidates: Sequence[str] | None) -> list[str]:
     """Validate a gate's ``ledger`` and ``candidates`` arguments; the candidate ids.
 
@@ -239,15 +272,8 @@ def candidate_ids(ledger: Any, candidates: Sequence[str] | None) -> list[str]:
     """
     if not isinstance(ledger, Ledger):
         raise ParameterError(f"ledger must be a cogstats Ledger; got {type(ledger).__name__}")
-    if isinstance(candidates, str):
-        raise ParameterError(f"candidates must be a sequence of lesson ids; got {candidates!r}")
-    ids = list(ledger.fact_ids if candidates is None else candidates)
-    for k, f in enumerate(ids):
-        if not isinstance(f, str):
-            raise ParameterError(f"candidates[{k}] must be a lesson id string; got {f!r}")
-    if len(set(ids)) != len(ids):
-        raise ParameterError("candidates must not repeat a lesson id")
-    return ids
+    ids = check_candidates(candidates)
+    return list(ledger.fact_ids) if ids is None else ids
 
 
 def report_frame(rows: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> pl.DataFrame:

@@ -65,7 +65,7 @@ AGENT_NOTE = (
 def _suspends(spec: SimulationSpec) -> bool:
     """Whether the spec's gate can suspend a lesson (the lesson lifecycle gate)."""
     from cogstats.gates import GATES
-    from cogstats.gates.lifecycle import LifecycleGate
+    from cogstats.gates.recommended import LifecycleGate
 
     name = spec.scenario.gate.type
     try:

@@ -829,12 +829,15 @@ class StreamingStats:
         from cogstats.estimators.identifiability import (
             DEFAULT_TOL,
             DENSE_LIMIT,
-            identify,
-            weak_from_cross_products,
+            cross_product_identifiability,
         )
 
         reg_state = self._reg
-        assert reg_state is not None
+        if reg_state is None:
+            raise ParameterError(
+                "identifiability needs the cross-products: running statistics kept with "
+                "regression_covariates (a tuple); got them without"
+            )
         n = reg.n
         q = reg.n_controls
         order = self.order()
@@ -842,29 +845,9 @@ class StreamingStats:
         counts = self._trials[order]
         keys = [tuple(r) for r in reg_state.hsum[order].tolist()]
         xtx = reg.xtx
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mu = xtx[0, 1:] / n
-            centred = xtx[1:, 1:] - n * np.outer(mu, mu)
-        c_zz = centred[:q, :q]
-        znorm = np.sqrt(np.maximum(np.diag(c_zz), 0.0))
-        usable = znorm > 0
-        used: dict[str, Any] = {}
-
-        def weak(reps: list[int]) -> tuple[np.ndarray, np.ndarray | None, list[str], bool]:
-            lessons = q + np.asarray(reps, dtype=np.int64)
-            zu = np.flatnonzero(usable)
-            c_ll = centred[np.ix_(lessons, lessons)]
-            c_lz = centred[np.ix_(lessons, zu)] / znorm[zu]
-            c_z = c_zz[np.ix_(zu, zu)] / np.outer(znorm[zu], znorm[zu])
-            col_sources = ["" for _ in reps] + [reg.sources[k] for k in zu.tolist()]
-            used["m"] = len(reps) + zu.size
-            if c_ll.shape[0] + c_z.shape[0] == 0:
-                return np.zeros(0), np.zeros((0, 0)), col_sources, False
-            s_w, vt = weak_from_cross_products(c_ll, c_lz, c_z, vif_threshold)
-            return s_w, vt, col_sources, True
-
-        frame = identify(list(reg.fact_ids), n, counts, keys, weak, DEFAULT_TOL, vif_threshold)
-        m = int(used.get("m", 0))
+        frame, m = cross_product_identifiability(
+            list(reg.fact_ids), n, counts, keys, xtx, q, reg.sources, DEFAULT_TOL, vif_threshold
+        )
         if m == 0 or (q == 0 and n * m > DENSE_LIMIT):
             return frame, True
         if q > 0 and n < xtx.shape[0]:

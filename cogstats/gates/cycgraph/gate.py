@@ -31,6 +31,7 @@ from cogstats.gates._report import (
     LessonState,
     _SchemaJudgement,
     candidate_ids,
+    check_candidates,
     check_statuses,
     report_schema,
 )
@@ -284,11 +285,12 @@ class CycgraphGate:
         if isinstance(stats, Ledger):
             return Judgement.from_report(self.judge(stats, statuses, candidates))
         check_statuses(statuses)
-        if candidates is None:
+        given = check_candidates(candidates)
+        if given is None:
             idx = stats.order()
             ids = stats.fact_ids
         else:
-            ids = tuple(candidates)
+            ids = tuple(given)
             idx = stats.lesson_index(ids)
         g, lift_tol, var_a_tol, var_b_tol = stats.group_arrays(idx)
         d = self._decide_core(g)

@@ -32,7 +32,7 @@ from scipy import special
 
 from cogstats import _codes as C
 from cogstats._codes import HARMFUL, NO_LIFT
-from cogstats._validation import ParameterError, check_choice, check_probability, suggest
+from cogstats._validation import ParameterError, check_probability, suggest
 
 # only the registry core here: the estimator modules (statsmodels for regression, ...) load
 # when a gate uses them, so a welch/lift gate starts fast (benchmark P1)
@@ -45,16 +45,25 @@ from cogstats.gates._report import (
     GateReport,
     LessonState,
     candidate_ids,
+    check_candidates,
     check_statuses,
     report_schema,
 )
 from cogstats.gates.evidence.rule import evidence_outcome, group_sides, side_alpha
 from cogstats.ledger import Ledger
+from cogstats.stats.running_evidence import (
+    RUNNING_METHODS,
+    SLACK,
+    EstimateBounds,
+    running_confseq,
+    running_identifiability,
+    running_lift_welch,
+    running_ols,
+)
 
 if TYPE_CHECKING:
     from cogstats.estimators import Attribution
     from cogstats.stats import StreamingStats
-    from cogstats.stats.groups import GroupArrays
 
 __all__ = ["EVIDENCE_DECISION_COLUMNS", "EvidenceGate"]
 
@@ -285,9 +294,9 @@ class EvidenceGate:
         from cogstats.stats import StreamingStats
 
         method = self.method
-        if method not in _RUNNING_METHODS:
+        if method not in RUNNING_METHODS:
             raise ParameterError(
-                f"StreamingGate streams EvidenceGate with method in {list(_RUNNING_METHODS)} "
+                f"StreamingGate streams EvidenceGate with method in {list(RUNNING_METHODS)} "
                 f"(ols with options={{'cov': 'nonrobust'}}); got method {method!r}"
             )
         opts = dict(self.options)
@@ -641,27 +650,16 @@ def _masked(series: pl.Series, keep: np.ndarray) -> pl.Series:
 #: methods whose std_error/df describe a t or normal sampling distribution of the estimate
 _WALD_METHODS = ("lift", "welch", "ols", "ridge", "fraclogit", "mixed", "ipw", "aipw")
 
+
 # ====================================================================== running statistics
-#: the methods whose evidence running sums give (ols with the classical covariance)
-_RUNNING_METHODS = ("lift", "welch", "ols", "confseq")
-#: relative widening of every interval in the near-tie checks (function rounding)
-_SLACK = 1e-12
-#: relative uncertainty assumed for the streaming OLS estimates and standard errors
-#: (they come from X'X summed in another order than the batch design)
-_OLS_TOL = 1e-8
-#: a residual sum of squares below this share of y'y is a (near) exact fit: batch fallback
-_OLS_EXACT_FIT = 1e-4
-#: a relative Cholesky pivot below this is close to the batch's singularity test (1e-12)
-_OLS_PIVOT = 1e-9
-
-
 def _judge_running(
     gate: EvidenceGate, stats: StreamingStats, candidates: Sequence[str] | None
 ) -> GateReport:
     """Run the shell of :meth:`EvidenceGate.judge` on running statistics."""
-    if gate.method not in _RUNNING_METHODS:
+    if gate.method not in RUNNING_METHODS:
         gate.running_statistics()  # raises, naming the methods it judges from running sums
-    ids = list(stats.fact_ids if candidates is None else candidates)
+    given = check_candidates(candidates)
+    ids = list(stats.fact_ids) if given is None else given
     n = stats.trials(ids)
     n_runs = stats.n_runs
     judged_mask = gate._judged(n, n_runs)
@@ -673,336 +671,36 @@ def _judge_running(
     return gate._report(ids, n, n_runs, m, result, identifiable)
 
 
-def _running_identifiable(gate: EvidenceGate, stats: StreamingStats) -> pl.DataFrame | None:
-    if not gate.hold_unidentifiable:
-        return None
-    from cogstats.estimators.identifiability import DEFAULT_VIF_THRESHOLD, check_identifiability
-
-    reg = stats.regression()
-    frame, trusted = stats.identifiability(reg, DEFAULT_VIF_THRESHOLD)
-    if not trusted:
-        stats.fallbacks += 1
-        frame = check_identifiability(stats.to_ledger())
-    return frame.select("fact_id", "identifiable")
-
-
 def _running_attribution(
     gate: EvidenceGate, stats: StreamingStats, judged: list[str], level: float, m: int
 ) -> tuple[Attribution, pl.DataFrame | None]:
+    """Return the method's attribution from running statistics (cogstats.stats.running_evidence).
+
+    The gate's part is which decisions lie within the statistics' rounding (``near``):
+    those are recomputed from the runs.
+    """
+
+    def near(bounds: EstimateBounds, trials: np.ndarray) -> np.ndarray:
+        return _near_decision(gate, bounds, trials, level, m)
+
     method = gate.method
+    options = gate._options()
     if method == "ols":
-        result = _running_ols(gate, stats, judged, level, m)
+        result = running_ols(stats, options, judged, level, near)
         ident = result.to_frame().select("fact_id", pl.col("identifiable").fill_null(True))
         return result, ident
-    identifiable = _running_identifiable(gate, stats)
+    identifiable = running_identifiability(stats) if gate.hold_unidentifiable else None
     if method == "confseq":
-        return _running_confseq(gate, stats, level), identifiable
-    return _running_lift_welch(gate, stats, judged, level, m, identifiable), identifiable
-
-
-def _running_lift_welch(
-    gate: EvidenceGate,
-    stats: StreamingStats,
-    judged: list[str],
-    level: float,
-    m: int,
-    identifiable: pl.DataFrame | None,
-) -> Attribution:
-    from cogstats.estimators.lift import lift_from_stats, welch_from_stats
-
-    opts = {**_method_defaults("welch" if gate.method == "welch" else "lift"), **gate.options}
-    idx = stats.lesson_index(judged)
-    g, lift_tol, var_a_tol, var_b_tol = stats.group_arrays(idx)
-    n = stats.n_runs
-    floor = float(opts.get("noise_floor_sd", 0.0)) if gate.method == "welch" else 0.0
-    # the batch's baseline mean is the additive one (bit for bit ours) for lessons in
-    # fewer than half the runs, the run-order one (within lift_tol of ours) otherwise
-    de = np.where(2 * g.n_b <= n, lift_tol, 0.0)
-    ok = (g.n_a >= 2) & (g.n_b >= 2)
+        return running_confseq(stats, options, level), identifiable
     held = np.zeros(len(judged), dtype=bool)
-    if identifiable is not None and gate.hold_unidentifiable:
+    if identifiable is not None:
         got = _aligned(judged, identifiable, ("identifiable",))["identifiable"]
         held = ~got.fill_null(True).to_numpy().astype(bool)
-    tested = ok & ~held
-    fragile = np.zeros(len(judged), dtype=bool)
-    if tested.any():
-        iv = _welch_intervals(g, de, var_a_tol, var_b_tol, floor)
-        t = np.flatnonzero(tested)
-        sub = _Intervals(
-            (iv.est[0][t], iv.est[1][t]),
-            (iv.se[0][t], iv.se[1][t]),
-            (iv.df[0][t], iv.df[1][t]),
-            iv.se_zero[t],
-        )
-        fragile[t] = _near_decision(gate, sub, g.n_a[t], level, m)
-    arrays = {
-        "fact_id": np.asarray(judged, dtype=object),
-        "n_a": g.n_a.copy(),
-        "mean_a": g.mean_a.copy(),
-        "var_a": g.var_a.copy(),
-        "n_b": g.n_b.copy(),
-        "mean_b": g.mean_b.copy(),
-        "var_b": g.var_b.copy(),
-    }
-    if fragile.any():
-        ks = np.flatnonzero(fragile)
-        exact = stats.batch_group_arrays([int(idx[k]) for k in ks.tolist()])
-        for name in ("n_a", "mean_a", "var_a", "n_b", "mean_b", "var_b"):
-            arrays[name][ks] = getattr(exact, name)
-    if gate.method == "welch":
-        return welch_from_stats(
-            arrays,
-            level,
-            floor,
-            float(opts["promote_margin"]),
-            float(opts["evict_margin"]),
-        )
-    return lift_from_stats(arrays, level)
-
-
-def _running_ols(
-    gate: EvidenceGate, stats: StreamingStats, judged: list[str], level: float, m: int
-) -> Attribution:
-    from scipy import linalg
-
-    from cogstats.estimators import Attribution, attribute
-    from cogstats.estimators.regression import (
-        SINGULAR_PIVOT,
-        normal_solution,
-        regression_settings,
-        regression_table,
-        wald,
-    )
-
-    opts = {**_method_defaults("ols"), **gate.options}
-    threshold = float(opts["vif_threshold"])
-
-    def batch() -> Attribution:
-        stats.fallbacks += 1
-        return attribute(stats.to_ledger(), "ols", confidence_level=level, **gate._options())
-
-    reg = stats.regression()
-    n = reg.n
-    ident, trusted = stats.identifiability(reg, threshold)
-    if not trusted:
-        return batch()
-    keep = ident["identifiable"].to_numpy().astype(bool)
-    q = reg.n_controls
-    sel = np.concatenate([np.arange(1 + q), 1 + q + np.flatnonzero(keep)])
-    xtx = reg.xtx[np.ix_(sel, sel)]
-    xty = reg.xty[sel]
-    try:
-        chol = linalg.cholesky(xtx, lower=True, check_finite=False)
-        pivots = np.diag(chol) ** 2 / np.maximum(np.diag(xtx), np.finfo(float).tiny)
-        clean_pivots = bool(pivots.min() > _OLS_PIVOT) and _OLS_PIVOT > SINGULAR_PIVOT
-    except linalg.LinAlgError:
-        clean_pivots = False
-    if not clean_pivots:
-        return batch()
-    inv, params, rank = normal_solution(xtx, xty)
-    df_resid = float(n - rank)
-    n_keep = int(keep.sum())
-    lesson = slice(sel.size - n_keep, sel.size)
-    constant = stats.y_max - stats.y_min == 0
-    if constant:
-        est = np.zeros(n_keep)
-        se = np.zeros(n_keep)
-        lo = hi = np.zeros(n_keep)
-        pvalue = np.ones(n_keep)
-        statistic = np.full(n_keep, np.nan)
-        df = df_resid
-    elif df_resid <= 0:
-        est = params[lesson]
-        se = lo = hi = pvalue = statistic = np.full(n_keep, np.nan)
-        df = 0.0
-    else:
-        mean = reg.xty[0] / n
-        rss = max(reg.yty - float(params @ xty), 0.0)
-        if rss <= _OLS_EXACT_FIT * max(reg.yty - n * mean * mean, 0.0):
-            return batch()  # a (near) exact fit: the residuals are rounding noise
-        scale = rss / df_resid
-        est = params[lesson]
-        se = np.sqrt(np.maximum(scale * np.diag(inv), 0.0))[lesson]
-        df = df_resid
-        lo, hi, pvalue, statistic = wald(est, se, df, level)
-        # decisions within the streaming rounding of a threshold: recompute in batch
-        kept = [f for f, k in zip(reg.fact_ids, keep, strict=True) if k]
-        pos = {f: k for k, f in enumerate(kept)}
-        tested = [f for f in judged if f in pos]
-        if tested:
-            t = np.asarray([pos[f] for f in tested], dtype=np.int64)
-            e, s = est[t], se[t]
-            de = _OLS_TOL * (np.abs(e) + s)
-            iv = _Intervals(
-                (e - de, e + de),
-                (s * (1 - _OLS_TOL), s * (1 + _OLS_TOL)),
-                (np.full(t.size, df), np.full(t.size, df)),
-                s == 0,
-            )
-            trials = stats.trials(tested)
-            if _near_decision(gate, iv, trials, level, m).any():
-                return batch()
-
-    @dataclass(frozen=True)
-    class _D:
-        fact_ids: tuple[str, ...]
-        trials: np.ndarray
-        n: int
-        ident: pl.DataFrame
-
-    p = len(reg.fact_ids)
-    table = regression_table(
-        "ols",
-        _D(reg.fact_ids, stats.trials(list(reg.fact_ids)), n, ident),
-        keep,
-        est,
-        se,
-        lo,
-        hi,
-        pvalue,
-        {"df": np.full(p, df), "statistic": statistic},
-    )
-    settings = regression_settings(
-        covariates=tuple(opts["covariates"]),
-        cov="nonrobust",
-        cluster=None,
-        confidence_level=level,
-        vif_threshold=threshold,
-        interval="wald",
-        reference="t",
-    )
-    return Attribution("ols", table, settings)
-
-
-def _running_confseq(gate: EvidenceGate, stats: StreamingStats, level: float) -> Attribution:
-    from cogstats.estimators import Attribution, make_table
-    from cogstats.estimators.confseq import (
-        OUTCOME_MODELS,
-        PROPENSITY_MODES,
-        resolve_rho,
-        studentised_sequence,
-    )
-
-    opts = {**_method_defaults("confseq"), **gate.options}
-    rho = resolve_rho(opts["rho"], opts["target_runs"], level)
-    model = check_choice("outcome_model", opts["outcome_model"], OUTCOME_MODELS)
-    propensity = check_choice("propensity", opts["propensity"], PROPENSITY_MODES)
-    has = "eligible_ids" in stats.covariates and "propensities" in stats.covariates
-    mode = propensity
-    if propensity == "logged" and not has:
-        raise ParameterError(
-            "method 'confseq': propensity='logged' needs the ledger columns eligible_ids "
-            f"and propensities; this ledger has covariates {stats.covariates!r} (use "
-            "propensity='none' or 'auto')"
-        )
-    if propensity == "auto":
-        mode = (
-            "logged"
-            if has and all(v is not None for v in stats.covariate_values("eligible_ids"))
-            else "none"
-        )
-    sums = stats.confseq
-    assert sums is not None, "running statistics without confseq's sums"
-    sums.fit(len(stats.table_ids))
-    idx = stats.order()
-    fact_ids = list(stats.fact_ids)
-    if mode == "none":
-        a = sums.a
-        n1, n0 = a["b_n1"][idx], a["b_n0"][idx]
-        s1, s0, q1, q0 = a["b_s1"][idx], a["b_s0"][idx], a["b_q1"][idx], a["b_q0"][idx]
-        n = n1 + n0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m1, m0 = s1 / n1, s0 / n0
-            ss1 = np.maximum(q1 - n1 * m1 * m1, 0.0)
-            ss0 = np.maximum(q0 - n0 * m0 * m0, 0.0)
-            pooled = n * (ss1 + ss0) / (n1 * n0)
-            welch = n * (ss1 / (n1 * n1) + ss0 / (n0 * n0))
-        ready = (n1 >= 2) & (n0 >= 2)
-        v = np.where(ready, np.maximum(pooled, welch), np.nan)
-        est = np.where((n1 > 0) & (n0 > 0), m1 - m0, np.nan)
-        n_i, n1_i, n0_i = n.astype(np.int64), n1.astype(np.int64), n0.astype(np.int64)
-    else:
-        pre = "a_" if model == "running_means" else "i_"
-        n_f = sums.a[pre + "n"][idx]
-        s, q = sums.a[pre + "s"][idx], sums.a[pre + "q"][idx]
-        c1 = sums.a[pre + "c1"][idx]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            est = s / n_f
-            v = np.maximum(q / n_f - est * est, 0.0)
-        n_i = n_f.astype(np.int64)
-        n1_i = c1.astype(np.int64)
-        n0_i = n_i - n1_i
-        ready = n_i > 0
-    lo, hi, pval, se = studentised_sequence(est, v, n_i, ready, rho, 1.0 - level)
-    estimate = np.where(n_i > 0, est, np.nan)
-    table = make_table(
-        "confseq",
-        {
-            "fact_id": fact_ids,
-            "estimate": estimate,
-            "std_error": se,
-            "ci_low": lo,
-            "ci_high": hi,
-            "pvalue": pval,
-            "trials": n1_i,
-            "baseline_runs": n0_i,
-            "runs": n_i,
-            "cs_width": hi - lo,
-        },
-    )
-    settings = {
-        "confidence_level": level,
-        "target_runs": opts["target_runs"],
-        "rho": rho,
-        "outcome_model": model,
-        "propensity": propensity,
-        "propensity_used": mode,
-        "interval": "confidence_sequence",
-    }
-    return Attribution("confseq", table, settings)
-
-
-def _method_defaults(method: str) -> dict[str, Any]:
-    return dict(get_spec(method).defaults)
-
-
-def _welch_intervals(
-    g: GroupArrays,
-    de: np.ndarray,
-    var_a_tol: np.ndarray,
-    var_b_tol: np.ndarray,
-    floor: float,
-) -> _Intervals:
-    """Bounds on the Welch estimate, standard error and degrees of freedom."""
-    floor2 = floor * floor
-    na = np.maximum(g.n_a, 2).astype(float)
-    nb = np.maximum(g.n_b, 2).astype(float)
-    va = np.nan_to_num(g.var_a, nan=0.0)
-    vb = np.nan_to_num(g.var_b, nan=0.0)
-    sa = [np.maximum(va - var_a_tol, floor2) / na, np.maximum(va + var_a_tol, floor2) / na]
-    sb = [np.maximum(vb - var_b_tol, floor2) / nb, np.maximum(vb + var_b_tol, floor2) / nb]
-    se_lo = np.sqrt(sa[0] + sb[0])
-    se_hi = np.sqrt(sa[1] + sb[1])
-    dfs = []
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for a in sa:
-            for b in sb:
-                dfs.append(
-                    np.where(a + b > 0, (a + b) ** 2 / (a**2 / (na - 1) + b**2 / (nb - 1)), np.inf)
-                )
-    d = np.stack(dfs)
-    df_lo, df_hi = d.min(axis=0) * (1 - 1e-9), d.max(axis=0) * (1 + 1e-9)
-    est = g.mean_a - g.mean_b
-    return _Intervals(
-        (est - de, est + de),
-        (se_lo * (1 - _SLACK), se_hi * (1 + _SLACK)),
-        (df_lo, df_hi),
-        se_lo <= 0,
-    )
+    return running_lift_welch(stats, method, options, judged, level, held, near), identifiable
 
 
 def _widen(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return lo - _SLACK * np.abs(lo) - 1e-15, hi + _SLACK * np.abs(hi) + 1e-15
+    return lo - SLACK * np.abs(lo) - 1e-15, hi + SLACK * np.abs(hi) + 1e-15
 
 
 def _ratio_range(
@@ -1014,19 +712,9 @@ def _ratio_range(
     return c.min(axis=0), c.max(axis=0)
 
 
-@dataclass
-class _Intervals:
-    """Bounds, per tested lesson, on what an evidence gate compares."""
-
-    est: tuple[np.ndarray, np.ndarray]
-    se: tuple[np.ndarray, np.ndarray]
-    df: tuple[np.ndarray, np.ndarray]
-    se_zero: np.ndarray  # a standard error of exactly 0 cannot be ruled out
-
-
 def _near_decision(
     gate: EvidenceGate,
-    iv: _Intervals,
+    iv: EstimateBounds,
     trials: np.ndarray,
     level: float,
     m_judged: int,
@@ -1059,7 +747,7 @@ def _near_decision(
         # ci_low > pm  <=>  (est - pm) / se > q ;  ci_high < -em  <=>  (-em - est) / se > q
         for lo, hi in (t_up, t_down):
             lo, hi = _widen(lo, hi)
-            near |= (lo <= q_big * (1 + _SLACK)) & (q_small * (1 - _SLACK) <= hi)
+            near |= (lo <= q_big * (1 + SLACK)) & (q_small * (1 - SLACK) <= hi)
         return near
     m = int(trials.size)
     for lo_t, hi_t in (t_up, t_down):

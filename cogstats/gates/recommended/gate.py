@@ -85,6 +85,7 @@ from cogstats.gates._report import (
     REPORT_COLUMNS,
     GateReport,
     candidate_ids,
+    check_candidates,
     report_frame,
     report_schema,
 )
@@ -757,16 +758,8 @@ class LifecycleGate:
                 f"got {type(stats).__name__}"
             )
         ridge = stats.ridge
-        if candidates is None:
-            ids = list(ridge.fact_ids)
-        else:
-            if isinstance(candidates, str):
-                raise ParameterError(
-                    f"candidates must be a sequence of lesson ids; got {candidates!r}"
-                )
-            ids = list(candidates)
-            if len(set(ids)) != len(ids):
-                raise ParameterError("candidates must not repeat a lesson id")
+        given = check_candidates(candidates)
+        ids = list(ridge.fact_ids) if given is None else given
         if statuses is not None and not isinstance(statuses, Mapping):
             raise ParameterError(
                 f"statuses must be a mapping fact_id -> LessonState or None; got "
@@ -779,8 +772,6 @@ class LifecycleGate:
         col = {f: i for i, f in enumerate(ridge.fact_ids)}
         rows: list[dict[str, Any]] = []
         for f in ids:
-            if not isinstance(f, str):
-                raise ParameterError(f"candidates must be lesson id strings; got {f!r}")
             i = col.get(f)
             status = _status_of(st[f], f) if f in st else C.CANDIDATE
             if i is None:

@@ -14,7 +14,13 @@ import numpy as np
 from cogstats._statelock import StateLock
 from cogstats._validation import LedgerError, ParameterError
 from cogstats.gates._registry import make_gate, registry_name
-from cogstats.gates._report import GateReport, Judgement, LessonState, check_statuses
+from cogstats.gates._report import (
+    GateReport,
+    Judgement,
+    LessonState,
+    check_candidates,
+    check_statuses,
+)
 from cogstats.gates.streaming import _ingest, _state
 from cogstats.gates.streaming._ingest import IngestResult, Marker, RunSources, SkippedLine
 from cogstats.ledger import validate_record, warn_repeated
@@ -177,18 +183,8 @@ class StreamingGate:
 
     @candidates.setter
     def candidates(self, value: Sequence[str] | None) -> None:
-        if value is None:
-            self._candidates = None
-        else:
-            if isinstance(value, str):
-                raise ParameterError(f"candidates must be a sequence of lesson ids; got {value!r}")
-            ids = list(value)
-            for k, f in enumerate(ids):
-                if not isinstance(f, str):
-                    raise ParameterError(f"candidates[{k}] must be a lesson id string; got {f!r}")
-            if len(set(ids)) != len(ids):
-                raise ParameterError("candidates must not repeat a lesson id")
-            self._candidates = tuple(ids)
+        ids = check_candidates(value)
+        self._candidates = None if ids is None else tuple(ids)
         self._cache = None
 
     @property
@@ -440,8 +436,7 @@ class StreamingGate:
         >>> sg.report().to_frame().select("fact_id", "decision", "why").rows()
         [('a', 'promote', 'promote_evidence'), ('b', 'evict', 'harm_evidence')]
         """
-        if candidates is not None:
-            _check_candidates(candidates)
+        check_candidates(candidates)
         cands = self._candidates if candidates is None else tuple(candidates)
         j = self._judgement(cands)
         if self._full is None or self._full[0] is not j:
@@ -853,14 +848,3 @@ def _differences(saved: Mapping[str, Any], given: Mapping[str, Any]) -> str:
         return "(the same options)"
     shown = ", ".join(f"{k}: saved {saved.get(k)!r}, given {given.get(k)!r}" for k in keys[:5])
     return f"whose options differ ({shown})"
-
-
-def _check_candidates(candidates: Sequence[str]) -> None:
-    if isinstance(candidates, str):
-        raise ParameterError(f"candidates must be a sequence of lesson ids; got {candidates!r}")
-    ids = list(candidates)
-    for k, f in enumerate(ids):
-        if not isinstance(f, str):
-            raise ParameterError(f"candidates[{k}] must be a lesson id string; got {f!r}")
-    if len(set(ids)) != len(ids):
-        raise ParameterError("candidates must not repeat a lesson id")
