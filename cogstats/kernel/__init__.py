@@ -123,7 +123,8 @@ class Block:
 
 
 #: the run loop's own parameters: scenario shape, score model, prompt size and pool, the
-#: retrieval policy's code, the gate's cadence, the one win threshold
+#: retrieval policy's code, the gate's cadence, the one win threshold, whether the lesson
+#: store is non-additive (``world``: the loop scores from the chunk's world record)
 COMMON = Block(
     "common",
     ints=(
@@ -138,6 +139,7 @@ COMMON = Block(
         "recheck",
         "logistic",
         "gram",
+        "world",
     ),
     floats=("base", "noise_sd", "saturation", "damping", "win_threshold"),
 )
@@ -152,6 +154,7 @@ IP_RECEMPTY = COMMON.i("record_empty")
 IP_RECHECK = COMMON.i("recheck")
 IP_LINK = COMMON.i("logistic")
 IP_GRAM = COMMON.i("gram")
+IP_WORLD = COMMON.i("world")
 FP_BASE = COMMON.f("base")
 FP_NOISE = COMMON.f("noise_sd")
 FP_SAT = COMMON.f("saturation")

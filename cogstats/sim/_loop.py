@@ -42,11 +42,18 @@ from cogstats.kernel import (
     IP_RECEMPTY,
     IP_RECHECK,
     IP_RUNS,
+    IP_WORLD,
 )
 from cogstats.kernel import no_gate as gate_step  # GATE-STEP
 from cogstats.kernel.state import Decided, Lessons, Prompt, Scratch, State
 from cogstats.retrieval.kernel import select
-from cogstats.sim._kernel_score import injected_total, link_score, oracle_total
+from cogstats.sim._kernel_score import (
+    injected_total,
+    link_score,
+    oracle_prompt_total,
+    oracle_total,
+    prompt_total,
+)
 
 __all__ = ["run_chunk"]
 
@@ -91,7 +98,7 @@ def run_chunk(inp: Any, out: Any, o: Any) -> None:
     ridge = (np.zeros((pg, pg)), np.zeros(pg), np.empty((2, max(ncov, 1))))
     scratch = (np.empty((3, n_les), dtype=np.int64), np.empty((2, n_les)))
     out.n_events[0] = 0
-    _simulate(inp, out, o, (les, scr, prompt), (sums, ridge, scratch))
+    _simulate(inp, out, o, (les, scr, prompt), (sums, ridge, scratch, np.zeros(n_les, np.bool_)))
 
 
 @njit
@@ -102,7 +109,7 @@ def _simulate(inp: Any, out: Any, o: Any, records: Any, buffers: Any) -> None:
     or a field read in a loop costs a reference count per array, every run).
     """
     les, scr, prompt = records
-    (s_with, ss_with, tot), ridge, scratch = buffers
+    (s_with, ss_with, tot), ridge, scratch, inprompt = buffers
     gram, zty, cov_range = ridge
     ip, fp, pi, pf, prop_table = inp.ip, inp.fp, inp.pi, inp.pf, inp.prop_table
     logistic = ip[IP_LINK] == 1
@@ -124,6 +131,11 @@ def _simulate(inp: Any, out: Any, o: Any, records: Any, buffers: Any) -> None:
         out.evict_reason,
         out.retire_run,
     )
+    world = ip[IP_WORLD] == 1  # a non-additive store: each run's effects and the groups
+    w = inp.world
+    run_eff, groups, iptr, iles, ieff, in_inter = (
+        w.run_eff, w.group, w.inter_ptr, w.inter_les, w.inter_eff, w.in_inter
+    )  # fmt: skip
     n_les = status.shape[0]
     helpful = np.empty(n_les)
     for rep in range(noise.shape[0]):
@@ -163,13 +175,22 @@ def _simulate(inp: Any, out: Any, o: Any, records: Any, buffers: Any) -> None:
             # score: effects summed in lesson order, as the reference engine does
             if count > 1:
                 inj[:count] = np.sort(inj[:count])
-            effect = injected_total(e, kind, inj, count, damp, sat)
+            if world:  # the run's effects, a group counted once, the interactions
+                er, gr = run_eff[rep, r], groups[rep]
+                effect = prompt_total(
+                    er, kind, gr, inj, count, damp, sat, iptr, iles, ieff, inprompt
+                )
+                best = oracle_prompt_total(
+                    er, kind, gr, arrival, run, max_facts, damp, sat, iptr, iles, ieff, in_inter
+                )
+            else:
+                effect = injected_total(e, kind, inj, count, damp, sat)
+                # oracle: only helpful lessons that have arrived, the best max_facts of them
+                best = oracle_total(e, arrival, run, max_facts, sat, helpful)
             z = noise_sd * noise[rep, r]
             d = diff[rep, r]
             y = link_score(base, logit_base, logistic, d, effect, z)
             score[rep, r] = y
-            # oracle: only helpful lessons that have arrived, the best max_facts of them
-            best = oracle_total(e, arrival, run, max_facts, sat, helpful)
             oracle[rep, r] = link_score(base, logit_base, logistic, d, best, z)
             ninj[rep, r] = count
             for i in range(count):

@@ -54,6 +54,7 @@ __all__ = [
     "KernelGate",
     "KernelPolicy",
     "Outputs",
+    "World",
     "as_seed_sequence",
     "fast_support",
     "simulate",
@@ -63,7 +64,8 @@ __all__ = [
 #: :data:`cogstats.kernel.COMMON`), the retrieval policy's (``pi``, ``pf``), the
 #: randomized policy's propensities by pool size, the gate's table, the scenario's lessons
 #: and the chunk's draws (replicate x run: noise, difficulty, family, retrieval uniforms,
-#: covariates; replicate x lesson: effects).
+#: covariates; replicate x lesson: effects) and its non-additive truth (``world``: a
+#: :data:`World` record, empty arrays for an additive store).
 Inputs = namedtuple(
     "Inputs",
     [
@@ -84,8 +86,15 @@ Inputs = namedtuple(
         "eff",
         "ru",
         "cov",
+        "world",
     ],
 )
+#: The truth of a non-additive lesson store as the run loop reads it
+#: (:mod:`cogstats.sim.world`): each replicate's paraphrase groups ``group`` (replicate x
+#: lesson), each run's effects ``run_eff`` (replicate x run x lesson: the run's family,
+#: changes applied), the interactions (``inter_ptr``, ``inter_les``, ``inter_eff``) and
+#: the lessons they name (``in_inter``).
+World = namedtuple("World", ["group", "run_eff", "inter_ptr", "inter_les", "inter_eff", "in_inter"])
 #: What the run loop writes of a chunk (the :class:`~cogstats.sim.raw.RawChunk` arrays)
 #: and the status events of a gate that records them, with their count.
 Outputs = namedtuple(
@@ -196,7 +205,9 @@ def fast_support(s: Scenario) -> str | None:
     The kernel covers the registered parts that have a compiled piece
     (:data:`KERNEL_GATES`, :data:`KERNEL_POLICIES`): every built-in retrieval policy, and
     the cycgraph, audit, evidence and recommended (the lifecycle gate) gates and any
-    gate of one's own whose registration names its piece, with the lifecycle's statuses in
+    gate of one's own whose registration names its piece, in any lesson store (additive or
+    not: paraphrase groups, interactions, effects by family, changes of effect), with the
+    lifecycle's statuses in
     retrieval (admitted lessons in the verified block,
     suspended ones through the re-test slot, ``retest_window``, ``fill_empty``).  Its
     evidence gate covers methods
@@ -215,11 +226,6 @@ def fast_support(s: Scenario) -> str | None:
     >>> fast_support(s)  # doctest: +ELLIPSIS
     "the compiled engine's evidence gate does not cover method 'ols' ..."
     """
-    if not s.additive:
-        return (
-            "the compiled engine does not cover a non-additive store yet (paraphrase groups, "
-            "interactions, effects by family, changes of effect)"
-        )
     policy = s.retrieval.entry()
     if policy.name not in KERNEL_POLICIES:
         return f"the compiled engine has no retrieval policy {s.retrieval.policy!r}"
@@ -271,6 +277,7 @@ def params(s: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
         record_empty=int(s.record_empty_runs),
         recheck=int(g.recheck_verified),
         logistic=int(s.score.link == "logistic"),
+        world=int(not s.additive),
         base=s.score.base,
         noise_sd=s.score.noise_sd,
         saturation=s.score.saturation or 0.0,
@@ -369,6 +376,30 @@ def _inputs(
         np.ascontiguousarray(prep.effects),
         prep.retrieval,
         _covariate_array(prep, covariates),
+        _world(lessons, prep),
+    )
+
+
+def _world(lessons: LessonTable, prep: Prepared) -> Any:
+    """Return the chunk's :data:`World` record (empty arrays for an additive store)."""
+    wt, draws = lessons.world, prep.world
+    if wt is None or draws is None:
+        ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0)
+        return World(
+            np.zeros((1, 0), dtype=np.int64),
+            np.zeros((1, 0, 0)),
+            ints,
+            ints,
+            floats,
+            np.zeros(0, dtype=np.bool_),
+        )
+    return World(
+        np.ascontiguousarray(draws.group, dtype=np.int64),
+        np.ascontiguousarray(draws.run_effects, dtype=np.float64),
+        np.ascontiguousarray(wt.inter_ptr, dtype=np.int64),
+        np.ascontiguousarray(wt.inter_les, dtype=np.int64),
+        np.ascontiguousarray(wt.inter_eff, dtype=np.float64),
+        np.ascontiguousarray(wt.in_inter, dtype=np.bool_),
     )
 
 

@@ -26,7 +26,7 @@ from cogstats.sim._kernel_score import (
     prompt_total,
 )
 from cogstats.sim.draws import draw_uniforms, layout, pool_width, prepare, scenario_lessons
-from cogstats.sim.engine import fast_support
+from cogstats.sim.engine import fast_support, run_fast
 from cogstats.sim.metrics import replicate_metrics
 from cogstats.sim.metrics_world import world_metrics
 from cogstats.sim.raw import empty_raw
@@ -481,16 +481,18 @@ def test_oracle_is_the_best_prompt() -> None:
 
 
 # ---------------------------------------------------------------------- engines
-def test_the_reference_engine_runs_a_world_and_the_oracle_bounds_the_score() -> None:
+def test_both_engines_run_a_world_and_the_oracle_bounds_the_score() -> None:
     s = _world()
-    assert "non-additive" in (fast_support(s) or "")
-    result = simulate(s, replicates=6, rng=4)
-    assert result.engine == "reference"
-    runs = result.runs
-    assert (runs["oracle_score"] - runs["score"]).min() >= 0
+    assert fast_support(s) is None  # the compiled engine covers a non-additive store
+    for engine in ("auto", "reference"):
+        result = simulate(s, replicates=6, rng=4, engine=engine)
+        assert result.engine == ("fast" if engine == "auto" else "reference")
+        runs = result.runs
+        assert (runs["oracle_score"] - runs["score"]).min() >= 0
     # the score is the model's, with the run's effects and groups
     lessons, _, prep = _prepared(s, n=2, seed=9)
     raw = run_reference(s, lessons, prep)
+    assert run_fast(s, lessons, prep).differences(raw) == []
     wt, w = lessons.world, prep.world
     for rep in range(2):
         for r in range(s.runs):
