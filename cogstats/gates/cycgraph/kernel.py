@@ -61,12 +61,14 @@ def _side_p(lift: float, se: float, df: float, margin: float, bound: float, fact
 
 
 @njit(inline="always")
-def _pvalues(sums: Any, o: Any, j: int, floor_var: float) -> tuple[float, float, float]:
+def _pvalues(
+    n_with: Any, s_with: Any, ss_with: Any, tot: Any, o: Any, j: int, floor_var: float
+) -> tuple[float, float, float]:
     """Lesson ``j``'s spent p-values of promotion and harm, and its spending factor.
 
-    ``sums`` is the state's (trials, score sums, sums of squares, totals).
+    ``n_with``, ``s_with``, ``ss_with`` and ``tot`` are the state's sums (trials, score
+    sums, sums of squares, totals).
     """
-    n_with, s_with, ss_with, tot = sums
     n = n_with[j]
     nb = int(tot[0]) - n
     s = s_with[j]
@@ -97,11 +99,9 @@ def _pvalues(sums: Any, o: Any, j: int, floor_var: float) -> tuple[float, float,
 def step(st: Any, o: Any, run: int) -> None:
     """One look of the gate (the margin or the inference rule, by the options record)."""
     status, recheck, by_age, n_with, tot = st.status, st.recheck, st.by_age, st.n_with, st.tot
-    s_with = st.s_with
-    sums = (n_with, s_with, st.ss_with, tot)
-    dec = st.decided
-    looked, tested, decision = st.gibuf[0], st.gibuf[1], st.gibuf[2]
-    p_prom, p_evic = st.gfbuf[0], st.gfbuf[1]
+    s_with, ss_with, dec = st.s_with, st.ss_with, st.decided
+    # 2-D scratch indexed in place: a row view costs a reference count, every look
+    gibuf, gfbuf = st.gibuf, st.gfbuf
     q_prom = 1.0 - o.promote_confidence
     q_evic = 1.0 - o.evict_confidence
     tot_n = int(tot[0])
@@ -110,45 +110,47 @@ def step(st: Any, o: Any, run: int) -> None:
     for jj in range(status.shape[0]):
         j = by_age[jj]
         if judged(status, recheck, j):
-            looked[n_judged] = j
+            gibuf[0, n_judged] = j
             n_judged += 1
     for ii in range(n_judged):
-        j = looked[ii]
+        j = gibuf[0, ii]
         n = n_with[j]
         nb = tot_n - n
         if o.decision_rule == MARGIN:
             lift = 0.0
             if n > 0 and nb > 0:
                 lift = s_with[j] / n - (tot[1] - s_with[j]) / nb
-            decision[j] = margin_outcome(
+            gibuf[2, j] = margin_outcome(
                 n, nb, lift, o.min_trials, o.max_trials, o.promote_margin, o.evict_margin
             )
         elif not is_tested(n, nb, o.min_trials):
-            decision[j] = inference_outcome(
+            gibuf[2, j] = inference_outcome(
                 n, nb, False, False, o.min_trials, o.max_trials, o.max_baseline_runs
             )
         else:
-            p_prom[n_tested], p_evic[n_tested], _ = _pvalues(sums, o, j, o.noise_floor_sd**2)
-            tested[n_tested] = j
+            pp, pe, _ = _pvalues(n_with, s_with, ss_with, tot, o, j, o.noise_floor_sd**2)
+            gfbuf[0, n_tested] = pp
+            gfbuf[1, n_tested] = pe
+            gibuf[1, n_tested] = j
             n_tested += 1
     if n_tested > 0:
         bh = o.multiple_comparison == BH and n_tested > 1
         if bh:
-            up = bh_reject(p_prom[:n_tested], q_prom)
-            down = bh_reject(p_evic[:n_tested], q_evic)
+            up = bh_reject(gfbuf[0, :n_tested], q_prom)
+            down = bh_reject(gfbuf[1, :n_tested], q_evic)
         for i in range(n_tested):
-            j = tested[i]
+            j = gibuf[1, i]
             if bh:
                 up_i, down_i = up[i], down[i]
             else:  # BH with one hypothesis is the plain comparison p <= q
-                up_i, down_i = p_prom[i] <= q_prom, p_evic[i] <= q_evic
+                up_i, down_i = gfbuf[0, i] <= q_prom, gfbuf[1, i] <= q_evic
             n = n_with[j]
-            decision[j] = inference_outcome(
+            gibuf[2, j] = inference_outcome(
                 n, tot_n - n, up_i, down_i, o.min_trials, o.max_trials, o.max_baseline_runs
             )
     for ii in range(n_judged):
-        j = looked[ii]
-        apply_decision(dec, decision[j], j, run)
+        j = gibuf[0, ii]
+        apply_decision(dec, gibuf[2, j], j, run)
 
 
 #: the piece as the simulator runs it (named by the gate's registry entry)
