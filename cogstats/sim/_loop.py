@@ -105,8 +105,9 @@ def run_chunk(inp: Any, out: Any, o: Any) -> None:
 def _simulate(inp: Any, out: Any, o: Any, records: Any, buffers: Any) -> None:
     """Run the chunk's replicates: arrivals, retrieval, score, the running sums, the gate.
 
-    Every array is read off its record once, here (a record handed to a compiled function
-    or a field read in a loop costs a reference count per array, every run).
+    Every array is read off its record once, here (a field read of a record or a row view
+    of an array in the loop costs a reference-count pair, every run; most of the loop's
+    time is those).
     """
     les, scr, prompt = records
     (s_with, ss_with, tot), ridge, scratch, inprompt = buffers
