@@ -75,7 +75,7 @@ from cogstats._codes import (
     SUSPENDED,
 )
 from cogstats.sim.draws import LessonTable
-from cogstats.sim.metrics_world import WORLD_COLUMNS, world_metrics
+from cogstats.sim.metrics_world import WORLD_COLUMNS, _ratio, world_metrics
 from cogstats.sim.raw import RawChunk
 from cogstats.sim.world import WorldDraws
 
@@ -133,11 +133,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
     *LIFECYCLE_COLUMNS,
     *WORLD_COLUMNS,
 )
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
 
 def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:

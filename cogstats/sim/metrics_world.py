@@ -75,6 +75,7 @@ WORLD_COLUMNS: tuple[str, ...] = (
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` where ``den > 0``, NaN elsewhere (the metrics' rates)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
